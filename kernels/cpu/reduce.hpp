@@ -1,0 +1,97 @@
+// CPU reductions over a set of dims.
+//
+// The kept dims form the output (contiguous, in order); the reduced dims are
+// walked in row-major order. Long reductions are cut into fixed chunks whose
+// partial results are merged in chunk order, so the result is the same for
+// any number of threads.
+#pragma once
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "hkt/core/shape.hpp"
+#include "kernels/cpu/loops.hpp"
+
+namespace hkt::cpu {
+
+inline int64_t offset_of(int64_t linear, const Shape& shape, const Strides& strides) {
+  int64_t off = 0;
+  for (size_t d = shape.size(); d-- > 0;) {
+    off += (linear % shape[d]) * strides[d];
+    linear /= shape[d];
+  }
+  return off;
+}
+
+// R provides: using Acc; Acc init(); void add(Acc&, T); void merge(Acc&, const Acc&); T finish(const Acc&).
+template <class T, class R>
+void reduce(const T* x, const Shape& shape, const Strides& strides, const std::vector<bool>& red, T* out, R r) {
+  using Acc = typename R::Acc;
+  Shape os, is;
+  Strides ost, ist;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    (red[d] ? is : os).push_back(shape[d]);
+    (red[d] ? ist : ost).push_back(strides[d]);
+  }
+  const int64_t n_out = numel_of(os), n_in = numel_of(is);
+  if (n_out == 0) return;
+  const Layout<1> L = coalesce<1>(is, {ist});
+  auto run = [&](Acc& a, int64_t base, int64_t lo, int64_t hi) {
+    if (lo >= hi) return;
+    for_each_run<1>(L, lo, hi, [&](auto off, int64_t n, auto st) {
+      const T* p = x + base + off[0];
+      for (int64_t i = 0; i < n; ++i) r.add(a, p[i * st[0]]);
+    });
+  };
+  constexpr int64_t kChunk = 1 << 14;
+  const int64_t n_chunks = n_in > kChunk ? (n_in + kChunk - 1) / kChunk : 1;
+  if (n_chunks == 1) {
+    const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, n_in));
+    parallel_for(0, n_out, grain, [&](int64_t lo, int64_t hi) {
+      for (int64_t o = lo; o < hi; ++o) {
+        Acc a = r.init();
+        run(a, offset_of(o, os, ost), 0, n_in);
+        out[o] = r.finish(a);
+      }
+    });
+    return;
+  }
+  std::vector<Acc> part(static_cast<size_t>(n_out * n_chunks));
+  parallel_for(0, n_out * n_chunks, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) {
+      const int64_t o = t / n_chunks, c = t % n_chunks;
+      Acc a = r.init();
+      run(a, offset_of(o, os, ost), c * kChunk, std::min(n_in, (c + 1) * kChunk));
+      part[t] = a;
+    }
+  });
+  for (int64_t o = 0; o < n_out; ++o) {
+    Acc a = part[o * n_chunks];
+    for (int64_t c = 1; c < n_chunks; ++c) r.merge(a, part[o * n_chunks + c]);
+    out[o] = r.finish(a);
+  }
+}
+
+template <class T>
+struct SumReducer {
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+  Acc init() const { return Acc(0); }
+  void add(Acc& a, T v) const { a += static_cast<Acc>(v); }
+  void merge(Acc& a, const Acc& b) const { a += b; }
+  T finish(const Acc& a) const { return static_cast<T>(a); }
+};
+
+// NaN propagates: once a NaN is seen the result is NaN.
+template <class T>
+struct MaxReducer {
+  using Acc = T;
+  Acc init() const { return std::numeric_limits<T>::lowest(); }
+  static bool is_nan(T v) { return v != v; }
+  void add(Acc& a, T v) const {
+    if (!is_nan(a) && (v > a || is_nan(v))) a = v;
+  }
+  void merge(Acc& a, const Acc& b) const { add(a, b); }
+  T finish(const Acc& a) const { return a; }
+};
+
+}  // namespace hkt::cpu

@@ -1,0 +1,124 @@
+// Elementwise functions shared by the CPU and CUDA kernels: one list, from
+// which the kernels, the op names and the op functions all derive.
+//
+// Unary ops: f(x), and df(x, y) = dy/dx given the input x and output y.
+// Binary ops: f(a, b). Comparisons: f(a, b) -> bool.
+#pragma once
+#include <cmath>
+
+#if defined(__CUDACC__)
+#define HKT_HD __host__ __device__ inline
+#else
+#define HKT_HD inline
+#endif
+
+namespace hkt::ew {
+
+// X(name, Struct)
+#define HKT_UNARY_OPS(X)   \
+  X(neg, Neg)              \
+  X(exp, Exp)              \
+  X(log, Log)              \
+  X(sqrt, Sqrt)            \
+  X(rsqrt, Rsqrt)          \
+  X(tanh, Tanh)            \
+  X(sigmoid, Sigmoid)      \
+  X(relu, Relu)            \
+  X(abs, Abs)              \
+  X(gelu_tanh, GeluTanh)   \
+  X(gelu_erf, GeluErf)
+
+#define HKT_BINARY_OPS(X) \
+  X(add, Add)             \
+  X(sub, Sub)             \
+  X(mul, Mul)             \
+  X(div, Div)             \
+  X(pow, Pow)             \
+  X(maximum, Maximum)     \
+  X(minimum, Minimum)
+
+#define HKT_COMPARE_OPS(X) \
+  X(eq, Eq)                \
+  X(ne, Ne)                \
+  X(lt, Lt)                \
+  X(le, Le)                \
+  X(gt, Gt)                \
+  X(ge, Ge)
+
+struct Neg {
+  template <class T> HKT_HD static T f(T x) { return -x; }
+  template <class T> HKT_HD static T df(T, T) { return T(-1); }
+};
+struct Exp {
+  template <class T> HKT_HD static T f(T x) { return std::exp(x); }
+  template <class T> HKT_HD static T df(T, T y) { return y; }
+};
+struct Log {
+  template <class T> HKT_HD static T f(T x) { return std::log(x); }
+  template <class T> HKT_HD static T df(T x, T) { return T(1) / x; }
+};
+struct Sqrt {
+  template <class T> HKT_HD static T f(T x) { return std::sqrt(x); }
+  template <class T> HKT_HD static T df(T, T y) { return T(0.5) / y; }
+};
+struct Rsqrt {  // y = x^-1/2, dy/dx = -y^3 / 2
+  template <class T> HKT_HD static T f(T x) { return T(1) / std::sqrt(x); }
+  template <class T> HKT_HD static T df(T, T y) { return T(-0.5) * y * y * y; }
+};
+struct Tanh {
+  template <class T> HKT_HD static T f(T x) { return std::tanh(x); }
+  template <class T> HKT_HD static T df(T, T y) { return T(1) - y * y; }
+};
+struct Sigmoid {
+  template <class T> HKT_HD static T f(T x) {
+    return x >= T(0) ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x));
+  }
+  template <class T> HKT_HD static T df(T, T y) { return y * (T(1) - y); }
+};
+struct Relu {
+  template <class T> HKT_HD static T f(T x) { return x > T(0) ? x : T(0); }
+  template <class T> HKT_HD static T df(T x, T) { return x > T(0) ? T(1) : T(0); }
+};
+struct Abs {
+  template <class T> HKT_HD static T f(T x) { return x < T(0) ? -x : x; }
+  template <class T> HKT_HD static T df(T x, T) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0)); }
+};
+// GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+struct GeluTanh {
+  template <class T> HKT_HD static T f(T x) {
+    const T u = T(0.7978845608028654) * (x + T(0.044715) * x * x * x);
+    return T(0.5) * x * (T(1) + std::tanh(u));
+  }
+  template <class T> HKT_HD static T df(T x, T) {
+    const T u = T(0.7978845608028654) * (x + T(0.044715) * x * x * x);
+    const T t = std::tanh(u);
+    const T du = T(0.7978845608028654) * (T(1) + T(3 * 0.044715) * x * x);
+    return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
+  }
+};
+// GELU, exact form: x Phi(x) = 0.5 x (1 + erf(x / sqrt(2)))
+struct GeluErf {
+  template <class T> HKT_HD static T f(T x) { return T(0.5) * x * (T(1) + std::erf(x * T(0.7071067811865476))); }
+  template <class T> HKT_HD static T df(T x, T) {
+    const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.7071067811865476)));
+    const T pdf = T(0.3989422804014327) * std::exp(T(-0.5) * x * x);
+    return cdf + x * pdf;
+  }
+};
+
+struct Add { template <class T> HKT_HD static T f(T a, T b) { return a + b; } };
+struct Sub { template <class T> HKT_HD static T f(T a, T b) { return a - b; } };
+struct Mul { template <class T> HKT_HD static T f(T a, T b) { return a * b; } };
+struct Div { template <class T> HKT_HD static T f(T a, T b) { return a / b; } };
+struct Pow { template <class T> HKT_HD static T f(T a, T b) { return std::pow(a, b); } };
+struct Maximum { template <class T> HKT_HD static T f(T a, T b) { return a > b ? a : b; } };
+struct Minimum { template <class T> HKT_HD static T f(T a, T b) { return a < b ? a : b; } };
+
+struct Eq { template <class T> HKT_HD static bool f(T a, T b) { return a == b; } };
+struct Ne { template <class T> HKT_HD static bool f(T a, T b) { return a != b; } };
+struct Lt { template <class T> HKT_HD static bool f(T a, T b) { return a < b; } };
+struct Le { template <class T> HKT_HD static bool f(T a, T b) { return a <= b; } };
+struct Gt { template <class T> HKT_HD static bool f(T a, T b) { return a > b; } };
+struct Ge { template <class T> HKT_HD static bool f(T a, T b) { return a >= b; } };
+
+}  // namespace hkt::ew
