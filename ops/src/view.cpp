@@ -2,6 +2,7 @@
 #include "hkt/ops/view.hpp"
 
 #include <numeric>
+#include <optional>
 
 #include "hkt/core/function.hpp"
 #include "hkt/ops/factory.hpp"
@@ -31,6 +32,33 @@ Shape infer_shape(const Shape& req, int64_t numel, const char* op) {
   return s;
 }
 
+// Strides that let a tensor of (shape, strides) be viewed as new_shape
+// without a copy, if any exist (the rule of PyTorch's computeStride).
+std::optional<Strides> view_strides(const Shape& shape, const Strides& strides, const Shape& new_shape) {
+  Strides out(new_shape.size(), 0);
+  if (shape.empty() || numel_of(shape) == 0) return contiguous_strides(new_shape);
+  int64_t view_d = static_cast<int64_t>(new_shape.size()) - 1;
+  int64_t chunk_base = strides.back(), tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    tensor_numel *= shape[d];
+    if (d == 0 || (shape[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
+        out[view_d] = view_numel * chunk_base;
+        view_numel *= new_shape[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_base = strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
 // A view with explicit geometry; backward is given by the subclass.
 class ViewFn : public Function {
  public:
@@ -51,9 +79,9 @@ class ViewFn : public Function {
 
 class ReshapeFn final : public ViewFn {
  public:
-  ReshapeFn(const Tensor& x, const Shape& s) {
+  ReshapeFn(const Tensor& x, const Shape& s, Strides st) {
     out_shape_ = s;
-    out_strides_ = contiguous_strides(s);
+    out_strides_ = std::move(st);
     out_offset_ = x.offset();
   }
   const char* name() const override { return "reshape"; }
@@ -123,13 +151,17 @@ class SliceFn final : public ViewFn {
 Tensor reshape(const Tensor& x, const Shape& shape) {
   const Shape s = infer_shape(shape, x.numel(), "reshape");
   if (s == x.shape()) return x;
-  return apply_op<ReshapeFn>({contiguous(x)}, contiguous(x), s);
+  if (auto st = view_strides(x.shape(), x.strides(), s)) return apply_op<ReshapeFn>({x}, x, s, *st);
+  const Tensor c = contiguous(x);
+  return apply_op<ReshapeFn>({c}, c, s, contiguous_strides(s));
 }
 
 Tensor view(const Tensor& x, const Shape& shape) {
-  HKT_CHECK(x.is_contiguous(), "view: the tensor (shape ", shape_str(x.shape()), ", strides ",
-            shape_str(x.strides()), ") is not contiguous; use reshape() to copy");
-  return reshape(x, shape);
+  const Shape s = infer_shape(shape, x.numel(), "view");
+  HKT_CHECK(view_strides(x.shape(), x.strides(), s).has_value(), "view: a tensor of shape ", shape_str(x.shape()),
+            " and strides ", shape_str(x.strides()), " cannot be viewed as ", shape_str(s),
+            " without a copy; use reshape()");
+  return reshape(x, s);
 }
 
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
