@@ -1,0 +1,84 @@
+// BLAS-backed matrix products (see gemm.hpp).
+#include "kernels/cpu/gemm.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "hkt/core/error.hpp"
+
+namespace hkt::cpu {
+namespace {
+
+blasint to_blas(int64_t v, const char* what) {
+  HKT_CHECK(v >= 0 && v <= static_cast<int64_t>(std::numeric_limits<blasint>::max()), "matmul: ", what, " = ", v,
+            " exceeds the BLAS integer range");
+  return static_cast<blasint>(v);
+}
+
+// beta * C over an m x n block with rows ldc apart (for k == 0).
+template <class T>
+void scale_c(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    T* row = c + i * ldc;
+    if (beta == T(0)) std::fill(row, row + n, T(0));
+    else
+      for (int64_t j = 0; j < n; ++j) row[j] *= beta;
+  }
+}
+
+template <class T, class Blas>
+void gemm_impl(Blas blas, bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+               const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    scale_c(m, n, beta, c, ldc);
+    return;
+  }
+  // BLAS validates ld >= max(1, columns of the stored matrix).
+  HKT_CHECK(lda >= std::max<int64_t>(1, ta ? m : k) && ldb >= std::max<int64_t>(1, tb ? k : n) &&
+                ldc >= std::max<int64_t>(1, n),
+            "gemm: invalid leading dimensions lda=", lda, " ldb=", ldb, " ldc=", ldc, " for m=", m, " n=", n,
+            " k=", k, " trans_a=", ta, " trans_b=", tb);
+  blas(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, to_blas(m, "m"),
+       to_blas(n, "n"), to_blas(k, "k"), alpha, a, to_blas(lda, "lda"), b, to_blas(ldb, "ldb"), beta, c,
+       to_blas(ldc, "ldc"));
+}
+
+}  // namespace
+
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  gemm_impl<float>(&cblas_sgemm, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+          int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  gemm_impl<double>(&cblas_dgemm, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+template <class T>
+void gemm_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+                  const int64_t* a_offsets, const T* b, int64_t ldb, const int64_t* b_offsets, T* c,
+                  int64_t batch) {
+  if (batch <= 0 || m == 0 || n == 0) return;
+  if (batch > 1 && !trans_a) {
+    bool fold = true;
+    for (int64_t i = 0; i < batch && fold; ++i)
+      fold = a_offsets[i] == a_offsets[0] + i * m * lda && b_offsets[i] == b_offsets[0];
+    if (fold) {
+      gemm(false, trans_b, batch * m, n, k, T(1), a + a_offsets[0], lda, b + b_offsets[0], ldb, T(0), c, n);
+      return;
+    }
+  }
+  for (int64_t i = 0; i < batch; ++i)
+    gemm(trans_a, trans_b, m, n, k, T(1), a + a_offsets[i], lda, b + b_offsets[i], ldb, T(0), c + i * m * n, n);
+}
+
+template void gemm_batched<float>(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t, const int64_t*,
+                                  const float*, int64_t, const int64_t*, float*, int64_t);
+template void gemm_batched<double>(bool, bool, int64_t, int64_t, int64_t, const double*, int64_t,
+                                   const int64_t*, const double*, int64_t, const int64_t*, double*, int64_t);
+
+}  // namespace hkt::cpu
