@@ -35,6 +35,7 @@ Tensor Tensor::view_of(const Tensor& base, Shape shape, Strides strides, int64_t
 int64_t Tensor::size(int64_t d) const { return shape()[wrap_dim(d, dim(), "Tensor::size")]; }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;
   int64_t expect = 1;
   for (size_t i = shape().size(); i-- > 0;) {
     if (shape()[i] == 1) continue;
