@@ -1,0 +1,94 @@
+// CPU kernels of the optimizer updates: one fused pass over a parameter, its
+// gradient and its state, all contiguous buffers of n elements. The
+// arithmetic is done in double for both float and double parameters; state
+// is stored in the parameter's type. Elementwise work is split into fixed
+// chunks, so the results never depend on the number of threads.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/parallel.hpp"
+
+namespace hkt::cpu {
+
+// SGD with momentum (PyTorch's torch.optim.SGD):
+//   d = g + wd * p
+//   buf = first_step ? d : momentum * buf + (1 - dampening) * d     (when momentum != 0)
+//   d = nesterov ? d + momentum * buf : buf                         (when momentum != 0)
+//   p = p - lr * d
+// buf may be null when momentum == 0.
+template <class T>
+void sgd_update(T* p, const T* g, T* buf, int64_t n, double lr, double momentum, double dampening, double wd,
+                bool nesterov, bool first_step) {
+  parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const double pi = static_cast<double>(p[i]);
+      double d = static_cast<double>(g[i]);
+      if (wd != 0.0) d += wd * pi;
+      if (momentum != 0.0) {
+        const double b = first_step ? d : momentum * static_cast<double>(buf[i]) + (1.0 - dampening) * d;
+        buf[i] = static_cast<T>(b);
+        d = nesterov ? d + momentum * b : b;
+      }
+      p[i] = static_cast<T>(pi - lr * d);
+    }
+  });
+}
+
+// AdamW (Loshchilov & Hutter; torch.optim.AdamW without amsgrad), with the
+// per-step scalars precomputed by the caller in double:
+//   decay = 1 - lr * wd, step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 - beta2^t)
+//   p = p * decay
+//   m = beta1 * m + (1 - beta1) * g
+//   v = beta2 * v + (1 - beta2) * g^2
+//   p = p - step_size * m / (sqrt(v) / bc2_sqrt + eps)      (= lr * m_hat / (sqrt(v_hat) + eps))
+template <class T>
+void adamw_update(T* p, const T* g, T* m, T* v, int64_t n, double beta1, double beta2, double eps, double decay,
+                  double step_size, double bc2_sqrt) {
+  parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const double gi = static_cast<double>(g[i]);
+      const double mi = beta1 * static_cast<double>(m[i]) + (1.0 - beta1) * gi;
+      const double vi = beta2 * static_cast<double>(v[i]) + (1.0 - beta2) * gi * gi;
+      m[i] = static_cast<T>(mi);
+      v[i] = static_cast<T>(vi);
+      const double pi = static_cast<double>(p[i]) * decay;
+      p[i] = static_cast<T>(pi - step_size * mi / (std::sqrt(vi) / bc2_sqrt + eps));
+    }
+  });
+}
+
+// sum of x[i]^2 accumulated in double: fixed chunks, merged in chunk order.
+template <class T>
+double sum_squares(const T* x, int64_t n) {
+  constexpr int64_t kChunk = 1 << 14;
+  auto chunk = [&](int64_t lo, int64_t hi) {
+    double s = 0.0;
+    for (int64_t i = lo; i < hi; ++i) {
+      const double xi = static_cast<double>(x[i]);
+      s += xi * xi;
+    }
+    return s;
+  };
+  if (n <= kChunk) return chunk(0, n);
+  const int64_t n_chunks = (n + kChunk - 1) / kChunk;
+  std::vector<double> part(static_cast<size_t>(n_chunks));
+  parallel_for(0, n_chunks, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t c = lo; c < hi; ++c) part[c] = chunk(c * kChunk, std::min(n, (c + 1) * kChunk));
+  });
+  double s = 0.0;
+  for (double v : part) s += v;
+  return s;
+}
+
+// x = x * factor (computed in double).
+template <class T>
+void scale(T* x, int64_t n, double factor) {
+  parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) x[i] = static_cast<T>(static_cast<double>(x[i]) * factor);
+  });
+}
+
+}  // namespace hkt::cpu

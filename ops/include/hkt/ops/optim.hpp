@@ -1,0 +1,46 @@
+// In-place optimizer updates and the gradient-norm helpers they need.
+//
+// Each update is one fused pass over a parameter, its gradient and its state,
+// dispatched by device and dtype (float32, float64). They are not
+// differentiable: they run under NoGradGuard, write through the tensors' own
+// storage and bump the storage version of every tensor they modify. All
+// tensors must be defined, contiguous, and of the parameter's shape, dtype
+// and device; a mismatch throws hkt::Error naming the op and the tensor.
+// Scalars (learning rate, bias corrections) are computed in double.
+#pragma once
+#include <cstdint>
+
+#include "hkt/core/tensor.hpp"
+
+namespace hkt {
+
+// SGD step with PyTorch's semantics (torch.optim.SGD):
+//   d = grad + weight_decay * param
+//   if momentum != 0:
+//     buf = first_step ? d : momentum * buf + (1 - dampening) * d
+//     d   = nesterov ? d + momentum * buf : buf
+//   param -= lr * d
+// momentum_buf may be undefined when momentum == 0 (it is then not touched).
+// On the first step its previous contents are ignored (it may be empty()).
+void sgd_update_(Tensor& param, const Tensor& grad, Tensor& momentum_buf, double lr, double momentum,
+                 double dampening, double weight_decay, bool nesterov, bool first_step);
+
+// AdamW step (Loshchilov & Hutter; torch.optim.AdamW with amsgrad = false),
+// `step` >= 1 being this parameter's 1-based update count:
+//   param -= lr * weight_decay * param
+//   exp_avg    = beta1 * exp_avg    + (1 - beta1) * grad
+//   exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * grad^2
+//   m_hat = exp_avg / (1 - beta1^step),  v_hat = exp_avg_sq / (1 - beta2^step)
+//   param -= lr * m_hat / (sqrt(v_hat) + eps)
+void adamw_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, double lr, double beta1,
+                   double beta2, double eps, double weight_decay, int64_t step);
+
+// sum(t^2) of a floating tensor, accumulated in double in a fixed order (the
+// same bits for any thread count). A non-contiguous t is copied first.
+double sum_of_squares(const Tensor& t);
+
+// t *= factor in place (floating, contiguous; bumps the storage version).
+// Refuses a tensor that requires grad while grad mode is on, like copy_.
+void scale_(Tensor& t, double factor);
+
+}  // namespace hkt

@@ -1,0 +1,158 @@
+// In-place optimizer updates: argument checks here, loops in kernels/cpu/optim.hpp.
+#include "hkt/ops/optim.hpp"
+
+#include <cmath>
+
+#include "hkt/core/grad_mode.hpp"
+#include "hkt/core/kernel_table.hpp"
+#include "hkt/ops/factory.hpp"
+#include "kernels/cpu/optim.hpp"
+
+namespace hkt {
+namespace {
+
+using SgdSig = void(void* p, const void* g, void* buf, int64_t n, double lr, double momentum, double dampening,
+                    double wd, bool nesterov, bool first_step);
+using AdamWSig = void(void* p, const void* g, void* m, void* v, int64_t n, double beta1, double beta2, double eps,
+                      double decay, double step_size, double bc2_sqrt);
+using SumSquaresSig = double(const void* x, int64_t n);
+using ScaleSig = void(void* x, int64_t n, double factor);
+
+KernelTable<SgdSig> sgd_kernels{"sgd_update_"};
+KernelTable<AdamWSig> adamw_kernels{"adamw_update_"};
+KernelTable<SumSquaresSig> sum_squares_kernels{"sum_of_squares"};
+KernelTable<ScaleSig> scale_kernels{"scale_"};
+
+template <class T>
+void cpu_sgd(void* p, const void* g, void* buf, int64_t n, double lr, double momentum, double dampening, double wd,
+             bool nesterov, bool first_step) {
+  cpu::sgd_update<T>(static_cast<T*>(p), static_cast<const T*>(g), static_cast<T*>(buf), n, lr, momentum, dampening,
+                     wd, nesterov, first_step);
+}
+template <class T>
+void cpu_adamw(void* p, const void* g, void* m, void* v, int64_t n, double beta1, double beta2, double eps,
+               double decay, double step_size, double bc2_sqrt) {
+  cpu::adamw_update<T>(static_cast<T*>(p), static_cast<const T*>(g), static_cast<T*>(m), static_cast<T*>(v), n,
+                       beta1, beta2, eps, decay, step_size, bc2_sqrt);
+}
+template <class T>
+double cpu_sum_squares(const void* x, int64_t n) {
+  return cpu::sum_squares<T>(static_cast<const T*>(x), n);
+}
+template <class T>
+void cpu_scale(void* x, int64_t n, double factor) {
+  cpu::scale<T>(static_cast<T*>(x), n, factor);
+}
+
+const bool kRegistered = [] {
+  constexpr auto C = DeviceType::CPU;
+  sgd_kernels.set(C, DType::Float32, &cpu_sgd<float>);
+  sgd_kernels.set(C, DType::Float64, &cpu_sgd<double>);
+  adamw_kernels.set(C, DType::Float32, &cpu_adamw<float>);
+  adamw_kernels.set(C, DType::Float64, &cpu_adamw<double>);
+  sum_squares_kernels.set(C, DType::Float32, &cpu_sum_squares<float>);
+  sum_squares_kernels.set(C, DType::Float64, &cpu_sum_squares<double>);
+  scale_kernels.set(C, DType::Float32, &cpu_scale<float>);
+  scale_kernels.set(C, DType::Float64, &cpu_scale<double>);
+  return true;
+}();
+
+void check_param(const char* op, const Tensor& param) {
+  HKT_CHECK(param.defined(), op, ": param is undefined");
+  HKT_CHECK(is_floating(param.dtype()), op, ": param must be float32 or float64, got ", meta_str(param.meta()));
+  HKT_CHECK(param.is_contiguous(), op, ": param (", meta_str(param.meta()), ") must be contiguous");
+}
+
+// `t` (called `what`) must match the parameter exactly and be contiguous.
+void check_like(const char* op, const char* what, const Tensor& t, const Tensor& param) {
+  HKT_CHECK(t.defined(), op, ": ", what, " is undefined");
+  HKT_CHECK(t.meta() == param.meta(), op, ": ", what, " is ", meta_str(t.meta()), " but param is ",
+            meta_str(param.meta()));
+  HKT_CHECK(t.is_contiguous(), op, ": ", what, " (", meta_str(t.meta()), ") must be contiguous");
+}
+
+// Two tensors written by the same update must not share memory with each other.
+void check_distinct(const char* op, const char* a_name, const Tensor& a, const char* b_name, const Tensor& b) {
+  HKT_CHECK(a.storage() != b.storage(), op, ": ", a_name, " and ", b_name, " share storage");
+}
+
+void check_finite(const char* op, const char* what, double v) {
+  HKT_CHECK(std::isfinite(v), op, ": ", what, " must be finite, got ", v);
+}
+
+}  // namespace
+
+void sgd_update_(Tensor& param, const Tensor& grad, Tensor& momentum_buf, double lr, double momentum,
+                 double dampening, double weight_decay, bool nesterov, bool first_step) {
+  constexpr const char* op = "sgd_update_";
+  NoGradGuard no_grad;
+  check_param(op, param);
+  check_like(op, "grad", grad, param);
+  check_finite(op, "lr", lr);
+  check_finite(op, "momentum", momentum);
+  check_finite(op, "dampening", dampening);
+  check_finite(op, "weight_decay", weight_decay);
+  HKT_CHECK(!nesterov || momentum != 0.0, op, ": nesterov needs a non-zero momentum");
+  const bool use_buf = momentum != 0.0;
+  if (use_buf) {
+    check_like(op, "momentum_buf", momentum_buf, param);
+    check_distinct(op, "param", param, "momentum_buf", momentum_buf);
+  }
+  sgd_kernels.get(param.device(), param.dtype())(param.raw_data(), grad.raw_data(),
+                                                  use_buf ? momentum_buf.raw_data() : nullptr, param.numel(), lr,
+                                                  momentum, dampening, weight_decay, nesterov, first_step);
+  param.storage()->bump_version();
+  if (use_buf) momentum_buf.storage()->bump_version();
+}
+
+void adamw_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, double lr, double beta1,
+                   double beta2, double eps, double weight_decay, int64_t step) {
+  constexpr const char* op = "adamw_update_";
+  NoGradGuard no_grad;
+  check_param(op, param);
+  check_like(op, "grad", grad, param);
+  check_like(op, "exp_avg", exp_avg, param);
+  check_like(op, "exp_avg_sq", exp_avg_sq, param);
+  check_distinct(op, "param", param, "exp_avg", exp_avg);
+  check_distinct(op, "param", param, "exp_avg_sq", exp_avg_sq);
+  check_distinct(op, "exp_avg", exp_avg, "exp_avg_sq", exp_avg_sq);
+  check_finite(op, "lr", lr);
+  check_finite(op, "eps", eps);
+  check_finite(op, "weight_decay", weight_decay);
+  HKT_CHECK(step >= 1, op, ": step must be >= 1 (the 1-based update count), got ", step);
+  HKT_CHECK(beta1 >= 0.0 && beta1 < 1.0, op, ": beta1 must be in [0, 1), got ", beta1);
+  HKT_CHECK(beta2 >= 0.0 && beta2 < 1.0, op, ": beta2 must be in [0, 1), got ", beta2);
+  const double t = static_cast<double>(step);
+  const double bc1 = 1.0 - std::pow(beta1, t);
+  const double bc2 = 1.0 - std::pow(beta2, t);
+  const double decay = 1.0 - lr * weight_decay;
+  const double step_size = lr / bc1;
+  const double bc2_sqrt = std::sqrt(bc2);
+  adamw_kernels.get(param.device(), param.dtype())(param.raw_data(), grad.raw_data(), exp_avg.raw_data(),
+                                                    exp_avg_sq.raw_data(), param.numel(), beta1, beta2, eps, decay,
+                                                    step_size, bc2_sqrt);
+  param.storage()->bump_version();
+  exp_avg.storage()->bump_version();
+  exp_avg_sq.storage()->bump_version();
+}
+
+double sum_of_squares(const Tensor& t) {
+  HKT_CHECK(t.defined(), "sum_of_squares: tensor is undefined");
+  HKT_CHECK(is_floating(t.dtype()), "sum_of_squares: expected a float32 or float64 tensor, got ",
+            meta_str(t.meta()));
+  NoGradGuard no_grad;
+  const Tensor c = contiguous(t.detach());
+  return sum_squares_kernels.get(c.device(), c.dtype())(c.raw_data(), c.numel());
+}
+
+void scale_(Tensor& t, double factor) {
+  HKT_CHECK(t.defined(), "scale_: tensor is undefined");
+  HKT_CHECK(is_floating(t.dtype()), "scale_: expected a float32 or float64 tensor, got ", meta_str(t.meta()));
+  HKT_CHECK(t.is_contiguous(), "scale_: tensor (", meta_str(t.meta()), ") must be contiguous");
+  HKT_CHECK(!(t.requires_grad() && GradMode::is_enabled()),
+            "scale_: in-place write to a tensor that requires grad; do it under NoGradGuard");
+  scale_kernels.get(t.device(), t.dtype())(t.raw_data(), t.numel(), factor);
+  t.storage()->bump_version();
+}
+
+}  // namespace hkt
