@@ -16,6 +16,21 @@ const AutogradMath& math_checked() {
 }
 }  // namespace
 
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> stack;
+  auto take = [&stack](std::vector<Edge>& edges) {
+    for (Edge& e : edges)
+      if (e.node && e.node.use_count() == 1) stack.push_back(std::move(e.node));
+    edges.clear();
+  };
+  take(next);
+  while (!stack.empty()) {
+    std::shared_ptr<Node> n = std::move(stack.back());
+    stack.pop_back();
+    take(n->next);
+  }  // n is destroyed here with no edges left
+}
+
 void set_autograd_math(const AutogradMath& m) { g_math = m; }
 const AutogradMath& autograd_math() { return math_checked(); }
 

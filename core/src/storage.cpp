@@ -2,20 +2,77 @@
 
 #include <array>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <new>
+#include <vector>
 
 namespace hkt {
 namespace {
 
+// CPU buffers are 64-byte aligned. Large blocks (>= 1 MiB) are cached by
+// size class after they are freed: glibc serves them with a fresh mmap each
+// time, and the page faults of first touch then cost more than the op itself.
+// The cache holds at most HKT_CPU_CACHE_MB (default 1024; 0 disables it,
+// as do sanitizer builds, so that use-after-free stays detectable).
 class CpuAllocator final : public Allocator {
  public:
+  CpuAllocator() {
+#if defined(__SANITIZE_ADDRESS__)
+    limit_ = 0;
+#else
+    const char* env = std::getenv("HKT_CPU_CACHE_MB");
+    limit_ = (env ? std::strtoull(env, nullptr, 10) : 1024ull) << 20;
+#endif
+  }
+  ~CpuAllocator() override {
+    for (auto& [size, blocks] : free_)
+      for (void* p : blocks) std::free(p);
+  }
   void* allocate(size_t nbytes, Device) override {
-    const size_t n = ((nbytes + 63) / 64) * 64;
-    void* p = std::aligned_alloc(64, n == 0 ? 64 : n);
+    const size_t n = size_class(nbytes);
+    if (n >= kCacheMin && limit_ > 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.find(n);
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_ -= n;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, n);
     if (!p) throw Error(str_cat("out of memory: could not allocate ", nbytes, " bytes on cpu"));
     return p;
   }
-  void deallocate(void* p, size_t, Device) override { std::free(p); }
+  void deallocate(void* p, size_t nbytes, Device) override {
+    const size_t n = size_class(nbytes);
+    if (n >= kCacheMin && limit_ > 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cached_ + n <= limit_) {
+        free_[n].push_back(p);
+        cached_ += n;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+ private:
+  static constexpr size_t kCacheMin = size_t{1} << 20;
+  // Multiples of 64 bytes; from 1 MiB up, rounded to 1/8 of the power of two
+  // below, so that nearby sizes share a class (at most 12.5% waste).
+  static size_t size_class(size_t nbytes) {
+    size_t n = ((nbytes + 63) / 64) * 64;
+    if (n == 0) n = 64;
+    if (n < kCacheMin) return n;
+    size_t p = size_t{1} << (63 - __builtin_clzll(n));
+    const size_t step = p / 8;
+    return (n + step - 1) / step * step;
+  }
+  std::mutex mu_;
+  std::map<size_t, std::vector<void*>> free_;
+  size_t cached_ = 0, limit_ = 0;
 };
 
 std::array<Allocator*, kNumDeviceTypes>& allocators() {

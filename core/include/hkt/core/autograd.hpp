@@ -22,7 +22,9 @@ struct Edge {
 
 class Node {
  public:
-  virtual ~Node() = default;
+  // Frees the chain of nodes only this one keeps alive with a loop, not by
+  // recursive destructors, so that a graph of any depth can be dropped.
+  virtual ~Node();
   virtual std::string name() const = 0;
   // grad_outputs: one per output (never undefined; zeros where unused).
   // Returns one gradient per input (undefined where none).

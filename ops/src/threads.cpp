@@ -1,0 +1,41 @@
+#include "hkt/ops/threads.hpp"
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+
+#include <tbb/global_control.h>
+#include <tbb/info.h>
+
+#include "hkt/core/error.hpp"
+
+namespace hkt {
+namespace {
+std::mutex g_mu;
+std::unique_ptr<tbb::global_control> g_control;
+
+void set_locked(int n) {
+  g_control.reset();
+  if (n > 0) g_control = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, n);
+}
+
+const bool kFromEnv = [] {
+  if (const char* env = std::getenv("HKT_NUM_THREADS")) {
+    const int n = std::atoi(env);
+    if (n > 0) set_locked(n);
+  }
+  return true;
+}();
+}  // namespace
+
+void set_num_threads(int n) {
+  HKT_CHECK(n >= 0, "set_num_threads: expected n >= 1 (or 0 for the default), got ", n);
+  std::lock_guard<std::mutex> lock(g_mu);
+  set_locked(n);
+}
+
+int get_num_threads() {
+  return static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+}
+
+}  // namespace hkt
