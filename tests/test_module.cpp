@@ -17,8 +17,8 @@ struct Attn : Module {
     register_buffer("mask", ones({3}));
   }
 };
-struct Block : Module {
-  Block() : Module("Block") {
+struct TestBlock : Module {
+  TestBlock() : Module("TestBlock") {
     register_module("attn", std::make_shared<Attn>());
     register_module("ln", std::make_shared<LayerNorm>(4));
   }
@@ -27,8 +27,8 @@ struct Net : Module {
   std::shared_ptr<ModuleList> blocks;
   Net() : Module("Net") {
     blocks = register_module("blocks", std::make_shared<ModuleList>());
-    blocks->push_back(std::make_shared<Block>());
-    blocks->push_back(std::make_shared<Block>());
+    blocks->push_back(std::make_shared<TestBlock>());
+    blocks->push_back(std::make_shared<TestBlock>());
     register_module("drop", std::make_shared<Dropout>(0.5));
   }
 };
@@ -67,7 +67,7 @@ TEST_CASE("train/eval reaches every descendant and switches dropout") {
   CHECK(!drop->is_training());
   CHECK(drop->forward(x).to_vector<float>() == x.to_vector<float>());
   net.train();
-  CHECK(net.blocks->at<Block>(1)->is_training());
+  CHECK(net.blocks->at<TestBlock>(1)->is_training());
   const auto y = drop->forward(x).to_vector<float>();
   int zeros_n = 0;
   for (float v : y) {

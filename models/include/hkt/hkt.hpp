@@ -28,3 +28,5 @@
 #include "hkt/models/optim.hpp"
 #include "hkt/models/schedule.hpp"
 #include "hkt/models/checkpoint.hpp"
+#include "hkt/models/attention.hpp"
+#include "hkt/models/classifier.hpp"

@@ -1,0 +1,83 @@
+// The sequence classifier of ../shared/spec/HKT.md:
+//
+//   input map      token embedding (vocab > 0) or a linear map of real-valued
+//                  features (input_features > 0, e.g. RGB pixels)
+//   + learned positional embedding [max_len, D]
+//   N pre-LN blocks    x += Attn(LN(x)); x += FFN(LN(x))   (FFN = Linear(D, 4D), GELU, Linear(4D, D), dropout)
+//   final LayerNorm, mean pooling over non-pad positions, linear head to C classes.
+//
+// Attn is HKTAttention or MultiHeadAttention (the baseline), chosen by the config.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "hkt/models/attention.hpp"
+#include "hkt/models/layers.hpp"
+#include "hkt/models/module.hpp"
+
+namespace hkt::nn {
+
+struct ClassifierConfig {
+  std::string attention = "hkt";  // "hkt" or "mha"
+  int64_t vocab = 0;              // > 0: Int64 token inputs [B, T]
+  int64_t input_features = 0;     // > 0: real-valued inputs [B, T, F]
+  int64_t max_len = 512;          // positional embedding size; T <= max_len
+  int64_t dim = 128;
+  int64_t heads = 4;
+  int64_t layers = 2;
+  int64_t ffn_mult = 4;
+  double dropout = 0.1;
+  int64_t classes = 2;
+  bool causal = false;
+  bool bias = false;  // attention projection biases
+  // HKT options (ignored for "mha").
+  int64_t levels = 3;
+  bool share_qk = false;
+  bool pointwise = true;
+  bool learn_lambda = true;
+  bool hybrid = true;
+  DType dtype = DType::Float32;
+
+  // Throws hkt::Error naming the first invalid field.
+  void validate() const;
+  // JSON text with every field (dtype as "float32"/"float64"), and back;
+  // unknown keys and wrong types are errors.
+  std::string to_json() const;
+  static ClassifierConfig from_json(const std::string& json);
+  // Named presets: "hkt-small", "mha-small", "hkt-tiny", "mha-tiny" (see
+  // docs/hkt.md for their parameter counts). The task fills in vocab or
+  // input_features, classes and max_len.
+  static ClassifierConfig preset(const std::string& name);
+};
+
+class Block : public Module {
+ public:
+  explicit Block(const ClassifierConfig& cfg, LayerOptions opt);
+  Tensor forward(const Tensor& x, const Tensor& valid);
+  std::shared_ptr<LayerNorm> ln1, ln2;
+  std::shared_ptr<HKTAttention> hkt;        // one of these two is set
+  std::shared_ptr<MultiHeadAttention> mha;
+  std::shared_ptr<FeedForward> ffn;
+};
+
+class SequenceClassifier : public Module {
+ public:
+  explicit SequenceClassifier(const ClassifierConfig& cfg, Generator* gen = nullptr);
+  // inputs: Int64 [B, T] tokens or float [B, T, F] features; valid: optional
+  // Bool [B, T] (true at real tokens). Returns logits [B, classes].
+  Tensor forward(const Tensor& inputs, const Tensor& valid = Tensor());
+  const ClassifierConfig& config() const { return cfg_; }
+
+  std::shared_ptr<Embedding> embed;   // token inputs
+  std::shared_ptr<Linear> input_map;  // real-valued inputs
+  Tensor pos;                         // [max_len, D]
+  std::shared_ptr<ModuleList> blocks;
+  std::shared_ptr<LayerNorm> ln_f;
+  std::shared_ptr<Linear> head;
+
+ private:
+  ClassifierConfig cfg_;
+};
+
+}  // namespace hkt::nn

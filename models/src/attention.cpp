@@ -1,0 +1,245 @@
+// HKT attention and the MHA baseline, composed from plain ops (the reference
+// for the fused kernels). Shapes: B batch, T length, D width, H heads,
+// dh = D / H, L levels, T_l = ceil(T / 2^l).
+#include "hkt/models/attention.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "hkt/core/grad_mode.hpp"
+#include "hkt/ops/elementwise.hpp"
+#include "hkt/ops/factory.hpp"
+#include "hkt/ops/index.hpp"
+#include "hkt/ops/linalg.hpp"
+#include "hkt/ops/nn.hpp"
+#include "hkt/ops/reduce.hpp"
+#include "hkt/ops/view.hpp"
+
+namespace hkt::nn {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+void check_config(const AttentionConfig& c, const char* who) {
+  HKT_CHECK(c.dim > 0 && c.heads > 0 && c.dim % c.heads == 0, who, ": dim (", c.dim,
+            ") must be a positive multiple of heads (", c.heads, ")");
+}
+
+// Validates x [B, T, D] and valid (Bool [B, T] or undefined).
+void check_inputs(const Tensor& x, const Tensor& valid, int64_t D, const char* who) {
+  HKT_CHECK(x.dim() == 3 && x.size(2) == D, who, ": x must be [B, T, ", D, "], got ", shape_str(x.shape()));
+  HKT_CHECK(x.size(1) >= 1, who, ": the sequence is empty (T = 0)");
+  if (valid.defined())
+    HKT_CHECK(valid.dtype() == DType::Bool && (valid.shape() == Shape{x.size(0), x.size(1)}), who,
+              ": valid must be Bool [", x.size(0), ", ", x.size(1), "], got ", valid.dtype(),
+              shape_str(valid.shape()));
+}
+
+// [B, T, D] -> [B, H, T, dh]
+Tensor split_heads(const Tensor& x, int64_t H) {
+  return permute(reshape(x, {x.size(0), x.size(1), H, x.size(2) / H}), {0, 2, 1, 3});
+}
+// [B, H, T, dh] -> [B, T, D]
+Tensor merge_heads(const Tensor& x) {
+  return reshape(permute(x, {0, 2, 1, 3}), {x.size(0), x.size(2), x.size(1) * x.size(3)});
+}
+
+// Zeroes the positions where valid is false (x [B, T, D]).
+Tensor zero_padded(const Tensor& x, const Tensor& valid) {
+  return valid.defined() ? x * to_dtype(unsqueeze(valid, -1), x.dtype()) : x;
+}
+
+// softmax(scores + mask) V over the last dim, with -inf at padded keys and,
+// in causal mode, at j > i. A row with every key masked gives 0.
+Tensor masked_attention(Tensor scores, const Tensor& valid, bool causal, const Tensor& v) {
+  const int64_t T = scores.size(-1);
+  if (valid.defined()) scores = masked_fill(scores, unsqueeze(unsqueeze(eq(valid, 0.0), 1), 1), -kInf);
+  if (causal) {
+    const Tensor i = arange(T);
+    scores = masked_fill(scores, gt(reshape(i, {1, T}), reshape(i, {T, 1})), -kInf);
+  }
+  return matmul(softmax(scores, -1), v);
+}
+
+// Level validity: a block is real if any of the two blocks below it is.
+Tensor pool_valid(const Tensor& v) {
+  Tensor f = to_dtype(v, DType::Float32);
+  const int64_t B = v.size(0), T = v.size(1);
+  if (T % 2) f = cat({f, zeros({B, 1})}, 1);
+  return gt(max(reshape(f, {B, (T + 1) / 2, 2}), {2}), 0.5);
+}
+
+// Row/column index of level l used by full-resolution position i, and
+// whether that term exists (causal: c_l(i) = floor((i + 1) / 2^l) - 1 >= 0).
+struct LevelIndex {
+  Tensor idx;   // Int64 [T]
+  Tensor drop;  // Bool [T, T], true where the term is 0 (causal only)
+};
+LevelIndex level_index(int64_t T, int64_t l, bool causal) {
+  std::vector<int64_t> idx(static_cast<size_t>(T));
+  std::vector<int64_t> missing(static_cast<size_t>(T), 0);
+  for (int64_t i = 0; i < T; ++i) {
+    const int64_t c = causal ? ((i + 1) >> l) - 1 : (i >> l);
+    idx[i] = c < 0 ? 0 : c;
+    missing[i] = c < 0;
+  }
+  LevelIndex r{from_vector(idx, {T}), Tensor()};
+  if (causal) {
+    const Tensor m = gt(from_vector(missing, {T}), 0.0);
+    const Tensor mf = to_dtype(m, DType::Float32);
+    r.drop = gt(reshape(mf, {T, 1}) + reshape(mf, {1, T}), 0.5);
+  }
+  return r;
+}
+
+}  // namespace
+
+Downsample::Downsample(int64_t dim, bool pointwise, LayerOptions opt) : Layer("Downsample") {
+  conv = register_module("conv", std::make_shared<CausalDepthwiseConv1d>(dim, 3, 2, true, opt));
+  if (pointwise) pw = register_module("pw", std::make_shared<Linear>(dim, dim, true, opt));
+  ln = register_module("ln", std::make_shared<LayerNorm>(dim, 1e-5, true, opt));
+}
+
+Tensor Downsample::forward(const Tensor& x) {
+  Tensor h = conv->forward(x);
+  if (pw) h = pw->forward(h);
+  return gelu(ln->forward(h));
+}
+
+HKTAttention::HKTAttention(const HKTConfig& cfg) : Module("HKTAttention"), cfg_(cfg) {
+  check_config(cfg, "HKTAttention");
+  HKT_CHECK(cfg.levels >= 1, "HKTAttention: levels must be >= 1, got ", cfg.levels);
+  HKT_CHECK(cfg.conv_kernel >= 1, "HKTAttention: conv_kernel must be >= 1, got ", cfg.conv_kernel);
+  const LayerOptions o{cfg.dtype, cfg.gen};
+  const int64_t D = cfg.dim, L = cfg.levels;
+  wq_list = register_module("wq", std::make_shared<ModuleList>());
+  wk_list = register_module("wk", std::make_shared<ModuleList>());
+  for (int64_t l = 0; l < (cfg.share_qk ? 1 : L); ++l) {
+    wq_list->push_back(std::make_shared<Linear>(D, D, cfg.bias, o));
+    wk_list->push_back(std::make_shared<Linear>(D, D, cfg.bias, o));
+  }
+  wv = register_module("wv", std::make_shared<Linear>(D, D, cfg.bias, o));
+  wo = register_module("wo", std::make_shared<Linear>(D, D, cfg.bias, o));
+  down = register_module("down", std::make_shared<ModuleList>());
+  for (int64_t l = 1; l < L; ++l) down->push_back(std::make_shared<Downsample>(D, cfg.pointwise, o));
+  if (cfg.learn_lambda) theta = register_parameter("theta", zeros({cfg.heads, L}, {cfg.dtype}));
+  if (cfg.hybrid) {
+    gate = register_parameter("gate", zeros({cfg.heads}, {cfg.dtype}));
+    conv = register_module("conv", std::make_shared<CausalDepthwiseConv1d>(D, cfg.conv_kernel, 1, false, o));
+  }
+}
+
+Tensor HKTAttention::lambda() const {
+  if (theta.defined()) return softmax(theta, -1);
+  return full({cfg_.heads, cfg_.levels}, 1.0 / static_cast<double>(cfg_.levels), {cfg_.dtype});
+}
+
+Tensor HKTAttention::beta() const {
+  return gate.defined() ? sigmoid(gate) : ones({cfg_.heads}, {cfg_.dtype});
+}
+
+Tensor HKTAttention::wq(int64_t level) const {
+  HKT_CHECK(level >= 0 && level < cfg_.levels, "HKTAttention::wq: level ", level, " out of range [0, ",
+            cfg_.levels, ")");
+  return clone(transpose(wq_list->at<Linear>(cfg_.share_qk ? 0 : level)->weight, 0, 1).detach());
+}
+
+Tensor HKTAttention::wk(int64_t level) const {
+  HKT_CHECK(level >= 0 && level < cfg_.levels, "HKTAttention::wk: level ", level, " out of range [0, ",
+            cfg_.levels, ")");
+  return clone(transpose(wk_list->at<Linear>(cfg_.share_qk ? 0 : level)->weight, 0, 1).detach());
+}
+
+void HKTAttention::pyramid(const Tensor& x, const Tensor& valid, std::vector<Tensor>& xs,
+                           std::vector<Tensor>& vs) const {
+  xs = {x};
+  vs = {valid};
+  for (int64_t l = 1; l < cfg_.levels; ++l) {
+    // Padded positions are zeroed before each downsampling convolution.
+    xs.push_back(down->at<Downsample>(static_cast<size_t>(l - 1))->forward(zero_padded(xs.back(), vs.back())));
+    vs.push_back(valid.defined() ? pool_valid(vs.back()) : Tensor());
+  }
+}
+
+HKTScores HKTAttention::inspect(const Tensor& x, const Tensor& valid) {
+  check_inputs(x, valid, cfg_.dim, "HKTAttention");
+  NoGradGuard ng;
+  const int64_t H = cfg_.heads, T = x.size(1);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(cfg_.dim / H));
+  std::vector<Tensor> xs, vs;
+  pyramid(x, valid, xs, vs);
+  HKTScores r;
+  r.lambda = lambda();
+  r.beta = beta();
+  for (int64_t l = 0; l < cfg_.levels; ++l) {
+    const size_t w = cfg_.share_qk ? 0 : static_cast<size_t>(l);
+    const Tensor q = split_heads(wq_list->at<Linear>(w)->forward(xs[l]), H);
+    const Tensor k = split_heads(wk_list->at<Linear>(w)->forward(xs[l]), H);
+    // S_l = Q_l K_l^T / sqrt(dh)
+    r.levels.push_back(matmul(q, transpose(k, -2, -1)) * scale);
+    // Up_l(S_l)[i, j] = S_l[idx(i), idx(j)], zero where a causal block is missing.
+    Tensor up = r.levels.back();
+    if (l > 0) {
+      const LevelIndex li = level_index(T, l, cfg_.causal);
+      up = index_select(index_select(up, 2, li.idx), 3, li.idx);
+      if (li.drop.defined()) up = masked_fill(up, li.drop, 0.0);
+    }
+    // S_hier = sum_l lambda_l Up_l(S_l), lambda per head
+    const Tensor term = reshape(select(r.lambda, 1, l), {1, H, 1, 1}) * up;
+    r.combined = l == 0 ? term : r.combined + term;
+  }
+  return r;
+}
+
+Tensor HKTAttention::forward(const Tensor& x, const Tensor& valid) {
+  check_inputs(x, valid, cfg_.dim, "HKTAttention");
+  const int64_t H = cfg_.heads, T = x.size(1);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(cfg_.dim / H));
+  std::vector<Tensor> xs, vs;
+  pyramid(x, valid, xs, vs);
+  const Tensor lam = lambda();
+  Tensor s_hier;
+  for (int64_t l = 0; l < cfg_.levels; ++l) {
+    const size_t w = cfg_.share_qk ? 0 : static_cast<size_t>(l);
+    const Tensor q = split_heads(wq_list->at<Linear>(w)->forward(xs[l]), H);
+    const Tensor k = split_heads(wk_list->at<Linear>(w)->forward(xs[l]), H);
+    Tensor s = matmul(q, transpose(k, -2, -1)) * scale;
+    if (l > 0) {
+      const LevelIndex li = level_index(T, l, cfg_.causal);
+      s = index_select(index_select(s, 2, li.idx), 3, li.idx);
+      if (li.drop.defined()) s = masked_fill(s, li.drop, 0.0);
+    }
+    const Tensor term = reshape(select(lam, 1, l), {1, H, 1, 1}) * s;
+    s_hier = l == 0 ? term : s_hier + term;
+  }
+  // Full-resolution values; padded values are zeroed (they feed the conv branch).
+  const Tensor v = zero_padded(wv->forward(x), valid);
+  Tensor out = masked_attention(s_hier, valid, cfg_.causal, split_heads(v, H));
+  if (cfg_.hybrid) {
+    // out_h = beta_h * A_h + (1 - beta_h) * CausalDepthwiseConv(V)_h
+    const Tensor b = reshape(sigmoid(gate), {1, H, 1, 1});
+    out = b * out + (1.0 - b) * split_heads(conv->forward(v), H);
+  }
+  return zero_padded(wo->forward(merge_heads(out)), valid);
+}
+
+MultiHeadAttention::MultiHeadAttention(const AttentionConfig& cfg) : Module("MultiHeadAttention"), cfg_(cfg) {
+  check_config(cfg, "MultiHeadAttention");
+  const LayerOptions o{cfg.dtype, cfg.gen};
+  wq = register_module("wq", std::make_shared<Linear>(cfg.dim, cfg.dim, cfg.bias, o));
+  wk = register_module("wk", std::make_shared<Linear>(cfg.dim, cfg.dim, cfg.bias, o));
+  wv = register_module("wv", std::make_shared<Linear>(cfg.dim, cfg.dim, cfg.bias, o));
+  wo = register_module("wo", std::make_shared<Linear>(cfg.dim, cfg.dim, cfg.bias, o));
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& valid) {
+  check_inputs(x, valid, cfg_.dim, "MultiHeadAttention");
+  const int64_t H = cfg_.heads;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(cfg_.dim / H));
+  const Tensor q = split_heads(wq->forward(x), H), k = split_heads(wk->forward(x), H);
+  const Tensor v = zero_padded(wv->forward(x), valid);
+  const Tensor a = masked_attention(matmul(q, transpose(k, -2, -1)) * scale, valid, cfg_.causal, split_heads(v, H));
+  return zero_padded(wo->forward(merge_heads(a)), valid);
+}
+
+}  // namespace hkt::nn
