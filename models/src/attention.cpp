@@ -161,57 +161,49 @@ void HKTAttention::pyramid(const Tensor& x, const Tensor& valid, std::vector<Ten
   }
 }
 
-HKTScores HKTAttention::inspect(const Tensor& x, const Tensor& valid) {
-  check_inputs(x, valid, cfg_.dim, "HKTAttention");
-  NoGradGuard ng;
-  const int64_t H = cfg_.heads, T = x.size(1);
+Tensor HKTAttention::combined_scores(const std::vector<Tensor>& xs, int64_t T, std::vector<Tensor>* levels) const {
+  const int64_t H = cfg_.heads;
   const double scale = 1.0 / std::sqrt(static_cast<double>(cfg_.dim / H));
-  std::vector<Tensor> xs, vs;
-  pyramid(x, valid, xs, vs);
-  HKTScores r;
-  r.lambda = lambda();
-  r.beta = beta();
-  for (int64_t l = 0; l < cfg_.levels; ++l) {
-    const size_t w = cfg_.share_qk ? 0 : static_cast<size_t>(l);
-    const Tensor q = split_heads(wq_list->at<Linear>(w)->forward(xs[l]), H);
-    const Tensor k = split_heads(wk_list->at<Linear>(w)->forward(xs[l]), H);
-    // S_l = Q_l K_l^T / sqrt(dh)
-    r.levels.push_back(matmul(q, transpose(k, -2, -1)) * scale);
-    // Up_l(S_l)[i, j] = S_l[idx(i), idx(j)], zero where a causal block is missing.
-    Tensor up = r.levels.back();
-    if (l > 0) {
-      const LevelIndex li = level_index(T, l, cfg_.causal);
-      up = index_select(index_select(up, 2, li.idx), 3, li.idx);
-      if (li.drop.defined()) up = masked_fill(up, li.drop, 0.0);
-    }
-    // S_hier = sum_l lambda_l Up_l(S_l), lambda per head
-    const Tensor term = reshape(select(r.lambda, 1, l), {1, H, 1, 1}) * up;
-    r.combined = l == 0 ? term : r.combined + term;
-  }
-  return r;
-}
-
-Tensor HKTAttention::forward(const Tensor& x, const Tensor& valid) {
-  check_inputs(x, valid, cfg_.dim, "HKTAttention");
-  const int64_t H = cfg_.heads, T = x.size(1);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(cfg_.dim / H));
-  std::vector<Tensor> xs, vs;
-  pyramid(x, valid, xs, vs);
   const Tensor lam = lambda();
   Tensor s_hier;
   for (int64_t l = 0; l < cfg_.levels; ++l) {
     const size_t w = cfg_.share_qk ? 0 : static_cast<size_t>(l);
     const Tensor q = split_heads(wq_list->at<Linear>(w)->forward(xs[l]), H);
     const Tensor k = split_heads(wk_list->at<Linear>(w)->forward(xs[l]), H);
+    // S_l = Q_l K_l^T / sqrt(dh)   [B, H, T_l, T_l]
     Tensor s = matmul(q, transpose(k, -2, -1)) * scale;
+    if (levels) levels->push_back(s);
+    // Up_l(S_l)[i, j] = S_l[idx(i), idx(j)], zero where a causal block is missing.
     if (l > 0) {
       const LevelIndex li = level_index(T, l, cfg_.causal);
       s = index_select(index_select(s, 2, li.idx), 3, li.idx);
       if (li.drop.defined()) s = masked_fill(s, li.drop, 0.0);
     }
+    // S_hier = sum_l lambda_l Up_l(S_l), lambda per head
     const Tensor term = reshape(select(lam, 1, l), {1, H, 1, 1}) * s;
     s_hier = l == 0 ? term : s_hier + term;
   }
+  return s_hier;
+}
+
+HKTScores HKTAttention::inspect(const Tensor& x, const Tensor& valid) {
+  check_inputs(x, valid, cfg_.dim, "HKTAttention");
+  NoGradGuard ng;
+  std::vector<Tensor> xs, vs;
+  pyramid(x, valid, xs, vs);
+  HKTScores r;
+  r.lambda = lambda();
+  r.beta = beta();
+  r.combined = combined_scores(xs, x.size(1), &r.levels);
+  return r;
+}
+
+Tensor HKTAttention::forward(const Tensor& x, const Tensor& valid) {
+  check_inputs(x, valid, cfg_.dim, "HKTAttention");
+  const int64_t H = cfg_.heads;
+  std::vector<Tensor> xs, vs;
+  pyramid(x, valid, xs, vs);
+  const Tensor s_hier = combined_scores(xs, x.size(1), nullptr);
   // Full-resolution values; padded values are zeroed (they feed the conv branch).
   const Tensor v = zero_padded(wv->forward(x), valid);
   Tensor out = masked_attention(s_hier, valid, cfg_.causal, split_heads(v, H));

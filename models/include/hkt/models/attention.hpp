@@ -83,6 +83,8 @@ class HKTAttention : public Module {
  private:
   // The levels X_0..X_{L-1} and their validity masks.
   void pyramid(const Tensor& x, const Tensor& valid, std::vector<Tensor>& xs, std::vector<Tensor>& vs) const;
+  // S_hier from the levels; the per-level S_l go to *levels when given.
+  Tensor combined_scores(const std::vector<Tensor>& xs, int64_t T, std::vector<Tensor>* levels) const;
   HKTConfig cfg_;
 };
 
