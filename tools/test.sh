@@ -4,7 +4,7 @@
 #   1. setup      install the Debian packages that are missing
 #   2. build      configure and build build/ (Release)
 #   3. tests      ctest in build/
-#   4. sanitize   a Debug build with ASan+UBSan in build-asan/ and its ctest
+#   4. sanitize   an optimised (RelWithDebInfo) build with ASan+UBSan in build-asan/ and its ctest
 #                 (skipped when HKT_SKIP_SANITIZE=1; CI runs it)
 #   5. fuzz       libFuzzer on the safetensors reader for HKT_FUZZ_SECONDS
 #                 (default 60) from the seeds in tests/fuzz/corpus
@@ -35,9 +35,9 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 if [[ "${HKT_SKIP_SANITIZE:-0}" == 1 ]]; then
   stage "sanitize: SKIPPED (HKT_SKIP_SANITIZE=1)"
 else
-  stage "sanitize: build (build-asan/, Debug, ASan+UBSan)"
+  stage "sanitize: build (build-asan/, RelWithDebInfo, ASan+UBSan)"
   HKT_BUILD_DIR=build-asan tools/build.sh "${cmake_args[@]}" \
-    -DHKT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DHKT_BUILD_TOOLS=OFF
+    -DHKT_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHKT_BUILD_TOOLS=OFF
   stage "sanitize: tests (build-asan/)"
   # Leak checking is on. OpenBLAS and oneTBB currently report no leaks at exit
   # (checked with threaded BLAS and TBB loops); if a library ever does, list
