@@ -60,7 +60,7 @@ FeedForward::FeedForward(int64_t dim, int64_t hidden, double p, bool approx, Lay
     : Layer("FeedForward"), approximate_gelu(approx) {
   fc1 = register_module("fc1", std::make_shared<Linear>(dim, hidden, true, opt));
   fc2 = register_module("fc2", std::make_shared<Linear>(hidden, dim, true, opt));
-  drop = register_module("drop", std::make_shared<Dropout>(p, opt.gen));
+  drop = register_module("drop", std::make_shared<Dropout>(p));
 }
 
 Tensor FeedForward::forward(const Tensor& x) { return drop->forward(fc2->forward(gelu(fc1->forward(x), approximate_gelu))); }

@@ -7,6 +7,15 @@
 //   final LayerNorm, mean pooling over non-pad positions, linear head to C classes.
 //
 // Attn is HKTAttention or MultiHeadAttention (the baseline), chosen by the config.
+//
+// Parameter names, in order (a module's own parameters come before its
+// children's): pos, embed.weight (or input_map.weight, input_map.bias),
+// blocks.<i>.ln1.*, blocks.<i>.attn.* (see attention.hpp), blocks.<i>.ln2.*,
+// blocks.<i>.ffn.fc1.*, blocks.<i>.ffn.fc2.*, ln_f.*, head.weight, head.bias.
+// Initial values: embed.weight and pos ~ N(0, 0.02); every other layer keeps
+// its default (layers.hpp); all drawn from the generator given to the
+// constructor (the global one when null), so the same seed gives the same
+// model bit for bit. docs/hkt.md has the parameter counts of the presets.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -45,12 +54,19 @@ struct ClassifierConfig {
   // unknown keys and wrong types are errors.
   std::string to_json() const;
   static ClassifierConfig from_json(const std::string& json);
+  // Missing keys keep their defaults; the result is not validated (the
+  // classifier's constructor does that).
+  //
   // Named presets: "hkt-small", "mha-small", "hkt-tiny", "mha-tiny" (see
   // docs/hkt.md for their parameter counts). The task fills in vocab or
   // input_features, classes and max_len.
   static ClassifierConfig preset(const std::string& name);
+
+  bool operator==(const ClassifierConfig&) const = default;
 };
 
+// One pre-LN block: x += Attn(LN1(x), valid); x += FFN(LN2(x)), the FFN
+// ending in Dropout(cfg.dropout). The attention module is registered as "attn".
 class Block : public Module {
  public:
   explicit Block(const ClassifierConfig& cfg, LayerOptions opt);
@@ -64,8 +80,14 @@ class Block : public Module {
 class SequenceClassifier : public Module {
  public:
   explicit SequenceClassifier(const ClassifierConfig& cfg, Generator* gen = nullptr);
-  // inputs: Int64 [B, T] tokens or float [B, T, F] features; valid: optional
-  // Bool [B, T] (true at real tokens). Returns logits [B, classes].
+  // Validates cfg (hkt::Error naming the field).
+  //
+  // inputs: Int64 [B, T] tokens or float [B, T, F] features (converted to
+  // cfg.dtype); valid: optional Bool [B, T] (true at real tokens); 1 <= T <=
+  // max_len. Returns logits [B, classes]. Pooling: the mean of the final
+  // LayerNorm's outputs over the valid positions (over all T without
+  // `valid`); a sequence with no valid position pools to zeros (its logits
+  // are head.bias), never NaN.
   Tensor forward(const Tensor& inputs, const Tensor& valid = Tensor());
   const ClassifierConfig& config() const { return cfg_; }
 

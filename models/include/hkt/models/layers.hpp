@@ -41,7 +41,8 @@ class Embedding : public Module {
 };
 
 // Inverted dropout, active only in training mode. Draws from `gen` (the
-// global generator when null).
+// global generator when null; the global one is what checkpoints restore).
+// `gen` must outlive the layer.
 class Dropout : public Layer {
  public:
   explicit Dropout(double p, Generator* gen = nullptr);
@@ -52,7 +53,8 @@ class Dropout : public Layer {
   Generator* gen_;
 };
 
-// Linear(D, H) -> GELU -> Linear(H, D) -> Dropout(p).
+// Linear(D, H) -> GELU -> Linear(H, D) -> Dropout(p). opt.gen only seeds the
+// initial values; the dropout masks come from the global generator.
 class FeedForward : public Layer {
  public:
   FeedForward(int64_t dim, int64_t hidden, double dropout = 0.0, bool approximate_gelu = false,

@@ -1,0 +1,270 @@
+// The sequence classifier of HKT.md (see classifier.hpp): config, JSON,
+// presets, the pre-LN block and the classifier itself.
+#include "hkt/models/classifier.hpp"
+
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "hkt/models/init.hpp"
+#include "hkt/ops/elementwise.hpp"
+#include "hkt/ops/factory.hpp"
+#include "hkt/ops/reduce.hpp"
+#include "hkt/ops/view.hpp"
+
+namespace hkt::nn {
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+// One entry per config field: its JSON key and the member it maps to. The
+// order is the order of to_json's output.
+using FieldPtr = std::variant<std::string ClassifierConfig::*, int64_t ClassifierConfig::*, double ClassifierConfig::*,
+                              bool ClassifierConfig::*, DType ClassifierConfig::*>;
+struct Field {
+  const char* key;
+  FieldPtr ptr;
+};
+const std::vector<Field>& fields() {
+  static const std::vector<Field> f = {
+      {"attention", &ClassifierConfig::attention},
+      {"vocab", &ClassifierConfig::vocab},
+      {"input_features", &ClassifierConfig::input_features},
+      {"max_len", &ClassifierConfig::max_len},
+      {"dim", &ClassifierConfig::dim},
+      {"heads", &ClassifierConfig::heads},
+      {"layers", &ClassifierConfig::layers},
+      {"ffn_mult", &ClassifierConfig::ffn_mult},
+      {"dropout", &ClassifierConfig::dropout},
+      {"classes", &ClassifierConfig::classes},
+      {"causal", &ClassifierConfig::causal},
+      {"bias", &ClassifierConfig::bias},
+      {"levels", &ClassifierConfig::levels},
+      {"share_qk", &ClassifierConfig::share_qk},
+      {"pointwise", &ClassifierConfig::pointwise},
+      {"learn_lambda", &ClassifierConfig::learn_lambda},
+      {"hybrid", &ClassifierConfig::hybrid},
+      {"dtype", &ClassifierConfig::dtype},
+  };
+  return f;
+}
+
+constexpr const char* kFromJson = "ClassifierConfig::from_json: ";
+
+void read_field(ClassifierConfig& c, const Field& f, const ordered_json& v) {
+  std::visit(
+      [&](auto ptr) {
+        using T = std::remove_reference_t<decltype(c.*ptr)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          HKT_CHECK(v.is_string(), kFromJson, "key '", f.key, "' must be a string, got ", v.type_name());
+          c.*ptr = v.get<std::string>();
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          HKT_CHECK(v.is_number_integer(), kFromJson, "key '", f.key, "' must be an integer, got ", v.dump());
+          HKT_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max()),
+                    kFromJson, "key '", f.key, "' is out of range: ", v.dump());
+          c.*ptr = v.get<int64_t>();
+        } else if constexpr (std::is_same_v<T, double>) {
+          HKT_CHECK(v.is_number(), kFromJson, "key '", f.key, "' must be a number, got ", v.dump());
+          c.*ptr = v.get<double>();
+        } else if constexpr (std::is_same_v<T, bool>) {
+          HKT_CHECK(v.is_boolean(), kFromJson, "key '", f.key, "' must be true or false, got ", v.dump());
+          c.*ptr = v.get<bool>();
+        } else {
+          static_assert(std::is_same_v<T, DType>);
+          HKT_CHECK(v.is_string(), kFromJson, "key '", f.key, "' must be \"float32\" or \"float64\", got ", v.dump());
+          const std::string s = v.get<std::string>();
+          HKT_CHECK(s == "float32" || s == "float64", kFromJson, "key '", f.key,
+                    "' must be \"float32\" or \"float64\", got \"", s, "\"");
+          c.*ptr = s == "float32" ? DType::Float32 : DType::Float64;
+        }
+      },
+      f.ptr);
+}
+
+}  // namespace
+
+// --- ClassifierConfig ----------------------------------------------------
+
+void ClassifierConfig::validate() const {
+  const char* who = "ClassifierConfig: ";
+  HKT_CHECK(attention == "hkt" || attention == "mha", who, "unknown attention kind '", attention,
+            "' (expected \"hkt\" or \"mha\")");
+  HKT_CHECK(vocab >= 0 && input_features >= 0, who, "vocab (", vocab, ") and input_features (", input_features,
+            ") must not be negative");
+  HKT_CHECK((vocab > 0) != (input_features > 0), who,
+            "exactly one of vocab (token inputs) and input_features (real-valued inputs) must be > 0, got vocab = ",
+            vocab, ", input_features = ", input_features);
+  HKT_CHECK(max_len >= 1, who, "max_len must be >= 1, got ", max_len);
+  HKT_CHECK(dim >= 1, who, "dim must be >= 1, got ", dim);
+  HKT_CHECK(heads >= 1, who, "heads must be >= 1, got ", heads);
+  HKT_CHECK(dim % heads == 0, who, "dim (", dim, ") must be divisible by heads (", heads, ")");
+  HKT_CHECK(layers >= 1, who, "layers must be >= 1, got ", layers);
+  HKT_CHECK(ffn_mult >= 1, who, "ffn_mult must be >= 1, got ", ffn_mult);
+  HKT_CHECK(dropout >= 0.0 && dropout < 1.0, who, "dropout must be in [0, 1), got ", dropout);
+  HKT_CHECK(classes >= 2, who, "classes must be >= 2, got ", classes);
+  HKT_CHECK(levels >= 1, who, "levels must be >= 1, got ", levels);
+  HKT_CHECK(is_floating(dtype), who, "dtype must be float32 or float64, got ", dtype);
+}
+
+std::string ClassifierConfig::to_json() const {
+  ordered_json j = ordered_json::object();
+  for (const Field& f : fields()) {
+    std::visit(
+        [&](auto ptr) {
+          using T = std::remove_cvref_t<decltype(this->*ptr)>;
+          if constexpr (std::is_same_v<T, DType>)
+            j[f.key] = dtype_name(this->*ptr);
+          else
+            j[f.key] = this->*ptr;
+        },
+        f.ptr);
+  }
+  return j.dump(2);
+}
+
+ClassifierConfig ClassifierConfig::from_json(const std::string& text) {
+  ordered_json j;
+  try {
+    j = ordered_json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(str_cat(kFromJson, "invalid JSON: ", e.what()));
+  }
+  HKT_CHECK(j.is_object(), kFromJson, "expected a JSON object, got ", j.type_name());
+  ClassifierConfig c;
+  for (const auto& [key, value] : j.items()) {
+    const Field* field = nullptr;
+    for (const Field& f : fields())
+      if (key == f.key) field = &f;
+    HKT_CHECK(field, kFromJson, "unknown key '", key, "'");
+    read_field(c, *field, value);
+  }
+  return c;
+}
+
+ClassifierConfig ClassifierConfig::preset(const std::string& name) {
+  ClassifierConfig c;
+  if (name == "hkt-small" || name == "mha-small") {
+    c.dim = 128;
+    c.heads = 4;
+    c.layers = 2;
+    c.ffn_mult = 4;
+    c.dropout = 0.1;
+    c.levels = 3;
+  } else if (name == "hkt-tiny" || name == "mha-tiny") {
+    c.dim = 16;
+    c.heads = 2;
+    c.layers = 1;
+    c.ffn_mult = 4;
+    c.dropout = 0.0;
+    c.levels = 3;
+  } else {
+    throw Error(str_cat("ClassifierConfig::preset: unknown preset '", name,
+                        "' (known: hkt-small, mha-small, hkt-tiny, mha-tiny)"));
+  }
+  c.attention = name.substr(0, 3);
+  return c;
+}
+
+// --- Block ---------------------------------------------------------------
+
+Block::Block(const ClassifierConfig& cfg, LayerOptions opt) : Module("Block") {
+  HKT_CHECK(cfg.attention == "hkt" || cfg.attention == "mha", "Block: unknown attention kind '", cfg.attention,
+            "' (expected \"hkt\" or \"mha\")");
+  ln1 = register_module("ln1", std::make_shared<LayerNorm>(cfg.dim, 1e-5, true, opt));
+  if (cfg.attention == "hkt") {
+    HKTConfig h;
+    h.dim = cfg.dim;
+    h.heads = cfg.heads;
+    h.causal = cfg.causal;
+    h.bias = cfg.bias;
+    h.dtype = opt.dtype;
+    h.gen = opt.gen;
+    h.levels = cfg.levels;
+    h.share_qk = cfg.share_qk;
+    h.pointwise = cfg.pointwise;
+    h.learn_lambda = cfg.learn_lambda;
+    h.hybrid = cfg.hybrid;
+    hkt = register_module("attn", std::make_shared<HKTAttention>(h));
+  } else {
+    AttentionConfig a;
+    a.dim = cfg.dim;
+    a.heads = cfg.heads;
+    a.causal = cfg.causal;
+    a.bias = cfg.bias;
+    a.dtype = opt.dtype;
+    a.gen = opt.gen;
+    mha = register_module("attn", std::make_shared<MultiHeadAttention>(a));
+  }
+  ln2 = register_module("ln2", std::make_shared<LayerNorm>(cfg.dim, 1e-5, true, opt));
+  ffn = register_module("ffn", std::make_shared<FeedForward>(cfg.dim, cfg.ffn_mult * cfg.dim, cfg.dropout, false, opt));
+}
+
+Tensor Block::forward(const Tensor& x, const Tensor& valid) {
+  const Tensor a = ln1->forward(x);
+  Tensor h = x + (hkt ? hkt->forward(a, valid) : mha->forward(a, valid));
+  return h + ffn->forward(ln2->forward(h));
+}
+
+// --- SequenceClassifier --------------------------------------------------
+
+SequenceClassifier::SequenceClassifier(const ClassifierConfig& cfg, Generator* gen)
+    : Module("SequenceClassifier"), cfg_(cfg) {
+  cfg.validate();
+  const LayerOptions opt{cfg.dtype, gen};
+  if (cfg.vocab > 0) {
+    embed = register_module("embed", std::make_shared<Embedding>(cfg.vocab, cfg.dim, opt));
+    init::normal_(embed->weight, 0.0, 0.02, gen);
+  } else {
+    input_map = register_module("input_map", std::make_shared<Linear>(cfg.input_features, cfg.dim, true, opt));
+  }
+  pos = register_parameter("pos", empty({cfg.max_len, cfg.dim}, {cfg.dtype}));
+  init::normal_(pos, 0.0, 0.02, gen);
+  blocks = register_module("blocks", std::make_shared<ModuleList>());
+  for (int64_t i = 0; i < cfg.layers; ++i) blocks->push_back(std::make_shared<Block>(cfg, opt));
+  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(cfg.dim, 1e-5, true, opt));
+  head = register_module("head", std::make_shared<Linear>(cfg.dim, cfg.classes, true, opt));
+}
+
+Tensor SequenceClassifier::forward(const Tensor& inputs, const Tensor& valid) {
+  const char* who = "SequenceClassifier: ";
+  HKT_CHECK(inputs.defined(), who, "the inputs are undefined");
+  Tensor h;
+  if (embed) {
+    HKT_CHECK(inputs.dtype() == DType::Int64, who, "token ids must be int64 (the model has vocab = ", cfg_.vocab,
+              "), got ", inputs.dtype());
+    HKT_CHECK(inputs.dim() == 2, who, "token ids must be [B, T], got ", shape_str(inputs.shape()));
+  } else {
+    HKT_CHECK(is_floating(inputs.dtype()), who, "features must be float32 or float64 (the model has input_features = ",
+              cfg_.input_features, "), got ", inputs.dtype());
+    HKT_CHECK(inputs.dim() == 3 && inputs.size(2) == cfg_.input_features, who, "features must be [B, T, ",
+              cfg_.input_features, "], got ", shape_str(inputs.shape()));
+  }
+  const int64_t B = inputs.size(0), T = inputs.size(1);
+  HKT_CHECK(T >= 1, who, "the sequence is empty (T = 0)");
+  HKT_CHECK(T <= cfg_.max_len, who, "sequence length T = ", T, " exceeds max_len = ", cfg_.max_len);
+  if (valid.defined())
+    HKT_CHECK(valid.dtype() == DType::Bool && (valid.shape() == Shape{B, T}), who, "valid must be bool [", B, ", ",
+              T, "], got ", valid.dtype(), shape_str(valid.shape()));
+
+  h = embed ? embed->forward(inputs)
+            : input_map->forward(inputs.dtype() == cfg_.dtype ? inputs : to_dtype(inputs, cfg_.dtype));
+  h = h + slice(pos, 0, 0, T);  // [T, D] broadcast over the batch
+  for (size_t i = 0; i < blocks->size(); ++i) h = blocks->at<Block>(i)->forward(h, valid);
+  h = ln_f->forward(h);
+
+  Tensor pooled;
+  if (valid.defined()) {
+    // Masked mean: sum over valid positions / their number (at least 1, so
+    // a sequence without valid positions pools to zeros).
+    const Tensor m = to_dtype(unsqueeze(valid, -1), h.dtype());  // [B, T, 1]
+    pooled = sum(h * m, {1}) / maximum(sum(m, {1}), 1.0);       // [B, D] / [B, 1]
+  } else {
+    pooled = mean(h, {1});
+  }
+  return head->forward(pooled);
+}
+
+}  // namespace hkt::nn
