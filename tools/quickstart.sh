@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# The main job in one command: install what is missing, build, run the demo.
+# The main job in one command: install what is missing, build, then train HKT
+# and the MHA baseline briefly on generated ListOps and print a result table.
 #
-#   tools/quickstart.sh [demo args...]
+#   tools/quickstart.sh [hkt-compare args...]
 #
-# Arguments are passed to build/tools/hkt-demo. Extra cmake arguments can be
-# given in HKT_CMAKE_ARGS (space separated); HKT_CUDA=ON builds the CUDA backend.
+# Arguments are passed to build/bin/hkt-compare after the quick-start settings
+# below, so they override them (e.g. --steps 1000, --seed 1; --help lists them).
+# The runs and the table (results.md) go to runs/quickstart/. Extra cmake
+# arguments can be given in HKT_CMAKE_ARGS (space separated); HKT_CUDA=ON
+# builds the CUDA backend.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,5 +19,12 @@ tools/setup.sh
 echo "== build (build/) =="
 read -r -a cmake_args <<<"${HKT_CMAKE_ARGS:-}"
 HKT_BUILD_DIR=build tools/build.sh "${cmake_args[@]}"
-echo "== run: build/tools/hkt-demo${*:+ $*} =="
-exec build/tools/hkt-demo "$@"
+
+# A few minutes on 2 cores: ListOps at T = 128 (4000 generated training
+# examples), the small presets narrowed to D = 64, 300 steps of 32 each.
+args=(--task listops --seq-len 128 --train-size 4000 --val-size 500 --test-size 500 --data-seed 0
+      --models hkt-small,mha-small --dim 64
+      --steps 300 --batch-size 32 --lr 1e-3 --warmup 30 --schedule cosine
+      --eval-every 150 --log-every 50 --seed 0 --run-dir runs/quickstart)
+echo "== run: build/bin/hkt-compare ${args[*]}${*:+ $*} =="
+exec build/bin/hkt-compare "${args[@]}" "$@"

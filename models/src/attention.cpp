@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "hkt/core/grad_mode.hpp"
+#include "hkt/ops/attention.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/index.hpp"
@@ -203,10 +204,21 @@ Tensor HKTAttention::forward(const Tensor& x, const Tensor& valid) {
   const int64_t H = cfg_.heads;
   std::vector<Tensor> xs, vs;
   pyramid(x, valid, xs, vs);
-  const Tensor s_hier = combined_scores(xs, x.size(1), nullptr);
   // Full-resolution values; padded values are zeroed (they feed the conv branch).
   const Tensor v = zero_padded(wv->forward(x), valid);
-  Tensor out = masked_attention(s_hier, valid, cfg_.causal, split_heads(v, H));
+  Tensor out;
+  if (cfg_.fused) {
+    const double scale = 1.0 / std::sqrt(static_cast<double>(cfg_.dim / H));
+    std::vector<Tensor> qs, ks;
+    for (int64_t l = 0; l < cfg_.levels; ++l) {
+      const size_t w = cfg_.share_qk ? 0 : static_cast<size_t>(l);
+      qs.push_back(split_heads(wq_list->at<Linear>(w)->forward(xs[l]), H));
+      ks.push_back(split_heads(wk_list->at<Linear>(w)->forward(xs[l]), H));
+    }
+    out = hkt_attention(qs, ks, split_heads(v, H), lambda(), valid, cfg_.causal, scale);
+  } else {
+    out = masked_attention(combined_scores(xs, x.size(1), nullptr), valid, cfg_.causal, split_heads(v, H));
+  }
   if (cfg_.hybrid) {
     // out_h = beta_h * A_h + (1 - beta_h) * CausalDepthwiseConv(V)_h
     const Tensor b = reshape(sigmoid(gate), {1, H, 1, 1});
@@ -230,7 +242,9 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& valid) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(cfg_.dim / H));
   const Tensor q = split_heads(wq->forward(x), H), k = split_heads(wk->forward(x), H);
   const Tensor v = zero_padded(wv->forward(x), valid);
-  const Tensor a = masked_attention(matmul(q, transpose(k, -2, -1)) * scale, valid, cfg_.causal, split_heads(v, H));
+  const Tensor a = cfg_.fused ? mha_attention(q, k, split_heads(v, H), valid, cfg_.causal, scale)
+                              : masked_attention(matmul(q, transpose(k, -2, -1)) * scale, valid, cfg_.causal,
+                                                 split_heads(v, H));
   return zero_padded(wo->forward(merge_heads(a)), valid);
 }
 

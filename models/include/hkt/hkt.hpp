@@ -11,6 +11,7 @@
 #include "hkt/core/shape.hpp"
 #include "hkt/core/storage.hpp"
 #include "hkt/core/tensor.hpp"
+#include "hkt/ops/attention.hpp"
 #include "hkt/ops/conv.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"

@@ -1,7 +1,9 @@
 // Attention layers: the Hierarchical Kernel Transformer (HKT) attention and
 // the standard multi-head attention (MHA) baseline. Both map x [B, T, D] to
-// [B, T, D]. This is the composite reference built from plain ops (it forms
-// the T x T score matrices); the definition is ../shared/spec/HKT.md.
+// [B, T, D]; the definition is ../shared/spec/HKT.md. The attention core runs
+// in the fused kernel by default (never forming T x T matrices); with
+// `fused = false` it is the composite reference built from plain ops, which
+// the fused kernel is tested against. inspect() always uses the composite.
 //
 // Masks: `valid` is an optional Bool [B, T], true at real tokens and false at
 // padding. Padded keys are masked at every level, padded positions are zeroed
@@ -24,6 +26,8 @@ struct AttentionConfig {
   int64_t heads = 4;   // H; D must be divisible by H
   bool causal = false; // false: bidirectional (the default for classification)
   bool bias = false;   // biases on the q/k/v/output projections (the spec has none)
+  bool fused = true;   // the fused O(T)-memory kernel (hkt/ops/attention.hpp); false = the composite
+                       // reference built from plain ops, which forms the T x T matrices
   DType dtype = DType::Float32;
   Generator* gen = nullptr;  // initial values; null = the global generator
 };

@@ -1,0 +1,237 @@
+// hkt_attention: fused multi-scale attention, one op with its own forward and
+// backward kernels (kernels/cpu/attention.hpp).
+#include "hkt/ops/attention.hpp"
+
+#include <cmath>
+
+#include "hkt/core/function.hpp"
+#include "hkt/core/kernel_table.hpp"
+#include "hkt/ops/factory.hpp"
+#include "kernels/cpu/attention.hpp"
+
+namespace hkt {
+namespace {
+
+// The shape and options of one call; buffers are contiguous.
+struct AttnDims {
+  int64_t B, H, T, dh, L;
+  bool causal;
+  double scale;
+};
+
+using AttnSig = void(const AttnDims& d, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                     const void* v, const void* lambda, const bool* valid, void* o, void* lse);
+// dq, dk (empty: not wanted), dv, dlambda (null: not wanted).
+using AttnGradSig = void(const AttnDims& d, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                         const void* v, const void* lambda, const bool* valid, const void* o, const void* lse,
+                         const void* dout, const std::vector<void*>& dq, const std::vector<void*>& dk, void* dv,
+                         void* dlambda);
+
+template <class T>
+cpu::AttnArgs<T> make_args(const AttnDims& d, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                           const void* v, const void* lambda, const bool* valid) {
+  cpu::AttnArgs<T> a;
+  a.B = d.B;
+  a.H = d.H;
+  a.len = d.T;
+  a.dh = d.dh;
+  a.L = d.L;
+  for (const void* p : q) a.q.push_back(static_cast<const T*>(p));
+  for (const void* p : k) a.k.push_back(static_cast<const T*>(p));
+  a.v = static_cast<const T*>(v);
+  a.lambda = static_cast<const T*>(lambda);
+  a.valid = valid;
+  a.causal = d.causal;
+  a.scale = d.scale;
+  return a;
+}
+
+template <class T>
+void cpu_attention(const AttnDims& d, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                   const void* v, const void* lambda, const bool* valid, void* o, void* lse) {
+  cpu::attention_forward<T>(make_args<T>(d, q, k, v, lambda, valid), static_cast<T*>(o), static_cast<T*>(lse));
+}
+
+template <class T>
+void cpu_attention_grad(const AttnDims& d, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                        const void* v, const void* lambda, const bool* valid, const void* o, const void* lse,
+                        const void* dout, const std::vector<void*>& dq, const std::vector<void*>& dk, void* dv,
+                        void* dlambda) {
+  std::vector<T*> dqt, dkt;
+  for (void* p : dq) dqt.push_back(static_cast<T*>(p));
+  for (void* p : dk) dkt.push_back(static_cast<T*>(p));
+  cpu::attention_backward<T>(make_args<T>(d, q, k, v, lambda, valid), static_cast<const T*>(o),
+                             static_cast<const T*>(lse), static_cast<const T*>(dout), dqt, dkt,
+                             static_cast<T*>(dv), static_cast<T*>(dlambda));
+}
+
+KernelTable<AttnSig> attention_kernels{"hkt_attention"};
+KernelTable<AttnGradSig> attention_grad_kernels{"hkt_attention_backward"};
+
+const bool kRegistered = [] {
+  constexpr auto C = DeviceType::CPU;
+  attention_kernels.set(C, DType::Float32, &cpu_attention<float>);
+  attention_kernels.set(C, DType::Float64, &cpu_attention<double>);
+  attention_grad_kernels.set(C, DType::Float32, &cpu_attention_grad<float>);
+  attention_grad_kernels.set(C, DType::Float64, &cpu_attention_grad<double>);
+  return true;
+}();
+
+// Inputs: q_0..q_{L-1}, k_0..k_{L-1}, v, lambda, valid (may be undefined).
+// Saves the inputs, O and LSE [B, H, T].
+class HKTAttentionFn final : public Function {
+ public:
+  HKTAttentionFn(int64_t L, bool causal, double scale) : L_(L), causal_(causal), scale_(scale) {}
+  const char* name() const override { return "hkt_attention"; }
+  bool differentiable(size_t i) const override { return i != valid_index(); }
+
+  std::vector<TensorMeta> infer(const std::vector<Tensor>& in) const override {
+    const char* op = name();
+    const Tensor& v = in[static_cast<size_t>(2 * L_)];
+    HKT_CHECK(v.defined(), op, ": v is undefined");
+    HKT_CHECK(v.dim() == 4, op, ": v must be [B, H, T, dh], got ", shape_str(v.shape()));
+    HKT_CHECK(is_floating(v.dtype()), op, ": expected floating inputs, got v ", v.dtype(), shape_str(v.shape()));
+    const int64_t B = v.size(0), H = v.size(1), T = v.size(2), dh = v.size(3);
+    HKT_CHECK(T >= 1, op, ": the sequence is empty (T = 0) in v ", shape_str(v.shape()));
+    HKT_CHECK(dh >= 1, op, ": the head dim is empty in v ", shape_str(v.shape()));
+    HKT_CHECK(L_ <= 30, op, ": too many levels (", L_, ")");
+    HKT_CHECK(std::isfinite(scale_), op, ": scale must be finite, got ", scale_);
+    auto same = [&](const Tensor& t, const std::string& what) {
+      HKT_CHECK(t.dtype() == v.dtype(), op, ": ", what, " is ", t.dtype(), " but v is ", v.dtype());
+      HKT_CHECK(t.device() == v.device(), op, ": ", what, " is on ", t.device().str(), " but v is on ",
+                v.device().str());
+    };
+    for (int64_t l = 0; l < L_; ++l) {
+      const Shape want{B, H, cpu::attn_level_len(T, l), dh};
+      for (int side = 0; side < 2; ++side) {
+        const std::string what = std::string(side ? "k[" : "q[") + std::to_string(l) + "]";
+        const Tensor& t = in[static_cast<size_t>(side * L_ + l)];
+        HKT_CHECK(t.defined(), op, ": ", what, " is undefined");
+        HKT_CHECK(t.shape() == want, op, ": ", what, " must be ", shape_str(want), " (T_", l, " = ceil(", T,
+                  " / 2^", l, ") with v ", shape_str(v.shape()), "), got ", shape_str(t.shape()));
+        same(t, what);
+      }
+    }
+    const Tensor& lam = in[static_cast<size_t>(2 * L_ + 1)];
+    HKT_CHECK(lam.defined(), op, ": lambda is undefined");
+    HKT_CHECK((lam.shape() == Shape{H, L_}), op, ": lambda must be [H, L] = [", H, ", ", L_, "], got ",
+              shape_str(lam.shape()));
+    same(lam, "lambda");
+    const Tensor& valid = in[valid_index()];
+    if (valid.defined()) {
+      HKT_CHECK(valid.dtype() == DType::Bool && (valid.shape() == Shape{B, T}), op, ": valid must be Bool [", B,
+                ", ", T, "], got ", valid.dtype(), shape_str(valid.shape()));
+      HKT_CHECK(valid.device() == v.device(), op, ": valid is on ", valid.device().str(), " but v is on ",
+                v.device().str());
+    }
+    return {v.meta()};
+  }
+
+  std::vector<Tensor> forward(const std::vector<Tensor>& in, const std::vector<TensorMeta>& out) override {
+    std::vector<Tensor> q, k;
+    for (int64_t l = 0; l < L_; ++l) {
+      q.push_back(contiguous(in[static_cast<size_t>(l)]));
+      k.push_back(contiguous(in[static_cast<size_t>(L_ + l)]));
+    }
+    const Tensor v = contiguous(in[static_cast<size_t>(2 * L_)]);
+    const Tensor lam = contiguous(in[static_cast<size_t>(2 * L_ + 1)]);
+    const Tensor valid = in[valid_index()].defined() ? contiguous(in[valid_index()]) : Tensor();
+    Tensor o = Tensor::empty(out[0].shape, out[0].dtype, out[0].device);
+    Tensor lse = Tensor::empty({v.size(0), v.size(1), v.size(2)}, v.dtype(), v.device());
+    attention_kernels.get(v.device(), v.dtype())(dims(v), ptrs(q), ptrs(k), v.raw_data(), lam.raw_data(),
+                                                 valid.defined() ? valid.data<bool>() : nullptr, o.raw_data(),
+                                                 lse.raw_data());
+    for (int64_t l = 0; l < L_; ++l) {
+      q_.emplace_back(q[static_cast<size_t>(l)]);
+      k_.emplace_back(k[static_cast<size_t>(l)]);
+    }
+    v_ = v;
+    lam_ = lam;
+    valid_ = valid;
+    o_ = o;
+    lse_ = lse;
+    return {o};
+  }
+
+  std::vector<Tensor> backward(const std::vector<Tensor>& grads) override {
+    const char* op = name();
+    std::vector<Tensor> q, k;
+    for (int64_t l = 0; l < L_; ++l) {
+      q.push_back(q_[static_cast<size_t>(l)].get(op));
+      k.push_back(k_[static_cast<size_t>(l)].get(op));
+    }
+    const Tensor v = v_.get(op), lam = lam_.get(op), o = o_.get(op), lse = lse_.get(op);
+    const Tensor valid = valid_.defined() ? valid_.get(op) : Tensor();
+    const Tensor g = contiguous(grads[0]);
+    std::vector<Tensor> res(static_cast<size_t>(2 * L_ + 3));
+    bool want_q = false, want_k = false;
+    for (int64_t l = 0; l < L_; ++l) {
+      want_q = want_q || needs_input_grad(static_cast<size_t>(l));
+      want_k = want_k || needs_input_grad(static_cast<size_t>(L_ + l));
+    }
+    const bool want_v = needs_input_grad(static_cast<size_t>(2 * L_));
+    const bool want_lam = needs_input_grad(static_cast<size_t>(2 * L_ + 1));
+    std::vector<void*> dq, dk;
+    for (int64_t l = 0; l < L_; ++l) {
+      if (want_q) {
+        res[static_cast<size_t>(l)] = Tensor::empty(q[static_cast<size_t>(l)].shape(), v.dtype(), v.device());
+        dq.push_back(res[static_cast<size_t>(l)].raw_data());
+      }
+      if (want_k) {
+        res[static_cast<size_t>(L_ + l)] = Tensor::empty(k[static_cast<size_t>(l)].shape(), v.dtype(), v.device());
+        dk.push_back(res[static_cast<size_t>(L_ + l)].raw_data());
+      }
+    }
+    Tensor& dv = res[static_cast<size_t>(2 * L_)];
+    Tensor& dlam = res[static_cast<size_t>(2 * L_ + 1)];
+    if (want_v) dv = Tensor::empty(v.shape(), v.dtype(), v.device());
+    if (want_lam) dlam = Tensor::empty(lam.shape(), v.dtype(), v.device());
+    if (!want_q && !want_k && !want_v && !want_lam) return res;
+    attention_grad_kernels.get(v.device(), v.dtype())(
+        dims(v), ptrs(q), ptrs(k), v.raw_data(), lam.raw_data(), valid.defined() ? valid.data<bool>() : nullptr,
+        o.raw_data(), lse.raw_data(), g.raw_data(), dq, dk, want_v ? dv.raw_data() : nullptr,
+        want_lam ? dlam.raw_data() : nullptr);
+    // Levels whose inputs need no gradient still got one computed; drop them.
+    for (size_t i = 0; i < static_cast<size_t>(2 * L_); ++i)
+      if (!needs_input_grad(i)) res[i] = Tensor();
+    return res;
+  }
+
+ private:
+  size_t valid_index() const { return static_cast<size_t>(2 * L_ + 2); }
+  AttnDims dims(const Tensor& v) const { return {v.size(0), v.size(1), v.size(2), v.size(3), L_, causal_, scale_}; }
+  static std::vector<const void*> ptrs(const std::vector<Tensor>& ts) {
+    std::vector<const void*> p;
+    for (const Tensor& t : ts) p.push_back(t.raw_data());
+    return p;
+  }
+
+  int64_t L_;
+  bool causal_;
+  double scale_;
+  std::vector<SavedTensor> q_, k_;
+  SavedTensor v_, lam_, valid_, o_, lse_;
+};
+
+}  // namespace
+
+Tensor hkt_attention(const std::vector<Tensor>& q, const std::vector<Tensor>& k, const Tensor& v,
+                     const Tensor& lambda, const Tensor& valid, bool causal, double scale) {
+  HKT_CHECK(!q.empty(), "hkt_attention: q is empty (need one tensor per level, L >= 1)");
+  HKT_CHECK(q.size() == k.size(), "hkt_attention: q has ", q.size(), " levels but k has ", k.size());
+  std::vector<Tensor> in(q);
+  in.insert(in.end(), k.begin(), k.end());
+  in.push_back(v);
+  in.push_back(lambda);
+  in.push_back(valid);
+  return apply_op<HKTAttentionFn>(in, static_cast<int64_t>(q.size()), causal, scale);
+}
+
+Tensor mha_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& valid, bool causal,
+                     double scale) {
+  HKT_CHECK(v.defined() && v.dim() == 4, "mha_attention: v must be [B, H, T, dh], got ",
+            v.defined() ? shape_str(v.shape()) : std::string("undefined"));
+  return hkt_attention({q}, {k}, v, ones({v.size(1), 1}, {v.dtype(), v.device()}), valid, causal, scale);
+}
+
+}  // namespace hkt

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Smoke tests of the task executables (run by CTest):
+#   smoke_test.sh help    BIN_DIR   hkt-train --help exits 0 and documents every option
+#   smoke_test.sh tasks   BIN_DIR   a two-step run per task, on data generated here in tiny files
+#   smoke_test.sh compare BIN_DIR   hkt-compare on two presets writes its table
+set -euo pipefail
+mode="$1"
+bin="$(realpath "$2")"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+case "$mode" in
+help)
+  "$bin/hkt-train" --help >"$work/help.txt"
+  missing=0
+  for o in --config --task --data-dir --seq-len --train-size --val-size --test-size --max-depth --max-args \
+           --data-seed --model --levels --dim --heads --layers --dropout --attention --batch-size --steps --epochs \
+           --lr --weight-decay --warmup --schedule --min-lr-factor --clip-norm --log-every --eval-every \
+           --eval-batches --checkpoint-every --seed --threads --run-dir --resume --quiet --print-config; do
+    grep -q -- "$o" "$work/help.txt" || { echo "--help does not mention $o"; missing=1; }
+  done
+  "$bin/hkt-compare" --help | grep -q -- --models || { echo "hkt-compare --help lacks --models"; missing=1; }
+  # Unknown options and bad values fail.
+  if "$bin/hkt-train" --no-such-option 2>/dev/null; then echo "an unknown option was accepted"; missing=1; fi
+  if "$bin/hkt-train" --task nope --steps 1 --run-dir "$work/x" 2>/dev/null; then echo "task 'nope' was accepted"; missing=1; fi
+  exit $missing
+  ;;
+tasks)
+  # Tiny CIFAR-10 binary files: 4 records per file (label byte + 3072 pixel bytes).
+  mkdir -p "$work/data/cifar-10-batches-bin"
+  for f in data_batch_1 data_batch_2 data_batch_3 data_batch_4 data_batch_5 test_batch; do
+    for i in 0 1 2 3; do
+      printf "\\x0$(( (i * 3 + ${#f}) % 10 ))"
+      head -c 3072 /dev/urandom
+    done >"$work/data/cifar-10-batches-bin/$f.bin"
+  done
+  # Tiny Fashion-MNIST IDX files: 8 training and 4 test images of 28 x 28.
+  mkdir -p "$work/data/fashion-mnist"
+  idx() {  # idx FILE MAGIC COUNT [rows cols]
+    local file=$1 magic=$2 n=$3
+    { printf "\\x00\\x00\\x08\\x$magic\\x00\\x00\\x00\\x$(printf %02x "$n")"
+      if [[ $magic == 03 ]]; then printf '\x00\x00\x00\x1c\x00\x00\x00\x1c'; head -c $((n * 784)) /dev/urandom
+      else for ((i = 0; i < n; i++)); do printf "\\x0$((i % 10))"; done; fi; } >"$file"
+  }
+  idx "$work/data/fashion-mnist/train-images-idx3-ubyte" 03 8
+  idx "$work/data/fashion-mnist/train-labels-idx1-ubyte" 01 8
+  idx "$work/data/fashion-mnist/t10k-images-idx3-ubyte" 03 4
+  idx "$work/data/fashion-mnist/t10k-labels-idx1-ubyte" 01 4
+  # Tiny IMDB: aclImdb/{train,test}/{pos,neg}/<id>_<rating>.txt.
+  for split in train test; do
+    for label in pos neg; do
+      mkdir -p "$work/data/aclImdb/$split/$label"
+      for i in 0 1 2 3; do
+        r=$([[ $label == pos ]] && echo 8 || echo 2)
+        echo "A $label review number $i of the $split split." >"$work/data/aclImdb/$split/$label/${i}_$r.txt"
+      done
+    done
+  done
+  # Tiny LRA ListOps TSV files.
+  mkdir -p "$work/data/listops"
+  for split in train val test; do
+    printf 'Source\tTarget\n( ( [MAX 2 9 ) 4 ) ]\t9\n[MIN 3 [MAX 1 7 ] 5 ]\t3\n[SM 4 8 ]\t2\n[MED 1 5 9 ]\t5\n' \
+      >"$work/data/listops/basic_$split.tsv"
+  done
+  common=(--steps 2 --batch-size 4 --log-every 1 --threads 2 --data-dir "$work/data")
+  run() {
+    local name=$1; shift
+    echo "== $name: $*"
+    "$bin/hkt-train" "${common[@]}" --run-dir "$work/runs/$name" "$@" >"$work/$name.log" 2>&1 ||
+      { cat "$work/$name.log"; echo "FAILED: $name"; exit 1; }
+    [[ -f "$work/runs/$name/summary.json" && -f "$work/runs/$name/checkpoint/model.safetensors" ]] ||
+      { echo "FAILED: $name wrote no summary/checkpoint"; exit 1; }
+    tail -n 1 "$work/$name.log"
+  }
+  run synthetic --task synthetic --model hkt-tiny
+  run synthetic-mha --task synthetic --model mha-tiny --levels 2
+  run listops --task listops --model hkt-tiny --seq-len 64 --train-size 16 --val-size 4 --test-size 4
+  run cifar10 --task cifar10 --model hkt-tiny --val-size 4
+  run cifar10-rgb --task cifar10-rgb --model mha-tiny --val-size 4
+  run fashion-mnist --task fashion-mnist --model hkt-tiny --val-size 2
+  run imdb --task imdb --model hkt-tiny --seq-len 64 --val-size 2
+  run listops-tsv --task listops-tsv --model hkt-tiny --seq-len 32
+  # Resuming a finished run redoes nothing and succeeds.
+  "$bin/hkt-train" --resume "$work/runs/synthetic" --quiet
+  # A config file, then flag overrides.
+  "$bin/hkt-train" --task synthetic --steps 3 --print-config >"$work/cfg.json"
+  "$bin/hkt-train" --config "$work/cfg.json" --steps 2 --run-dir "$work/runs/cfg" --quiet
+  grep -q '"steps": 2' "$work/runs/cfg/config.json"
+  # Strict config files.
+  echo '{"steps": 2, "stepz": 1}' >"$work/bad.json"
+  if "$bin/hkt-train" --config "$work/bad.json" --run-dir "$work/runs/bad" 2>"$work/bad.err"; then
+    echo "an unknown config key was accepted"; exit 1
+  fi
+  grep -q "unknown key 'stepz'" "$work/bad.err"
+  # Non-finite loss: a clear message naming the step, exit code non-zero.
+  if "$bin/hkt-train" --task synthetic --steps 50 --lr 1e30 --clip-norm 0 --run-dir "$work/runs/nan" --quiet \
+       2>"$work/nan.err"; then
+    echo "a diverging run exited 0"; exit 1
+  fi
+  grep -q "step [0-9]*: the .* is .*not finite" "$work/nan.err" || { cat "$work/nan.err"; exit 1; }
+  echo "smoke tasks: ok"
+  ;;
+compare)
+  "$bin/hkt-compare" --task synthetic --models hkt-tiny,mha-tiny --steps 3 --batch-size 8 --threads 2 \
+    --run-dir "$work/cmp" --quiet | tee "$work/out.txt"
+  grep -q "| hkt-tiny |" "$work/cmp/results.md"
+  grep -q "| mha-tiny |" "$work/cmp/results.md"
+  echo "smoke compare: ok"
+  ;;
+*)
+  echo "unknown mode $mode"; exit 2 ;;
+esac

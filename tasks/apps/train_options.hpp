@@ -1,0 +1,146 @@
+// The training options shared by hkt-train and hkt-compare: each one a
+// command-line flag that, when given, overrides the TrainConfig (defaults or
+// --config FILE).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "hkt/core/error.hpp"
+#include "hkt/tasks/train.hpp"
+
+namespace hkt::apps {
+
+class TrainOptions {
+ public:
+  // Adds the flags to `app`. with_model: also --model (the preset).
+  void add(CLI::App& app, bool with_model = true) {
+    auto& c = tmp_;
+    // A flag given twice takes the last value (tools/quickstart.sh appends the user's flags).
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    app.add_option("--config", config_file_, "JSON file with TrainConfig values (the flags override them)")
+        ->check(CLI::ExistingFile);
+    flag(app, "--task", c.task, "task: synthetic, listops, listops-tsv, cifar10, cifar10-rgb, fashion-mnist, imdb",
+         [](auto& d, auto& s) { d.task = s.task; });
+    flag(app, "--data-dir", c.data.data_dir,
+         "data folder for file-based tasks (default ${HKT_DATA:-$HOME/.cache/hkt/data})",
+         [](auto& d, auto& s) { d.data.data_dir = s.data.data_dir; });
+    flag(app, "--seq-len", c.data.seq_len, "sequence length of generated/text tasks (0 = task default)",
+         [](auto& d, auto& s) { d.data.seq_len = s.data.seq_len; });
+    flag(app, "--train-size", c.data.train_size,
+         "generated tasks: training examples; file tasks: at most this many (0 = default/all)",
+         [](auto& d, auto& s) { d.data.train_size = s.data.train_size; });
+    flag(app, "--val-size", c.data.val_size, "validation examples (0 = task default)",
+         [](auto& d, auto& s) { d.data.val_size = s.data.val_size; });
+    flag(app, "--test-size", c.data.test_size, "test examples of generated tasks (0 = task default)",
+         [](auto& d, auto& s) { d.data.test_size = s.data.test_size; });
+    flag(app, "--max-depth", c.data.max_depth, "ListOps nesting depth (0 = default)",
+         [](auto& d, auto& s) { d.data.max_depth = s.data.max_depth; });
+    flag(app, "--max-args", c.data.max_args, "ListOps arguments per operator (0 = default)",
+         [](auto& d, auto& s) { d.data.max_args = s.data.max_args; });
+    flag(app, "--data-seed", c.data.seed, "seed of data generation and the validation split",
+         [](auto& d, auto& s) { d.data.seed = s.data.seed; });
+    if (with_model) {
+      flag(app, "--model", c.model, "model preset: hkt-small, mha-small, hkt-tiny, mha-tiny",
+           [](auto& d, auto& s) { d.model = s.model; });
+    }
+    {
+      override_flag<int64_t>(app, "--levels", "levels", "HKT resolution levels L (overrides the preset)");
+      override_flag<int64_t>(app, "--dim", "dim", "model width D (overrides the preset)");
+      override_flag<int64_t>(app, "--heads", "heads", "attention heads H (overrides the preset)");
+      override_flag<int64_t>(app, "--layers", "layers", "blocks N (overrides the preset)");
+      override_flag<double>(app, "--dropout", "dropout", "dropout probability (overrides the preset)");
+      override_flag<std::string>(app, "--attention", "attention", "\"hkt\" or \"mha\" (overrides the preset)");
+    }
+    flag(app, "--batch-size", c.batch_size, "examples per step", [](auto& d, auto& s) { d.batch_size = s.batch_size; });
+    flag(app, "--steps", c.steps, "optimizer steps (wins over --epochs)", [](auto& d, auto& s) { d.steps = s.steps; });
+    flag(app, "--epochs", c.epochs, "epochs, used when --steps is 0 (both 0: one epoch)", [](auto& d, auto& s) { d.epochs = s.epochs; });
+    flag(app, "--lr", c.lr, "peak learning rate (AdamW)", [](auto& d, auto& s) { d.lr = s.lr; });
+    flag(app, "--weight-decay", c.weight_decay, "AdamW weight decay (matrices only)",
+         [](auto& d, auto& s) { d.weight_decay = s.weight_decay; });
+    flag(app, "--warmup", c.warmup, "linear warm-up steps", [](auto& d, auto& s) { d.warmup = s.warmup; });
+    flag(app, "--schedule", c.schedule, "learning-rate decay: constant, cosine, linear",
+         [](auto& d, auto& s) { d.schedule = s.schedule; });
+    flag(app, "--min-lr-factor", c.min_lr_factor, "final learning rate as a fraction of --lr",
+         [](auto& d, auto& s) { d.min_lr_factor = s.min_lr_factor; });
+    flag(app, "--clip-norm", c.clip_norm, "gradient clipping max norm (0 = off)",
+         [](auto& d, auto& s) { d.clip_norm = s.clip_norm; });
+    flag(app, "--log-every", c.log_every, "steps between train-metric lines (0 = none)",
+         [](auto& d, auto& s) { d.log_every = s.log_every; });
+    flag(app, "--eval-every", c.eval_every, "steps between evaluations (0 = only at the end)",
+         [](auto& d, auto& s) { d.eval_every = s.eval_every; });
+    flag(app, "--eval-batches", c.eval_batches, "batches per periodic evaluation (0 = all)",
+         [](auto& d, auto& s) { d.eval_batches = s.eval_batches; });
+    flag(app, "--checkpoint-every", c.checkpoint_every, "steps between checkpoints (0 = only at the end)",
+         [](auto& d, auto& s) { d.checkpoint_every = s.checkpoint_every; });
+    flag(app, "--seed", c.seed, "seed of initial values, data order and dropout",
+         [](auto& d, auto& s) { d.seed = s.seed; });
+    flag(app, "--threads", c.threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)",
+         [](auto& d, auto& s) { d.threads = s.threads; });
+  }
+
+  // Defaults, then --config, then the flags given.
+  tasks::TrainConfig resolve() const {
+    tasks::TrainConfig base;
+    if (!config_file_.empty()) {
+      std::ifstream f(config_file_);
+      std::stringstream ss;
+      ss << f.rdbuf();
+      try {
+        base = tasks::TrainConfig::from_json(ss.str());
+      } catch (const Error& e) {
+        throw Error(std::string(config_file_) + ": " + e.what());
+      }
+    }
+    for (const auto& [opt, apply] : setters_)
+      if (opt->count() > 0) apply(base);
+    return base;
+  }
+  // Flags given among the training options (for --resume, which takes none of them).
+  std::vector<std::string> given() const {
+    std::vector<std::string> out;
+    if (!config_file_.empty()) out.push_back("--config");
+    for (const auto& [opt, apply] : setters_)
+      if (opt->count() > 0 && opt->get_name() != "--threads") out.push_back(opt->get_name());
+    return out;
+  }
+  bool threads_given() const {
+    for (const auto& [opt, apply] : setters_)
+      if (opt->get_name() == "--threads" && opt->count() > 0) return true;
+    return false;
+  }
+  int threads() const { return tmp_.threads; }
+
+ private:
+  using Setter = std::function<void(tasks::TrainConfig&)>;
+  template <class T, class F>
+  void flag(CLI::App& app, const std::string& name, T& target, const std::string& help, F f) {
+    CLI::Option* o = app.add_option(name, target, help)->capture_default_str();
+    setters_.emplace_back(o, [this, f](tasks::TrainConfig& d) { f(d, tmp_); });
+  }
+  template <class T>
+  void override_flag(CLI::App& app, const std::string& name, const std::string& key, const std::string& help) {
+    auto value = std::make_shared<T>();
+    CLI::Option* o = app.add_option(name, *value, help);
+    setters_.emplace_back(o, [value, key](tasks::TrainConfig& d) {
+      if constexpr (std::is_same_v<T, std::string>) d.set_override(key, "\"" + *value + "\"");
+      else {
+        std::ostringstream os;
+        os.precision(17);
+        os << *value;
+        d.set_override(key, os.str());
+      }
+    });
+    holders_.push_back(value);
+  }
+
+  tasks::TrainConfig tmp_;
+  std::string config_file_;
+  std::vector<std::pair<CLI::Option*, Setter>> setters_;
+  std::vector<std::shared_ptr<void>> holders_;
+};
+
+}  // namespace hkt::apps

@@ -1,0 +1,111 @@
+// One training loop for every task and model.
+//
+//   TrainConfig cfg;                       // or TrainConfig::from_json(text)
+//   cfg.task = "listops"; cfg.model = "hkt-small"; cfg.steps = 2000; cfg.run_dir = "runs/x";
+//   TrainResult r = train(cfg);            // later: resume("runs/x")
+//
+// Data order: epoch e visits the training set in a Philox permutation that is
+// a pure function of (seed, e); step s uses batch s % B of epoch s / B
+// (B = ceil(N / batch_size); the last batch of an epoch may be smaller). The
+// step therefore is the whole data-order state.
+//
+// Randomness: the model's initial values come from Generator(seed); dropout
+// draws from the global generator, seeded with seed + 1 at the start and
+// saved in every checkpoint. A resumed run ends with the same weights, bit
+// for bit, as an uninterrupted one.
+//
+// The run folder (cfg.run_dir; nothing is written when it is empty):
+//   config.json        the TrainConfig, written at the start (resume reads it)
+//   metrics.jsonl      one JSON object per log / eval event ("event": "train" | "eval" | "test")
+//   checkpoint/        model.safetensors + optimizer.safetensors (save_checkpoint), every
+//                      checkpoint_every steps and at the end; written to checkpoint.tmp/ and
+//                      renamed, the previous one kept as checkpoint.old/ until then
+//   best.safetensors   the model with the best validation accuracy so far
+//   summary.json       at the end: config, best step, best val acc, test acc of the best model, ...
+//
+// A non-finite loss or gradient norm throws hkt::Error naming the step; the
+// last checkpoint is left as it was.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <string>
+
+#include "hkt/models/classifier.hpp"
+#include "hkt/tasks/registry.hpp"
+
+namespace hkt::tasks {
+
+struct TrainConfig {
+  std::string task = "synthetic";
+  TaskOptions data;
+  std::string model = "hkt-tiny";     // a ClassifierConfig preset
+  std::string model_overrides = "{}";  // JSON object of ClassifierConfig fields applied over the preset
+  int64_t batch_size = 32;
+  int64_t steps = 0;                   // > 0 wins over epochs
+  int64_t epochs = 0;                  // used when steps == 0: steps = epochs * batches per epoch
+  double lr = 1e-3;
+  double weight_decay = 0.01;
+  int64_t warmup = 0;                  // warm-up steps
+  std::string schedule = "cosine";     // "constant", "cosine" or "linear"
+  double min_lr_factor = 0.0;
+  double clip_norm = 1.0;              // 0 = no clipping (the norm is still checked)
+  int64_t log_every = 10;              // train-metrics events (0 = none)
+  int64_t eval_every = 0;              // 0 = only at the end
+  int64_t eval_batches = 0;            // validation/test batches per periodic eval (0 = all)
+  int64_t checkpoint_every = 0;        // 0 = only at the end
+  uint64_t seed = 0;
+  int threads = 0;                     // 0 = the default (all cores or HKT_NUM_THREADS)
+  std::string run_dir;                 // "" = write nothing
+
+  // Throws hkt::Error naming the first invalid field.
+  void validate() const;
+  // Every field; "data" and "model_overrides" are nested objects.
+  std::string to_json() const;
+  // Strict: unknown keys (at any level) and wrong types are errors; missing
+  // keys keep their defaults. The result is validated.
+  static TrainConfig from_json(const std::string& json);
+  // Sets one field of model_overrides (value is JSON text, e.g. "3", "0.1", "\"mha\"").
+  void set_override(const std::string& key, const std::string& json_value);
+  // The preset with the overrides applied and the task's dimensions filled in.
+  nn::ClassifierConfig model_config(const Dataset& train) const;
+
+  bool operator==(const TrainConfig&) const = default;
+};
+
+struct EvalResult {
+  double loss = 0.0, accuracy = 0.0;
+  int64_t examples = 0;
+};
+
+struct TrainResult {
+  int64_t steps = 0;         // optimizer steps done in total
+  int64_t best_step = -1;    // step of best.safetensors (-1: no evaluation)
+  double best_val_acc = -1.0;
+  double test_acc = -1.0;    // of the best model, on the whole test set
+  double test_loss = 0.0;
+  double final_val_acc = -1.0;
+  double first_loss = 0.0, last_loss = 0.0;  // training loss of the first / last step of this process
+  double wall_s = 0.0;       // training time, summed over resumed segments
+  double s_per_step = 0.0;
+  int64_t params = 0;
+  bool completed = false;    // false when stopped by RunOptions::stop_after
+};
+
+struct RunOptions {
+  bool quiet = false;            // no console output
+  int64_t stop_after = 0;        // > 0: return after this step, as if killed (tests)
+  std::ostream* out = nullptr;   // console (default std::cout)
+};
+
+// A fresh run (an existing run folder is overwritten).
+TrainResult train(const TrainConfig& cfg, const RunOptions& opt = {});
+// Continues the run in `run_dir` from its last checkpoint (from scratch if it
+// has none yet), reading run_dir/config.json.
+TrainResult resume(const std::string& run_dir, const RunOptions& opt = {});
+
+// Evaluates on up to max_batches batches of `data` in order (0 = all), in
+// eval mode without gradients; the model's mode is restored.
+EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t batch_size, int64_t max_batches = 0);
+
+}  // namespace hkt::tasks

@@ -1,0 +1,173 @@
+// The task registry: names -> splits (see registry.hpp).
+#include "hkt/tasks/registry.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "hkt/core/error.hpp"
+#include "hkt/core/random.hpp"
+
+// The loaders are separate files; a task whose loader is not compiled in
+// reports so instead of failing the build.
+#if __has_include("hkt/tasks/listops.hpp")
+#include "hkt/tasks/listops.hpp"
+#define HKT_HAVE_LISTOPS 1
+#endif
+#if __has_include("hkt/tasks/images.hpp")
+#include "hkt/tasks/images.hpp"
+#define HKT_HAVE_IMAGES 1
+#endif
+#if __has_include("hkt/tasks/imdb.hpp")
+#include "hkt/tasks/imdb.hpp"
+#define HKT_HAVE_IMDB 1
+#endif
+
+namespace hkt::tasks {
+namespace {
+
+namespace fs = std::filesystem;
+
+// `root/sub` when it is a folder, else `root`.
+[[maybe_unused]] std::string data_folder(const TaskOptions& opt, const std::string& sub) {
+  const std::string root = opt.data_dir.empty() ? default_data_dir() : opt.data_dir;
+  std::error_code ec;
+  if (fs::is_directory(fs::path(root) / sub, ec)) return (fs::path(root) / sub).string();
+  return root;
+}
+
+// Fashion-MNIST: data_dir/fashion-mnist, else (no --data-dir given) where Debian's
+// dataset-fashion-mnist package puts it, else data_dir.
+[[maybe_unused]] std::string fashion_folder(const TaskOptions& opt) {
+  const std::string root = opt.data_dir.empty() ? default_data_dir() : opt.data_dir;
+  std::error_code ec;
+  if (fs::is_directory(fs::path(root) / "fashion-mnist", ec)) return (fs::path(root) / "fashion-mnist").string();
+  if (opt.data_dir.empty() && fs::is_directory("/usr/share/datasets/fashion-mnist", ec))
+    return "/usr/share/datasets/fashion-mnist";
+  return root;
+}
+
+int64_t or_default(int64_t v, int64_t def) { return v > 0 ? v : def; }
+
+[[noreturn, maybe_unused]] void not_built(const std::string& name, const std::string& header) {
+  throw Error(str_cat("load_task: task '", name, "' needs ", header, ", which this build of hkt does not have"));
+}
+
+}  // namespace
+
+std::string default_data_dir() {
+  if (const char* d = std::getenv("HKT_DATA"); d && *d) return d;
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.cache/hkt/data";
+}
+
+const std::vector<std::string>& task_names() {
+  static const std::vector<std::string> names = {"synthetic", "listops",       "listops-tsv", "cifar10",
+                                                 "cifar10-rgb", "fashion-mnist", "imdb"};
+  return names;
+}
+
+Splits make_synthetic(int64_t train_size, int64_t val_size, int64_t test_size, int64_t seq_len, uint64_t seed) {
+  HKT_CHECK(train_size > 0 && val_size > 0 && test_size > 0 && seq_len >= 2, "make_synthetic: needs positive sizes "
+            "and seq_len >= 2, got ", train_size, "/", val_size, "/", test_size, ", seq_len ", seq_len);
+  constexpr int64_t C = 4;
+  Splits s;
+  Dataset* parts[3] = {&s.train, &s.val, &s.test};
+  const int64_t sizes[3] = {train_size, val_size, test_size};
+  const char* names[3] = {"synthetic/train", "synthetic/val", "synthetic/test"};
+  for (int p = 0; p < 3; ++p) {
+    Dataset& d = *parts[p];
+    d.name = names[p];
+    d.seq_len = seq_len;
+    d.vocab = C + 1;
+    d.classes = C;
+    d.pad_id = 0;
+    for (int64_t i = 0; i < sizes[p]; ++i) {
+      // One Philox stream per (split, example): counter = (i, split * 2^32 + draw).
+      uint64_t draw = 0;
+      auto next = [&]() {
+        const auto r = philox4x32(static_cast<uint64_t>(i), (static_cast<uint64_t>(p) << 32) | draw++, seed);
+        return r[0];
+      };
+      const int64_t lo = seq_len / 2;
+      const int64_t len = lo + static_cast<int64_t>(next() % static_cast<uint32_t>(seq_len - lo + 1));
+      std::vector<int64_t> ids(static_cast<size_t>(len));
+      int64_t count[C] = {0, 0, 0, 0};
+      for (auto& t : ids) {
+        t = 1 + static_cast<int64_t>(next() % C);
+        ++count[t - 1];
+      }
+      int64_t best = 0;
+      for (int64_t c = 1; c < C; ++c)
+        if (count[c] > count[best]) best = c;
+      d.add_tokens(ids, best);
+    }
+  }
+  return s;
+}
+
+Splits load_task(const std::string& name, const TaskOptions& opt) {
+  Splits s;
+  if (name == "synthetic") {
+    s = make_synthetic(or_default(opt.train_size, 1024), or_default(opt.val_size, 256),
+                       or_default(opt.test_size, 256), or_default(opt.seq_len, 32), opt.seed);
+  } else if (name == "listops" || name == "listops-tsv") {
+#ifdef HKT_HAVE_LISTOPS
+    if (name == "listops") {
+      ListOpsOptions lo;
+      if (opt.train_size > 0) lo.train_size = opt.train_size;
+      if (opt.val_size > 0) lo.val_size = opt.val_size;
+      if (opt.test_size > 0) lo.test_size = opt.test_size;
+      if (opt.seq_len > 0) lo.seq_len = opt.seq_len;
+      if (opt.max_depth > 0) lo.max_depth = opt.max_depth;
+      if (opt.max_args > 0) lo.max_args = opt.max_args;
+      lo.seed = opt.seed;
+      s = make_listops(lo);
+    } else {
+      s = load_listops_tsv(data_folder(opt, "listops"), or_default(opt.seq_len, 2000));
+    }
+#else
+    not_built(name, "hkt/tasks/listops.hpp");
+#endif
+  } else if (name == "cifar10" || name == "cifar10-rgb" || name == "fashion-mnist") {
+#ifdef HKT_HAVE_IMAGES
+    const int64_t val = or_default(opt.val_size, 5000);
+    if (name == "fashion-mnist")
+      s = load_fashion_mnist(fashion_folder(opt), val, opt.seed, opt.train_size);
+    else
+      s = load_cifar10(data_folder(opt, "cifar-10-batches-bin"),
+                       name == "cifar10" ? ImageEncoding::GrayTokens : ImageEncoding::RGB, val, opt.seed,
+                       opt.train_size);
+#else
+    not_built(name, "hkt/tasks/images.hpp");
+#endif
+  } else if (name == "imdb") {
+#ifdef HKT_HAVE_IMDB
+    s = load_imdb(data_folder(opt, "aclImdb"), or_default(opt.seq_len, 1024), or_default(opt.val_size, 2500),
+                  opt.seed, opt.train_size);
+#else
+    not_built(name, "hkt/tasks/imdb.hpp");
+#endif
+  } else {
+    std::string known;
+    for (const auto& n : task_names()) known += (known.empty() ? "" : ", ") + n;
+    throw Error(str_cat("load_task: unknown task '", name, "' (known: ", known, ")"));
+  }
+  s.train.validate();
+  s.val.validate();
+  s.test.validate();
+  return s;
+}
+
+void fill_model_config(nn::ClassifierConfig& cfg, const Dataset& data) {
+  if (data.vocab > 0) {
+    cfg.vocab = data.vocab;
+    cfg.input_features = 0;
+  } else {
+    cfg.vocab = 0;
+    cfg.input_features = data.features;
+  }
+  cfg.classes = data.classes;
+  cfg.max_len = data.seq_len;
+}
+
+}  // namespace hkt::tasks

@@ -1,0 +1,712 @@
+// The training loop (see train.hpp): config JSON, data order, the loop with
+// evaluation and checkpoints, resume, and the run folder's files.
+#include "hkt/tasks/train.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
+
+#include "hkt/core/grad_mode.hpp"
+#include "hkt/core/random.hpp"
+#include "hkt/models/checkpoint.hpp"
+#include "hkt/models/optim.hpp"
+#include "hkt/models/schedule.hpp"
+#include "hkt/ops/factory.hpp"
+#include "hkt/ops/nn.hpp"
+#include "hkt/ops/threads.hpp"
+
+namespace hkt::tasks {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+// --- config JSON ------------------------------------------------------------
+
+constexpr const char* kCfg = "TrainConfig: ";
+
+template <class F>
+void each_key(const json& j, const std::string& where, F&& f) {
+  HKT_CHECK(j.is_object(), kCfg, where.empty() ? "the config" : "'" + where + "'", " must be a JSON object, got ",
+            j.type_name());
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string key = where.empty() ? it.key() : where + "." + it.key();
+    HKT_CHECK(f(it.key(), it.value(), key), kCfg, "unknown key '", key, "'");
+  }
+}
+
+void get(const json& v, const std::string& key, std::string& out) {
+  HKT_CHECK(v.is_string(), kCfg, "'", key, "' must be a string, got ", v.dump());
+  out = v.get<std::string>();
+}
+void get(const json& v, const std::string& key, int64_t& out) {
+  HKT_CHECK(v.is_number_integer(), kCfg, "'", key, "' must be an integer, got ", v.dump());
+  out = v.get<int64_t>();
+}
+void get(const json& v, const std::string& key, int& out) {
+  int64_t x = 0;
+  get(v, key, x);
+  HKT_CHECK(x >= std::numeric_limits<int>::min() && x <= std::numeric_limits<int>::max(), kCfg, "'", key,
+            "' is out of range: ", x);
+  out = static_cast<int>(x);
+}
+void get(const json& v, const std::string& key, uint64_t& out) {
+  HKT_CHECK(v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0), kCfg, "'", key,
+            "' must be a non-negative integer, got ", v.dump());
+  out = v.get<uint64_t>();
+}
+void get(const json& v, const std::string& key, double& out) {
+  HKT_CHECK(v.is_number(), kCfg, "'", key, "' must be a number, got ", v.dump());
+  out = v.get<double>();
+}
+
+json data_json(const TaskOptions& d) {
+  return json{{"data_dir", d.data_dir},   {"seq_len", d.seq_len},     {"train_size", d.train_size},
+              {"val_size", d.val_size},   {"test_size", d.test_size}, {"max_depth", d.max_depth},
+              {"max_args", d.max_args},   {"seed", d.seed}};
+}
+
+json config_json(const TrainConfig& c) {
+  json j;
+  j["task"] = c.task;
+  j["data"] = data_json(c.data);
+  j["model"] = c.model;
+  j["model_overrides"] = json::parse(c.model_overrides);
+  j["batch_size"] = c.batch_size;
+  j["steps"] = c.steps;
+  j["epochs"] = c.epochs;
+  j["lr"] = c.lr;
+  j["weight_decay"] = c.weight_decay;
+  j["warmup"] = c.warmup;
+  j["schedule"] = c.schedule;
+  j["min_lr_factor"] = c.min_lr_factor;
+  j["clip_norm"] = c.clip_norm;
+  j["log_every"] = c.log_every;
+  j["eval_every"] = c.eval_every;
+  j["eval_batches"] = c.eval_batches;
+  j["checkpoint_every"] = c.checkpoint_every;
+  j["seed"] = c.seed;
+  j["threads"] = c.threads;
+  j["run_dir"] = c.run_dir;
+  return j;
+}
+
+json parse_json(const std::string& text, const std::string& what) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    throw Error(str_cat(what, ": invalid JSON: ", e.what()));
+  }
+}
+
+std::string fmt(double v, int prec = 4) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
+  return buf;
+}
+std::string short_num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+std::string exact(double v) {  // round-trips a double through text
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+std::string duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  const auto t = static_cast<int64_t>(s + 0.5);
+  char buf[64];
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(t / 3600),
+                               static_cast<long long>(t / 60 % 60));
+  else std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(t / 60), static_cast<long long>(t % 60));
+  return buf;
+}
+
+// --- files ------------------------------------------------------------------
+
+void write_atomic(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    HKT_CHECK(f, "train: cannot write '", tmp.string(), "'");
+    f << text;
+    f.flush();
+    HKT_CHECK(f, "train: cannot write '", tmp.string(), "'");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  HKT_CHECK(!ec, "train: cannot rename '", tmp.string(), "' to '", path.string(), "': ", ec.message());
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  HKT_CHECK(f, "train: cannot read '", path.string(), "'");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The checkpoint folder to resume from: checkpoint/, else checkpoint.old/
+// (a kill between the two renames of save_folder), else none.
+fs::path find_checkpoint(const fs::path& run) {
+  for (const char* name : {"checkpoint", "checkpoint.old"}) {
+    std::error_code ec;
+    if (fs::exists(run / name / "model.safetensors", ec) && fs::exists(run / name / "optimizer.safetensors", ec))
+      return run / name;
+  }
+  return {};
+}
+
+// --- data order -----------------------------------------------------------------
+
+// The permutation of [0, n) for `epoch`: Fisher-Yates with Philox draws keyed by the seed.
+std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> p(static_cast<size_t>(n));
+  std::iota(p.begin(), p.end(), 0);
+  const uint64_t key = seed ^ 0xD1B54A32D192ED03ull;
+  for (int64_t i = n - 1; i > 0; --i) {
+    const auto r = philox4x32(static_cast<uint64_t>(i), static_cast<uint64_t>(epoch), key);
+    const uint64_t u = (static_cast<uint64_t>(r[0]) << 32) | r[1];
+    std::swap(p[i], p[static_cast<int64_t>(u % static_cast<uint64_t>(i + 1))]);
+  }
+  return p;
+}
+
+// Correct predictions of logits [B, C] against labels.
+int64_t count_correct(const Tensor& logits, const std::vector<int64_t>& labels) {
+  const std::vector<double> v = to_dtype(logits.detach(), DType::Float64).to_vector<double>();
+  const int64_t B = logits.shape()[0], C = logits.shape()[1];
+  int64_t correct = 0;
+  for (int64_t r = 0; r < B; ++r) {
+    int64_t best = 0;
+    for (int64_t c = 1; c < C; ++c)
+      if (v[r * C + c] > v[r * C + best]) best = c;
+    correct += best == labels[r];
+  }
+  return correct;
+}
+
+// --- console --------------------------------------------------------------------
+
+class Console {
+ public:
+  Console(const RunOptions& opt) : quiet_(opt.quiet), os_(opt.out ? *opt.out : std::cout) {
+    tty_ = !quiet_ && &os_ == &std::cout && isatty(STDOUT_FILENO);
+  }
+  bool tty() const { return tty_; }
+  void line(const std::string& s) {
+    if (quiet_) return;
+    if (bar_shown_) os_ << "\r\033[K";
+    os_ << s << "\n" << std::flush;
+    bar_shown_ = false;
+  }
+  // Redraws the progress bar (terminals only), at most ten times a second.
+  void bar(const std::string& s, bool force) {
+    if (!tty_) return;
+    const auto now = Clock::now();
+    if (!force && bar_shown_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    os_ << "\r\033[K" << s << std::flush;
+    bar_shown_ = true;
+  }
+  void end_bar() {
+    if (bar_shown_) os_ << "\n" << std::flush;
+    bar_shown_ = false;
+  }
+
+ private:
+  bool quiet_, tty_ = false, bar_shown_ = false;
+  std::ostream& os_;
+  Clock::time_point last_{};
+};
+
+// --- the run --------------------------------------------------------------------
+
+struct Run {
+  TrainConfig cfg;
+  RunOptions ropt;
+  fs::path dir;  // empty: write nothing
+  Splits data;
+  nn::ClassifierConfig mcfg;
+  std::unique_ptr<nn::SequenceClassifier> model;
+  std::unique_ptr<nn::AdamW> opt;
+  nn::LRSchedule sched;
+  int64_t total = 0, per_epoch = 0;
+  int64_t step = 0;  // completed steps
+  int64_t best_step = -1;
+  double best_val = -1.0, final_val = -1.0;
+  double prior_wall = 0.0, prior_train = 0.0;  // from earlier segments
+  double seg_train = 0.0;
+  Clock::time_point seg_start = Clock::now();
+
+  void metric(const json& j) {
+    if (dir.empty()) return;
+    std::ofstream f(dir / "metrics.jsonl", std::ios::app);
+    HKT_CHECK(f, "train: cannot append to '", (dir / "metrics.jsonl").string(), "'");
+    f << j.dump() << "\n";
+  }
+
+  double wall() const { return prior_wall + std::chrono::duration<double>(Clock::now() - seg_start).count(); }
+
+  nn::Metadata metadata() const {
+    nn::Metadata m;
+    TrainConfig c = cfg;  // where and how fast it ran does not change the result
+    c.run_dir.clear();
+    c.threads = 0;
+    m["hkt.config"] = c.to_json();
+    m["hkt.model_config"] = mcfg.to_json();
+    m["hkt.train.epoch"] = std::to_string(step / per_epoch);
+    m["hkt.train.batch_in_epoch"] = std::to_string(step % per_epoch);
+    m["hkt.train.best_step"] = std::to_string(best_step);
+    m["hkt.train.best_val_acc"] = exact(best_val);
+    return m;
+  }
+
+  void save_folder() {
+    if (dir.empty()) return;
+    const fs::path tmp = dir / "checkpoint.tmp", cur = dir / "checkpoint", old = dir / "checkpoint.old";
+    fs::remove_all(tmp);
+    nn::save_checkpoint(tmp.string(), *model, *opt, step, metadata());
+    // Timings differ between runs, so they live beside the tensors, not in their metadata.
+    json st = {{"step", step}, {"wall_s", wall()}, {"train_s", prior_train + seg_train}};
+    write_atomic(tmp / "state.json", st.dump(2) + "\n");
+    std::error_code ec;
+    if (fs::exists(cur)) {
+      fs::remove_all(old);
+      fs::rename(cur, old, ec);
+      HKT_CHECK(!ec, "train: cannot rename '", cur.string(), "': ", ec.message());
+    }
+    fs::rename(tmp, cur, ec);
+    HKT_CHECK(!ec, "train: cannot rename '", tmp.string(), "' to '", cur.string(), "': ", ec.message());
+    fs::remove_all(old);
+  }
+
+  void setup(const Console& con) {
+    (void)con;
+    if (cfg.threads > 0) set_num_threads(cfg.threads);
+    data = load_task(cfg.task, cfg.data);
+    mcfg = cfg.model_config(data.train);
+    Generator gen(cfg.seed);
+    model = std::make_unique<nn::SequenceClassifier>(mcfg, &gen);
+    model->train();
+    opt = std::make_unique<nn::AdamW>(nn::decay_groups(*model, cfg.lr, cfg.weight_decay));
+    manual_seed(cfg.seed + 1);  // dropout
+    per_epoch = (data.train.size() + cfg.batch_size - 1) / cfg.batch_size;
+    total = cfg.steps > 0 ? cfg.steps : cfg.epochs * per_epoch;
+    HKT_CHECK(cfg.warmup <= total, kCfg, "warmup (", cfg.warmup, ") exceeds the number of steps (", total, ")");
+    if (cfg.schedule == "constant") sched = nn::LRSchedule::constant(cfg.warmup);
+    else if (cfg.schedule == "cosine") sched = nn::LRSchedule::warmup_cosine(cfg.warmup, total, cfg.min_lr_factor);
+    else sched = nn::LRSchedule::warmup_linear(cfg.warmup, total, cfg.min_lr_factor);
+  }
+
+  // Restores model, optimizer, generator and the loop's state from the last checkpoint.
+  void restore(Console& con) {
+    const fs::path ck = find_checkpoint(dir);
+    if (ck.empty()) {
+      con.line("resume: no checkpoint in '" + dir.string() + "' yet; starting from step 0");
+      return;
+    }
+    const nn::Metadata md = nn::load_checkpoint(ck.string(), *model, *opt);
+    auto need = [&](const std::string& k) -> const std::string& {
+      auto it = md.find(k);
+      HKT_CHECK(it != md.end(), "resume: '", ck.string(), "' has no '", k, "' in its metadata");
+      return it->second;
+    };
+    HKT_CHECK(need("hkt.model_config") == mcfg.to_json(), "resume: '", ck.string(),
+              "' holds a different model config than ", (dir / "config.json").string());
+    step = std::stoll(need("hkt.step"));
+    best_step = std::stoll(need("hkt.train.best_step"));
+    best_val = std::stod(need("hkt.train.best_val_acc"));
+    std::error_code ec;
+    if (fs::exists(ck / "state.json", ec)) {
+      const json st = parse_json(read_file(ck / "state.json"), (ck / "state.json").string());
+      prior_wall = st.value("wall_s", 0.0);
+      prior_train = st.value("train_s", 0.0);
+    }
+    // Events after the checkpoint will be logged again.
+    if (fs::exists(dir / "metrics.jsonl", ec)) {
+      std::istringstream in(read_file(dir / "metrics.jsonl"));
+      std::string kept, line;
+      while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        const json j = json::parse(line, nullptr, false);
+        if (j.is_object() && j.value("event", "") != "test" && j.value("event", "") != "error" &&
+            j.value("step", int64_t{0}) <= step)
+          kept += line + "\n";
+      }
+      write_atomic(dir / "metrics.jsonl", kept);
+    }
+    con.line("resume: continuing from step " + std::to_string(step) + " (" + ck.string() + ")");
+  }
+
+  [[noreturn]] void non_finite(const std::string& what, double v) {
+    const fs::path ck = dir.empty() ? fs::path() : find_checkpoint(dir);
+    const std::string msg = str_cat(
+        "train: step ", step + 1, ": the ", what, " is ", v, " (not finite); stopping. ",
+        ck.empty() ? std::string("No checkpoint was written.")
+                   : str_cat("The last good checkpoint, '", ck.string(), "', is unchanged."),
+        " Try a lower --lr or a smaller --clip-norm.");
+    metric(json{{"event", "error"}, {"step", step + 1}, {"message", msg}});
+    throw Error(msg);
+  }
+
+  void evaluate_now(Console& con) {
+    const EvalResult v = evaluate(*model, data.val, cfg.batch_size, cfg.eval_batches);
+    const EvalResult t = evaluate(*model, data.test, cfg.batch_size, cfg.eval_batches);
+    final_val = v.accuracy;
+    const bool better = v.accuracy > best_val;
+    if (better) {
+      best_val = v.accuracy;
+      best_step = step;
+      if (!dir.empty())
+        nn::save_model((dir / "best.safetensors").string(), *model,
+                       {{"hkt.step", std::to_string(step)}, {"hkt.val_acc", exact(v.accuracy)},
+                        {"hkt.model_config", mcfg.to_json()}});
+    }
+    metric(json{{"event", "eval"},       {"step", step},          {"val_loss", v.loss},
+                {"val_acc", v.accuracy}, {"test_loss", t.loss},   {"test_acc", t.accuracy},
+                {"best_step", best_step}, {"best_val_acc", best_val}});
+    con.line("eval  step " + std::to_string(step) + "/" + std::to_string(total) + "  val loss " + fmt(v.loss) +
+             " acc " + fmt(v.accuracy) + "  test loss " + fmt(t.loss) + " acc " + fmt(t.accuracy) +
+             (better ? "  (best)" : ""));
+  }
+
+  TrainResult loop(Console& con) {
+    TrainResult r;
+    r.params = model->num_parameters();
+    const std::vector<Tensor> params = model->parameters();
+    const double clip = cfg.clip_norm > 0 ? cfg.clip_norm : std::numeric_limits<double>::max();
+    std::vector<int64_t> order;
+    int64_t order_epoch = -1;
+    double win_loss = 0.0, win_gn = 0.0, win_time = 0.0;
+    int64_t win_correct = 0, win_n = 0, win_steps = 0, seg_steps = 0;
+    bool first = true;
+    while (step < total) {
+      if (ropt.stop_after > 0 && step >= ropt.stop_after) {
+        con.end_bar();
+        r.steps = step;
+        return r;
+      }
+      const auto t0 = Clock::now();
+      const int64_t epoch = step / per_epoch, pos = step % per_epoch;
+      if (epoch != order_epoch) {
+        order = epoch_order(data.train.size(), cfg.seed, epoch);
+        order_epoch = epoch;
+      }
+      const int64_t lo = pos * cfg.batch_size, hi = std::min(lo + cfg.batch_size, data.train.size());
+      const std::vector<int64_t> idx(order.begin() + lo, order.begin() + hi);
+      const Batch b = data.train.batch(idx);
+      const Tensor logits = model->forward(b.inputs, b.valid);
+      const Tensor loss = cross_entropy(logits, b.labels);
+      const double lv = loss.item_double();
+      if (!std::isfinite(lv)) non_finite("training loss", lv);
+      opt->zero_grad();
+      loss.backward();
+      const double gn = nn::clip_grad_norm_(params, clip);
+      if (!std::isfinite(gn)) non_finite("gradient norm", gn);
+      opt->set_lr_factor(sched.factor(opt->steps()));
+      const double lr_now = opt->lr(0);
+      opt->step();
+      ++step;
+      const int64_t correct = count_correct(logits, b.labels.to_vector<int64_t>());
+      const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+      seg_train += dt;
+      ++seg_steps;
+      if (first) r.first_loss = lv;
+      first = false;
+      r.last_loss = lv;
+      win_loss += lv;
+      win_gn += gn;
+      win_correct += correct;
+      win_n += hi - lo;
+      ++win_steps;
+
+      win_time += dt;
+      const double eps = static_cast<double>(win_n) / std::max(1e-9, win_time);
+      const double eta = seg_train / static_cast<double>(seg_steps) * static_cast<double>(total - step);
+      if (con.tty()) {
+        const int64_t width = 24, fill = width * step / total;
+        std::ostringstream bar;
+        bar << '[';
+        for (int64_t i = 0; i < width; ++i) bar << (i < fill ? '#' : '.');
+        bar << "] step " << step << '/' << total << " ep " << step / per_epoch << " loss " << fmt(win_loss / win_steps)
+            << " acc " << fmt(static_cast<double>(win_correct) / win_n, 3) << ' ' << fmt(eps, 0) << " ex/s ETA "
+            << duration(eta);
+        con.bar(bar.str(), step == total);
+      }
+      if (cfg.log_every > 0 && (step % cfg.log_every == 0 || step == total)) {
+        metric(json{{"event", "train"},
+                    {"step", step},
+                    {"epoch", (step - 1) / per_epoch},
+                    {"loss", win_loss / win_steps},
+                    {"acc", static_cast<double>(win_correct) / win_n},
+                    {"lr", lr_now},
+                    {"grad_norm", win_gn / win_steps},
+                    {"examples_per_s", eps},
+                    {"elapsed_s", wall()}});
+        if (!con.tty())
+          con.line("step " + std::to_string(step) + "/" + std::to_string(total) + "  epoch " +
+                   std::to_string((step - 1) / per_epoch) + "  loss " + fmt(win_loss / win_steps) + "  acc " +
+                   fmt(static_cast<double>(win_correct) / win_n) + "  lr " + short_num(lr_now) + "  " +
+                   fmt(eps, 0) + " ex/s  ETA " + duration(eta));
+        win_loss = win_gn = win_time = 0.0;
+        win_correct = win_n = win_steps = 0;
+      }
+      if ((cfg.eval_every > 0 && step % cfg.eval_every == 0) || step == total) evaluate_now(con);
+      if ((cfg.checkpoint_every > 0 && step % cfg.checkpoint_every == 0) || step == total) save_folder();
+    }
+    con.end_bar();
+    r.completed = true;
+    r.steps = step;
+    return r;
+  }
+
+  TrainResult finish(Console& con, TrainResult r) {
+    r.best_step = best_step;
+    r.best_val_acc = best_val;
+    r.final_val_acc = final_val;
+    // The test accuracy of the best model (by validation accuracy), on the whole test set.
+    if (best_step >= 0) {
+      Generator gen(cfg.seed);
+      nn::SequenceClassifier best(mcfg, &gen);
+      if (!dir.empty()) nn::load_model((dir / "best.safetensors").string(), best);
+      else best.load_state_dict(model->state_dict());  // no run folder: the final model stands in
+      const EvalResult t = evaluate(best, data.test, cfg.batch_size, 0);
+      r.test_acc = t.accuracy;
+      r.test_loss = t.loss;
+      metric(json{{"event", "test"}, {"step", best_step}, {"test_loss", t.loss}, {"test_acc", t.accuracy}});
+    }
+    r.wall_s = wall();
+    const double train_s = prior_train + seg_train;
+    r.s_per_step = step > 0 ? train_s / static_cast<double>(step) : 0.0;
+    if (!dir.empty()) {
+      json s;
+      s["config"] = config_json(cfg);
+      s["model_config"] = json::parse(mcfg.to_json());
+      s["params"] = r.params;
+      s["steps"] = step;
+      s["best_step"] = best_step;
+      s["best_val_acc"] = best_val;
+      s["test_acc"] = r.test_acc;
+      s["test_loss"] = r.test_loss;
+      s["final_val_acc"] = final_val;
+      s["wall_s"] = r.wall_s;
+      s["train_s"] = train_s;
+      s["s_per_step"] = r.s_per_step;
+      write_atomic(dir / "summary.json", s.dump(2) + "\n");
+    }
+    con.line("done: " + std::to_string(step) + " steps, best val acc " + fmt(best_val) + " at step " +
+             std::to_string(best_step) + ", test acc " + fmt(r.test_acc) + " (best model), " + fmt(r.wall_s, 1) +
+             " s, " + fmt(r.s_per_step * 1000, 1) + " ms/step" + (dir.empty() ? "" : ", run folder " + dir.string()));
+    return r;
+  }
+
+  TrainResult go(bool resuming) {
+    Console con(ropt);
+    setup(con);
+    if (!dir.empty() && resuming) restore(con);
+    const int64_t np = model->num_parameters();
+    con.line("task " + cfg.task + ": train " + std::to_string(data.train.size()) + ", val " +
+             std::to_string(data.val.size()) + ", test " + std::to_string(data.test.size()) + ", T " +
+             std::to_string(data.train.seq_len) + ", " + std::to_string(data.train.classes) + " classes");
+    con.line("model " + cfg.model + " (" + mcfg.attention + ", dim " + std::to_string(mcfg.dim) + ", heads " +
+             std::to_string(mcfg.heads) + ", layers " + std::to_string(mcfg.layers) +
+             (mcfg.attention == "hkt" ? ", levels " + std::to_string(mcfg.levels) : std::string()) + "): " +
+             std::to_string(np) + " parameters; " + std::to_string(total) + " steps of " +
+             std::to_string(cfg.batch_size) + " (" + std::to_string(per_epoch) + " per epoch), lr " + short_num(cfg.lr) +
+             " " + sched.str());
+    seg_start = Clock::now();
+    TrainResult r = loop(con);
+    r.params = np;
+    if (!r.completed) {
+      r.wall_s = wall();
+      r.best_step = best_step;
+      r.best_val_acc = best_val;
+      return r;
+    }
+    return finish(con, r);
+  }
+};
+
+}  // namespace
+
+// --- TrainConfig ----------------------------------------------------------------
+
+void TrainConfig::validate() const {
+  HKT_CHECK(!task.empty(), kCfg, "task is empty");
+  bool known = false;
+  for (const auto& n : task_names()) known = known || n == task;
+  HKT_CHECK(known, kCfg, "unknown task '", task, "'");
+  nn::ClassifierConfig::preset(model);  // throws for an unknown preset
+  {
+    const json o = parse_json(model_overrides, "TrainConfig: model_overrides");
+    HKT_CHECK(o.is_object(), kCfg, "model_overrides must be a JSON object, got ", o.type_name());
+    json m = parse_json(nn::ClassifierConfig::preset(model).to_json(), "preset");
+    for (auto it = o.begin(); it != o.end(); ++it) {
+      HKT_CHECK(m.contains(it.key()), kCfg, "model_overrides: unknown key '", it.key(), "'");
+      m[it.key()] = it.value();
+    }
+    try {
+      nn::ClassifierConfig::from_json(m.dump());
+    } catch (const Error& e) {
+      throw Error(str_cat(kCfg, "model_overrides: ", e.what()));
+    }
+  }
+  HKT_CHECK(batch_size >= 1, kCfg, "batch_size must be >= 1, got ", batch_size);
+  HKT_CHECK(steps >= 0 && epochs >= 0 && (steps > 0 || epochs > 0), kCfg,
+            "set steps > 0 or epochs > 0 (got steps ", steps, ", epochs ", epochs, ")");
+  HKT_CHECK(std::isfinite(lr) && lr > 0, kCfg, "lr must be > 0, got ", lr);
+  HKT_CHECK(std::isfinite(weight_decay) && weight_decay >= 0, kCfg, "weight_decay must be >= 0, got ", weight_decay);
+  HKT_CHECK(warmup >= 0, kCfg, "warmup must be >= 0, got ", warmup);
+  HKT_CHECK(schedule == "constant" || schedule == "cosine" || schedule == "linear", kCfg, "schedule must be "
+            "\"constant\", \"cosine\" or \"linear\", got \"", schedule, "\"");
+  HKT_CHECK(min_lr_factor >= 0 && min_lr_factor <= 1, kCfg, "min_lr_factor must be in [0, 1], got ", min_lr_factor);
+  HKT_CHECK(std::isfinite(clip_norm) && clip_norm >= 0, kCfg, "clip_norm must be >= 0, got ", clip_norm);
+  HKT_CHECK(log_every >= 0, kCfg, "log_every must be >= 0, got ", log_every);
+  HKT_CHECK(eval_every >= 0, kCfg, "eval_every must be >= 0, got ", eval_every);
+  HKT_CHECK(eval_batches >= 0, kCfg, "eval_batches must be >= 0, got ", eval_batches);
+  HKT_CHECK(checkpoint_every >= 0, kCfg, "checkpoint_every must be >= 0, got ", checkpoint_every);
+  HKT_CHECK(threads >= 0, kCfg, "threads must be >= 0, got ", threads);
+  HKT_CHECK(data.seq_len >= 0 && data.train_size >= 0 && data.val_size >= 0 && data.test_size >= 0 &&
+                data.max_depth >= 0 && data.max_args >= 0,
+            kCfg, "data sizes must be >= 0");
+}
+
+std::string TrainConfig::to_json() const { return config_json(*this).dump(2); }
+
+TrainConfig TrainConfig::from_json(const std::string& text) {
+  const json j = parse_json(text, "TrainConfig");
+  TrainConfig c;
+  each_key(j, "", [&](const std::string& k, const json& v, const std::string& key) {
+    if (k == "task") get(v, key, c.task);
+    else if (k == "data") {
+      each_key(v, "data", [&](const std::string& dk, const json& dv, const std::string& dkey) {
+        if (dk == "data_dir") get(dv, dkey, c.data.data_dir);
+        else if (dk == "seq_len") get(dv, dkey, c.data.seq_len);
+        else if (dk == "train_size") get(dv, dkey, c.data.train_size);
+        else if (dk == "val_size") get(dv, dkey, c.data.val_size);
+        else if (dk == "test_size") get(dv, dkey, c.data.test_size);
+        else if (dk == "max_depth") get(dv, dkey, c.data.max_depth);
+        else if (dk == "max_args") get(dv, dkey, c.data.max_args);
+        else if (dk == "seed") get(dv, dkey, c.data.seed);
+        else return false;
+        return true;
+      });
+    } else if (k == "model") get(v, key, c.model);
+    else if (k == "model_overrides") {
+      HKT_CHECK(v.is_object(), kCfg, "'model_overrides' must be a JSON object, got ", v.dump());
+      c.model_overrides = v.dump();
+    } else if (k == "batch_size") get(v, key, c.batch_size);
+    else if (k == "steps") get(v, key, c.steps);
+    else if (k == "epochs") get(v, key, c.epochs);
+    else if (k == "lr") get(v, key, c.lr);
+    else if (k == "weight_decay") get(v, key, c.weight_decay);
+    else if (k == "warmup") get(v, key, c.warmup);
+    else if (k == "schedule") get(v, key, c.schedule);
+    else if (k == "min_lr_factor") get(v, key, c.min_lr_factor);
+    else if (k == "clip_norm") get(v, key, c.clip_norm);
+    else if (k == "log_every") get(v, key, c.log_every);
+    else if (k == "eval_every") get(v, key, c.eval_every);
+    else if (k == "eval_batches") get(v, key, c.eval_batches);
+    else if (k == "checkpoint_every") get(v, key, c.checkpoint_every);
+    else if (k == "seed") get(v, key, c.seed);
+    else if (k == "threads") get(v, key, c.threads);
+    else if (k == "run_dir") get(v, key, c.run_dir);
+    else return false;
+    return true;
+  });
+  c.validate();
+  return c;
+}
+
+void TrainConfig::set_override(const std::string& key, const std::string& json_value) {
+  json o = parse_json(model_overrides, "TrainConfig: model_overrides");
+  o[key] = parse_json(json_value, str_cat("TrainConfig: override '", key, "'"));
+  model_overrides = o.dump();
+}
+
+nn::ClassifierConfig TrainConfig::model_config(const Dataset& train) const {
+  json m = parse_json(nn::ClassifierConfig::preset(model).to_json(), "preset");
+  const json o = parse_json(model_overrides, "TrainConfig: model_overrides");
+  for (auto it = o.begin(); it != o.end(); ++it) m[it.key()] = it.value();
+  nn::ClassifierConfig c = nn::ClassifierConfig::from_json(m.dump());
+  fill_model_config(c, train);
+  return c;
+}
+
+// --- entry points ---------------------------------------------------------------
+
+EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t batch_size, int64_t max_batches) {
+  HKT_CHECK(batch_size >= 1, "evaluate: batch_size must be >= 1, got ", batch_size);
+  const bool was_training = model.is_training();
+  model.eval();
+  NoGradGuard no_grad;
+  EvalResult r;
+  double loss_sum = 0.0;
+  int64_t correct = 0, batches = 0;
+  for (int64_t lo = 0; lo < data.size(); lo += batch_size) {
+    if (max_batches > 0 && batches >= max_batches) break;
+    const int64_t hi = std::min(lo + batch_size, data.size());
+    std::vector<int64_t> idx(static_cast<size_t>(hi - lo));
+    std::iota(idx.begin(), idx.end(), lo);
+    const Batch b = data.batch(idx);
+    const Tensor logits = model.forward(b.inputs, b.valid);
+    loss_sum += cross_entropy(logits, b.labels, -100, Reduction::Sum).item_double();
+    correct += count_correct(logits, b.labels.to_vector<int64_t>());
+    r.examples += hi - lo;
+    ++batches;
+  }
+  model.train(was_training);
+  HKT_CHECK(r.examples > 0, "evaluate: ", data.name, " has no examples");
+  r.loss = loss_sum / static_cast<double>(r.examples);
+  r.accuracy = static_cast<double>(correct) / static_cast<double>(r.examples);
+  return r;
+}
+
+TrainResult train(const TrainConfig& cfg, const RunOptions& opt) {
+  cfg.validate();
+  Run run;
+  run.cfg = cfg;
+  run.ropt = opt;
+  if (!cfg.run_dir.empty()) {
+    run.dir = cfg.run_dir;
+    std::error_code ec;
+    fs::create_directories(run.dir, ec);
+    HKT_CHECK(!ec, "train: cannot create the run folder '", cfg.run_dir, "': ", ec.message());
+    // A fresh run: drop what an earlier run left (only the files a run writes).
+    for (const char* f : {"checkpoint", "checkpoint.tmp", "checkpoint.old", "best.safetensors", "metrics.jsonl",
+                          "summary.json"})
+      fs::remove_all(run.dir / f);
+    write_atomic(run.dir / "config.json", cfg.to_json() + "\n");
+  }
+  return run.go(false);
+}
+
+TrainResult resume(const std::string& run_dir, const RunOptions& opt) {
+  const fs::path dir(run_dir);
+  std::error_code ec;
+  HKT_CHECK(fs::exists(dir / "config.json", ec), "resume: '", run_dir,
+            "' has no config.json (not a run folder, or killed before it was written)");
+  TrainConfig cfg = TrainConfig::from_json(read_file(dir / "config.json"));
+  cfg.run_dir = run_dir;  // the folder may have moved
+  Run run;
+  run.cfg = cfg;
+  run.ropt = opt;
+  run.dir = dir;
+  return run.go(true);
+}
+
+}  // namespace hkt::tasks

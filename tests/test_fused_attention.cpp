@@ -1,0 +1,275 @@
+// The fused attention op (hkt_attention, mha_attention) against a composite
+// reference built from plain ops in this file (the same formulas as
+// models/src/attention.cpp: combined_scores + masked_attention), plus float64
+// gradchecks of the fused op itself.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "gradcheck_util.hpp"
+#include "hkt/ops/attention.hpp"
+#include "hkt/ops/threads.hpp"
+
+using namespace hkt;
+using namespace hkt::test;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+int64_t level_len(int64_t T, int64_t l) { return (T + (int64_t{1} << l) - 1) >> l; }
+
+// Up_l as an index map over [T] (and, causal, the [T, T] mask of missing terms).
+void level_index(int64_t T, int64_t l, bool causal, Tensor& idx, Tensor& drop) {
+  std::vector<int64_t> id(static_cast<size_t>(T)), miss(static_cast<size_t>(T));
+  for (int64_t i = 0; i < T; ++i) {
+    const int64_t c = causal ? ((i + 1) >> l) - 1 : (i >> l);
+    id[static_cast<size_t>(i)] = std::max<int64_t>(c, 0);
+    miss[static_cast<size_t>(i)] = c < 0;
+  }
+  idx = from_vector(id, {T});
+  drop = Tensor();
+  if (causal) {
+    const Tensor mf = to_dtype(gt(from_vector(miss, {T}), 0.0), DType::Float32);
+    drop = gt(reshape(mf, {T, 1}) + reshape(mf, {1, T}), 0.5);
+  }
+}
+
+// softmax(sum_l lambda_l Up_l(Q_l K_l^T * scale) + mask) V from plain ops (forms T x T).
+Tensor composite(const std::vector<Tensor>& q, const std::vector<Tensor>& k, const Tensor& v, const Tensor& lam,
+                 const Tensor& valid, bool causal, double scale) {
+  const int64_t H = v.size(1), T = v.size(2);
+  Tensor s_hier;
+  for (size_t l = 0; l < q.size(); ++l) {
+    Tensor s = matmul(q[l], transpose(k[l], -2, -1)) * scale;
+    if (l > 0) {
+      Tensor idx, drop;
+      level_index(T, static_cast<int64_t>(l), causal, idx, drop);
+      s = index_select(index_select(s, 2, idx), 3, idx);
+      if (drop.defined()) s = masked_fill(s, drop, 0.0);
+    }
+    const Tensor term = reshape(select(lam, 1, static_cast<int64_t>(l)), {1, H, 1, 1}) * s;
+    s_hier = l == 0 ? term : s_hier + term;
+  }
+  if (valid.defined()) s_hier = masked_fill(s_hier, unsqueeze(unsqueeze(eq(valid, 0.0), 1), 1), -kInf);
+  if (causal) {
+    const Tensor i = arange(T);
+    s_hier = masked_fill(s_hier, gt(reshape(i, {1, T}), reshape(i, {T, 1})), -kInf);
+  }
+  return matmul(softmax(s_hier, -1), v);
+}
+
+// Batch 0: random keys valid with the first two padded (causal rows 0, 1 see
+// no key); batch 1: right padding to ceil(T / 2); batch 2: fully padded.
+Tensor make_valid(int64_t B, int64_t T, Generator& g) {
+  const std::vector<double> r = vals(rand({B, T}, {DType::Float64}, &g));
+  std::vector<int64_t> v;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) {
+      bool ok = true;
+      if (b % 3 == 0) ok = t >= 2 && r[static_cast<size_t>(b * T + t)] < 0.7;
+      if (b % 3 == 1) ok = t < (T + 1) / 2;
+      if (b % 3 == 2) ok = false;
+      v.push_back(ok);
+    }
+  return gt(from_vector(v, {B, T}), 0.0);
+}
+
+double max_abs(const Tensor& t) {
+  double m = 0;
+  for (double x : vals(t)) m = std::max(m, std::abs(x));
+  return m;
+}
+
+// max |a - b| / max(max |b|, floor). The floor covers gradients that are 0
+// in exact arithmetic (a level whose coarse scores are constant along every
+// row only shifts the softmax), where float32 leaves rounding noise.
+double rel_err(const Tensor& a, const Tensor& b, double floor = 0) {
+  const std::vector<double> x = vals(a), y = vals(b);
+  REQUIRE(x.size() == y.size());
+  double d = 0;
+  for (size_t i = 0; i < x.size(); ++i) d = std::max(d, std::abs(x[i] - y[i]));
+  const double m = std::max(max_abs(b), floor);
+  return m > 0 ? d / m : d;
+}
+
+struct Case {
+  int64_t B, H, T, dh, L;
+  bool causal, pad;
+};
+
+struct Inputs {
+  std::vector<Tensor> q, k;
+  Tensor v, lam, valid, w;
+};
+
+Inputs make_inputs(const Case& c, uint64_t seed) {
+  Generator g(seed);
+  Inputs in;
+  const TensorOptions f64{DType::Float64};
+  for (int64_t l = 0; l < c.L; ++l) {
+    in.q.push_back(randn({c.B, c.H, level_len(c.T, l), c.dh}, f64, &g) * 1.5);
+    in.k.push_back(randn({c.B, c.H, level_len(c.T, l), c.dh}, f64, &g) * 1.5);
+  }
+  in.v = randn({c.B, c.H, c.T, c.dh}, f64, &g);
+  in.lam = uniform({c.H, c.L}, 0.1, 1.0, f64, &g);
+  in.w = randn({c.B, c.H, c.T, c.dh}, f64, &g);
+  if (c.pad) in.valid = make_valid(c.B, c.T, g);
+  return in;
+}
+
+// Leaves of dtype dt (copies) in the order q..., k..., v, lambda.
+std::vector<Tensor> leaves(const Inputs& in, DType dt) {
+  std::vector<Tensor> r;
+  for (const Tensor& t : in.q) r.push_back(to_dtype(t, dt).detach().set_requires_grad(true));
+  for (const Tensor& t : in.k) r.push_back(to_dtype(t, dt).detach().set_requires_grad(true));
+  r.push_back(to_dtype(in.v, dt).detach().set_requires_grad(true));
+  r.push_back(to_dtype(in.lam, dt).detach().set_requires_grad(true));
+  return r;
+}
+
+using AttnFn = Tensor (*)(const std::vector<Tensor>&, const std::vector<Tensor>&, const Tensor&, const Tensor&,
+                          const Tensor&, bool, double);
+
+// Output and gradients of sum(out * w) for leaves `x`.
+std::vector<Tensor> run(AttnFn f, const std::vector<Tensor>& x, const Case& c, const Inputs& in, DType dt) {
+  const size_t L = static_cast<size_t>(c.L);
+  std::vector<Tensor> q(x.begin(), x.begin() + static_cast<long>(L));
+  std::vector<Tensor> k(x.begin() + static_cast<long>(L), x.begin() + static_cast<long>(2 * L));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.dh));
+  const Tensor out = f(q, k, x[2 * L], x[2 * L + 1], in.valid, c.causal, scale);
+  sum(out * to_dtype(in.w, dt)).backward();
+  std::vector<Tensor> r{out.detach()};
+  for (const Tensor& t : x) r.push_back(t.grad());
+  return r;
+}
+
+struct Worst {
+  double fwd = 0, grad = 0;
+};
+
+void check_case(const Case& c, uint64_t seed, Worst& worst) {
+  INFO("B=" << c.B << " H=" << c.H << " T=" << c.T << " dh=" << c.dh << " L=" << c.L << " causal=" << c.causal
+            << " pad=" << c.pad);
+  const Inputs in = make_inputs(c, seed);
+  const std::vector<Tensor> ref = run(&composite, leaves(in, DType::Float64), c, in, DType::Float64);
+  const std::vector<Tensor> got = run(&hkt_attention, leaves(in, DType::Float32), c, in, DType::Float32);
+  REQUIRE(got.size() == ref.size());
+  const double ef = rel_err(got[0], ref[0]);
+  CHECK(ef < 1e-5);
+  worst.fwd = std::max(worst.fwd, ef);
+  for (size_t i = 1; i < got.size(); ++i) {
+    INFO("gradient of input " << i - 1 << " (q..., k..., v, lambda)");
+    REQUIRE(got[i].defined());
+    CHECK(got[i].shape() == ref[i].shape());
+    INFO("max |reference gradient| = " << max_abs(ref[i]));
+    const double eg = rel_err(got[i], ref[i], 1.0);
+    CHECK(eg < 1e-4);
+    worst.grad = std::max(worst.grad, eg);
+  }
+  if (c.pad) {
+    // Fully padded batch (b = 2): zero output, never NaN.
+    const std::vector<double> o = vals(got[0]);
+    CHECK(std::all_of(o.begin(), o.end(), [](double x) { return std::isfinite(x); }));
+    if (c.B >= 3) CHECK(max_abs(select(got[0], 0, 2)) == 0.0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fused attention matches the composite reference (float32 vs float64 composite)") {
+  Worst worst;
+  uint64_t seed = 100;
+  int n = 0;
+  for (int64_t T : {1, 7, 63, 64, 100, 257})
+    for (int64_t L = 1; L <= 4; ++L)
+      for (int mask = 0; mask < 4; ++mask) {
+        const bool causal = mask & 1, pad = mask & 2;
+        const int64_t dh = (n++ % 2) ? 32 : 16;
+        check_case({pad ? 3 : 1, 2, T, dh, L, causal, pad}, seed++, worst);
+      }
+  // dh = 64; a coarse level wider than the default tile (L = 8: tiles of 128).
+  check_case({1, 2, 100, 64, 3, true, true}, seed++, worst);
+  check_case({1, 1, 300, 8, 8, false, false}, seed++, worst);
+  check_case({1, 1, 300, 8, 8, true, false}, seed++, worst);
+  check_case({3, 1, 300, 5, 8, true, true}, seed++, worst);
+  MESSAGE("max relative error, float32 fused vs float64 composite: forward " << worst.fwd << ", gradients "
+                                                                            << worst.grad);
+}
+
+TEST_CASE("mha_attention is the L = 1 case with lambda = 1") {
+  const Case c{2, 3, 37, 16, 1, true, true};
+  Inputs in = make_inputs(c, 7);
+  in.lam = ones({c.H, 1}, {DType::Float64});
+  const std::vector<Tensor> ref = run(&composite, leaves(in, DType::Float64), c, in, DType::Float64);
+  const double scale = 0.25;
+  const Tensor q = to_dtype(in.q[0], DType::Float32), k = to_dtype(in.k[0], DType::Float32);
+  const Tensor v = to_dtype(in.v, DType::Float32);
+  const Tensor out = mha_attention(q, k, v, in.valid, c.causal, scale);
+  CHECK(rel_err(out, ref[0]) < 1e-5);
+  const Tensor out2 = hkt_attention({q}, {k}, v, ones({c.H, 1}), in.valid, c.causal, scale);
+  CHECK(vals(out) == vals(out2));
+}
+
+TEST_CASE("fused attention: float64 gradcheck (T = 5, 7; L = 1..3; both masks)") {
+  uint64_t seed = 500;
+  for (int64_t T : {5, 7})
+    for (int64_t L = 1; L <= 3; ++L)
+      for (int mask = 0; mask < 4; ++mask) {
+        const Case c{(mask & 2) ? 3 : 1, 2, T, 3, L, (mask & 1) != 0, (mask & 2) != 0};
+        INFO("T=" << T << " L=" << L << " causal=" << c.causal << " pad=" << c.pad);
+        const Inputs in = make_inputs(c, seed++);
+        std::vector<Tensor> x = leaves(in, DType::Float64);
+        const size_t Ls = static_cast<size_t>(L);
+        auto f = [&](const std::vector<Tensor>& a) {
+          std::vector<Tensor> q(a.begin(), a.begin() + static_cast<long>(Ls));
+          std::vector<Tensor> k(a.begin() + static_cast<long>(Ls), a.begin() + static_cast<long>(2 * Ls));
+          return hkt_attention(q, k, a[2 * Ls], a[2 * Ls + 1], in.valid, c.causal, 0.6);
+        };
+        CHECK_NOTHROW(gradcheck(SingleFn(f), x, {1e-6, 1e-7, 1e-5}));
+      }
+}
+
+TEST_CASE("fused attention: gradients only where needed; non-contiguous inputs") {
+  const Case c{2, 2, 19, 4, 2, false, true};
+  const Inputs in = make_inputs(c, 31);
+  Tensor q0 = in.q[0].detach().set_requires_grad(true);
+  // k[0] as a transposed view of a [B, H, dh, T] tensor.
+  Tensor k0 = transpose(clone(transpose(in.k[0], 2, 3)), 2, 3).detach().set_requires_grad(true);
+  REQUIRE(!k0.is_contiguous());
+  const Tensor out = hkt_attention({q0, in.q[1]}, {k0, in.k[1]}, in.v, in.lam, in.valid, false, 0.5);
+  const Tensor ref = composite({in.q[0], in.q[1]}, {in.k[0], in.k[1]}, in.v, in.lam, in.valid, false, 0.5);
+  CHECK(rel_err(out, ref) < 1e-12);
+  sum(out * in.w).backward();
+  CHECK(q0.grad().defined());
+  CHECK(k0.grad().defined());
+  CHECK(k0.grad().shape() == k0.shape());
+}
+
+TEST_CASE("fused attention: bitwise identical for 1 thread and the default") {
+  const Case c{2, 2, 150, 16, 3, true, true};
+  const Inputs in = make_inputs(c, 77);
+  set_num_threads(1);
+  const std::vector<Tensor> a = run(&hkt_attention, leaves(in, DType::Float32), c, in, DType::Float32);
+  set_num_threads(0);
+  const std::vector<Tensor> b = run(&hkt_attention, leaves(in, DType::Float32), c, in, DType::Float32);
+  for (size_t i = 0; i < a.size(); ++i) CHECK(vals(a[i]) == vals(b[i]));
+}
+
+TEST_CASE("fused attention errors") {
+  const TensorOptions f32{DType::Float32};
+  const Tensor q = zeros({1, 2, 8, 4}, f32), q1 = zeros({1, 2, 4, 4}, f32), v = zeros({1, 2, 8, 4}, f32);
+  const Tensor lam = ones({2, 2}, f32);
+  check_error([&] { hkt_attention({}, {}, v, lam, Tensor(), false, 1.0); }, "L >= 1");
+  check_error([&] { hkt_attention({q, q1}, {q}, v, lam, Tensor(), false, 1.0); }, "levels");
+  check_error([&] { hkt_attention({q, q}, {q, q1}, v, lam, Tensor(), false, 1.0); }, "q[1] must be [1, 2, 4, 4]");
+  check_error([&] { hkt_attention({q, q1}, {q, q1}, v, ones({2, 3}, f32), Tensor(), false, 1.0); },
+              "lambda must be [H, L]");
+  check_error([&] { hkt_attention({q, q1}, {q, q1}, v, lam, ones({1, 8}, f32), false, 1.0); },
+              "valid must be Bool");
+  check_error([&] { hkt_attention({q}, {q}, zeros({1, 2, 8, 4}, {DType::Float64}), ones({2, 1}, f32), Tensor(),
+                                  false, 1.0); },
+              "but v is");
+  check_error([&] { hkt_attention({q}, {q}, zeros({2, 8, 4}, f32), ones({2, 1}, f32), Tensor(), false, 1.0); },
+              "v must be [B, H, T, dh]");
+}

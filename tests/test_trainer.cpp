@@ -1,0 +1,346 @@
+// The trainer and the task registry: learning, config JSON, checkpoints,
+// exact resume, non-finite detection, best-checkpoint selection.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "hkt/hkt.hpp"
+#include "hkt/tasks/registry.hpp"
+#include "hkt/tasks/train.hpp"
+
+using namespace hkt;
+using namespace hkt::tasks;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+// A fresh temporary folder, removed at the end of the test.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& tag) {
+    path = fs::temp_directory_path() / ("hkt_trainer_" + tag + "_" + std::to_string(getpid()));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string sub(const std::string& s) const { return (path / s).string(); }
+};
+
+TrainConfig small_config() {
+  TrainConfig c;
+  c.task = "synthetic";
+  c.data.train_size = 256;
+  c.data.val_size = 64;
+  c.data.test_size = 64;
+  c.data.seq_len = 16;
+  c.model = "hkt-tiny";
+  c.batch_size = 16;
+  c.steps = 40;
+  c.lr = 3e-3;
+  c.log_every = 5;
+  c.eval_every = 10;
+  c.seed = 7;
+  return c;
+}
+
+RunOptions quiet() {
+  RunOptions o;
+  o.quiet = true;
+  return o;
+}
+
+std::vector<json> read_metrics(const std::string& run) {
+  std::ifstream f(run + "/metrics.jsonl");
+  std::vector<json> out;
+  std::string line;
+  while (std::getline(f, line))
+    if (!line.empty()) out.push_back(json::parse(line));
+  return out;
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  REQUIRE(f);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Same names, shapes, dtypes and bytes.
+void check_same_tensors(const std::string& a, const std::string& b) {
+  const SafetensorsFile fa = load_safetensors(a), fb = load_safetensors(b);
+  REQUIRE(fa.tensors.size() == fb.tensors.size());
+  for (size_t i = 0; i < fa.tensors.size(); ++i) {
+    const auto& [na, ta] = fa.tensors[i];
+    const auto& [nb, tb] = fb.tensors[i];
+    INFO(na);
+    REQUIRE(na == nb);
+    REQUIRE(ta.shape() == tb.shape());
+    REQUIRE(ta.dtype() == tb.dtype());
+    CHECK(serialize_safetensors({{na, ta}}) == serialize_safetensors({{nb, tb}}));
+  }
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TaskOptions synth_opts() {
+  TaskOptions o;
+  o.seq_len = 12;
+  o.train_size = 50;
+  o.val_size = 10;
+  o.test_size = 20;
+  o.seed = 3;
+  return o;
+}
+
+TEST_CASE("registry: synthetic task, dimensions, unknown names") {
+  const Splits s = load_task("synthetic", synth_opts());
+  CHECK(s.train.size() == 50);
+  CHECK(s.val.size() == 10);
+  CHECK(s.test.size() == 20);
+  CHECK(s.train.seq_len == 12);
+  // Deterministic, and the label is the majority token.
+  const Splits s2 = load_task("synthetic", synth_opts());
+  CHECK(s.train.tokens == s2.train.tokens);
+  for (int64_t i = 0; i < s.train.size(); ++i) {
+    int64_t count[4] = {};
+    for (int64_t t = 0; t < s.train.lengths[i]; ++t) ++count[s.train.tokens[i * 12 + t] - 1];
+    for (int c = 0; c < 4; ++c) CHECK(count[c] <= count[s.train.labels[i]]);
+  }
+  nn::ClassifierConfig mc = nn::ClassifierConfig::preset("mha-tiny");
+  fill_model_config(mc, s.train);
+  CHECK(mc.vocab == 5);
+  CHECK(mc.classes == 4);
+  CHECK(mc.max_len == 12);
+  const std::string e = error_of([] { load_task("nope", TaskOptions()); });
+  CHECK(e.find("unknown task 'nope'") != std::string::npos);
+  CHECK(e.find("listops") != std::string::npos);
+  // Generated ListOps, small.
+  TaskOptions lopt;
+  lopt.seq_len = 64;
+  lopt.train_size = 20;
+  lopt.val_size = lopt.test_size = 5;
+  lopt.seed = 1;
+  const Splits lo = load_task("listops", lopt);
+  CHECK(lo.train.size() == 20);
+  CHECK(lo.train.classes == 10);
+  CHECK(lo.train.seq_len == 64);
+  // A missing data folder is an error naming it.
+  TaskOptions missing;
+  missing.data_dir = "/nonexistent/hkt-data";
+  CHECK_THROWS_AS(load_task("imdb", missing), Error);
+}
+
+TEST_CASE("TrainConfig: JSON round trip and strict errors") {
+  TrainConfig c = small_config();
+  c.set_override("levels", "2");
+  c.set_override("dropout", "0.25");
+  c.schedule = "linear";
+  c.run_dir = "runs/x";
+  c.data.seed = 123456789012345ull;
+  const TrainConfig back = TrainConfig::from_json(c.to_json());
+  CHECK(back == c);
+  CHECK(back.model_config(load_task("synthetic", c.data).train).levels == 2);
+  // Missing keys keep their defaults.
+  CHECK(TrainConfig::from_json(R"({"steps": 5})").model == TrainConfig().model);
+
+  auto err = [](const std::string& text) { return error_of([&] { TrainConfig::from_json(text); }); };
+  CHECK(err(R"({"steps": 5, "stepz": 3})").find("unknown key 'stepz'") != std::string::npos);
+  CHECK(err(R"({"steps": 5, "data": {"sizes": 3}})").find("unknown key 'data.sizes'") != std::string::npos);
+  CHECK(err(R"({"steps": 5, "model_overrides": {"levelz": 3}})").find("levelz") != std::string::npos);
+  CHECK(err(R"({"steps": "5"})").find("'steps' must be an integer") != std::string::npos);
+  CHECK(err(R"({"steps": 5, "lr": "big"})").find("'lr' must be a number") != std::string::npos);
+  CHECK(err(R"({"steps": 5, "schedule": "exp"})").find("schedule") != std::string::npos);
+  CHECK(err(R"({"steps": 5, "model": "huge"})").find("huge") != std::string::npos);
+  CHECK(err(R"({"steps": 5, "task": "nope"})").find("unknown task") != std::string::npos);
+  CHECK(err(R"({"steps": 0})").find("steps") != std::string::npos);
+  CHECK(err(R"({"steps": 5, "model_overrides": {"levels": "two"}})").find("levels") != std::string::npos);
+  CHECK(err("[1, 2]").find("must be a JSON object") != std::string::npos);
+  CHECK(err("{").find("invalid JSON") != std::string::npos);
+}
+
+TEST_CASE("train: the loss falls and the run folder is complete") {
+  TempDir tmp("learn");
+  TrainConfig c = small_config();
+  c.steps = 60;
+  c.run_dir = tmp.sub("run");
+  const TrainResult r = train(c, quiet());
+  CHECK(r.completed);
+  CHECK(r.steps == 60);
+  const std::vector<json> m = read_metrics(c.run_dir);
+  std::vector<double> losses;
+  for (const auto& e : m)
+    if (e["event"] == "train") losses.push_back(e["loss"].get<double>());
+  REQUIRE(losses.size() == 12);
+  CHECK(losses.back() < 0.7 * losses.front());
+  CHECK(r.best_val_acc > 0.5);  // 4 classes: chance is about 0.25-0.4
+  for (const char* f : {"config.json", "metrics.jsonl", "summary.json", "best.safetensors",
+                        "checkpoint/model.safetensors", "checkpoint/optimizer.safetensors"})
+    CHECK_MESSAGE(fs::exists(tmp.path / "run" / f), f);
+  const json s = json::parse(file_bytes(c.run_dir + "/summary.json"));
+  CHECK(s["steps"] == 60);
+  CHECK(s["params"].get<int64_t>() == r.params);
+  CHECK(s["test_acc"].get<double>() == r.test_acc);
+  CHECK(s["config"]["model"] == "hkt-tiny");
+  CHECK(s["s_per_step"].get<double>() > 0);
+  CHECK(TrainConfig::from_json(file_bytes(c.run_dir + "/config.json")) == c);
+}
+
+TEST_CASE("train: checkpoint round trip") {
+  TempDir tmp("ckpt");
+  TrainConfig c = small_config();
+  c.steps = 20;
+  c.run_dir = tmp.sub("run");
+  const TrainResult r = train(c, quiet());
+  const Splits data = load_task(c.task, c.data);
+  const nn::ClassifierConfig mc = c.model_config(data.train);
+  // The final checkpoint restores a model that evaluates exactly as the run did at the end.
+  nn::SequenceClassifier m(mc);
+  nn::AdamW opt(nn::decay_groups(m, c.lr, c.weight_decay));
+  const nn::Metadata md = nn::load_checkpoint(c.run_dir + "/checkpoint", m, opt);
+  CHECK(md.at("hkt.step") == "20");
+  CHECK(md.at("hkt.train.epoch") == "1");  // 16 batches per epoch: step 20 is epoch 1, batch 4
+  CHECK(md.at("hkt.train.batch_in_epoch") == "4");
+  CHECK(md.at("hkt.train.best_step") == std::to_string(r.best_step));
+  CHECK(opt.steps() == 20);
+  CHECK(evaluate(m, data.val, 16).accuracy == r.final_val_acc);
+  // The best model's file evaluates to the reported test accuracy.
+  nn::SequenceClassifier best(mc);
+  const nn::Metadata bm = nn::load_model(c.run_dir + "/best.safetensors", best);
+  CHECK(bm.at("hkt.step") == std::to_string(r.best_step));
+  CHECK(evaluate(best, data.test, 16).accuracy == r.test_acc);
+}
+
+TEST_CASE("resume after an interruption ends with the same weights bit for bit") {
+  TempDir tmp("resume");
+  TrainConfig c = small_config();
+  c.steps = 30;
+  c.checkpoint_every = 5;
+  c.warmup = 4;
+  c.set_override("dropout", "0.1");  // so that the dropout generator must be restored too
+  c.run_dir = tmp.sub("full");
+  const TrainResult full = train(c, quiet());
+  REQUIRE(full.completed);
+
+  SUBCASE("stop between checkpoints") {
+    TrainConfig b = c;
+    b.run_dir = tmp.sub("cut");
+    RunOptions stop = quiet();
+    stop.stop_after = 13;  // checkpoint at 10; steps 11-13 are lost and redone
+    const TrainResult part = train(b, stop);
+    CHECK_FALSE(part.completed);
+    CHECK(part.steps == 13);
+    const TrainResult rest = resume(b.run_dir, quiet());
+    CHECK(rest.completed);
+    CHECK(rest.best_step == full.best_step);
+    CHECK(rest.test_acc == full.test_acc);
+    check_same_tensors(c.run_dir + "/checkpoint/model.safetensors", b.run_dir + "/checkpoint/model.safetensors");
+    check_same_tensors(c.run_dir + "/checkpoint/optimizer.safetensors",
+                       b.run_dir + "/checkpoint/optimizer.safetensors");
+    // No timestamps or paths in the metadata: the files are identical.
+    CHECK(file_bytes(c.run_dir + "/checkpoint/model.safetensors") ==
+          file_bytes(b.run_dir + "/checkpoint/model.safetensors"));
+    CHECK(file_bytes(c.run_dir + "/best.safetensors") == file_bytes(b.run_dir + "/best.safetensors"));
+    // The metrics of the redone steps are not duplicated.
+    int evals = 0;
+    for (const auto& e : read_metrics(b.run_dir)) evals += e["event"] == "eval";
+    CHECK(evals == 3);
+  }
+  SUBCASE("stop before the first checkpoint: resume starts over") {
+    TrainConfig b = c;
+    b.run_dir = tmp.sub("early");
+    RunOptions stop = quiet();
+    stop.stop_after = 3;
+    train(b, stop);
+    CHECK_FALSE(fs::exists(tmp.path / "early" / "checkpoint"));
+    resume(b.run_dir, quiet());
+    CHECK(file_bytes(c.run_dir + "/checkpoint/model.safetensors") ==
+          file_bytes(b.run_dir + "/checkpoint/model.safetensors"));
+  }
+  SUBCASE("killed between the renames of a checkpoint save") {
+    TrainConfig b = c;
+    b.run_dir = tmp.sub("renames");
+    RunOptions stop = quiet();
+    stop.stop_after = 17;
+    train(b, stop);
+    // What a kill after "checkpoint -> checkpoint.old" and before "checkpoint.tmp -> checkpoint" leaves.
+    fs::rename(tmp.path / "renames" / "checkpoint", tmp.path / "renames" / "checkpoint.old");
+    fs::create_directories(tmp.path / "renames" / "checkpoint.tmp");
+    std::ofstream(tmp.path / "renames" / "checkpoint.tmp" / "optimizer.safetensors") << "half";
+    resume(b.run_dir, quiet());
+    CHECK(file_bytes(c.run_dir + "/checkpoint/model.safetensors") ==
+          file_bytes(b.run_dir + "/checkpoint/model.safetensors"));
+    CHECK_FALSE(fs::exists(tmp.path / "renames" / "checkpoint.tmp"));
+    CHECK_FALSE(fs::exists(tmp.path / "renames" / "checkpoint.old"));
+  }
+}
+
+TEST_CASE("a non-finite loss or gradient stops the run, naming the step, and keeps the last checkpoint") {
+  TempDir tmp("nan");
+  TrainConfig c = small_config();
+  c.lr = 1e30;
+  c.clip_norm = 0;
+  c.checkpoint_every = 1;
+  c.steps = 50;
+  c.run_dir = tmp.sub("run");
+  const std::string e = error_of([&] { train(c, quiet()); });
+  INFO(e);
+  REQUIRE(!e.empty());
+  CHECK(e.find("train: step ") == 0);
+  CHECK(e.find("not finite") != std::string::npos);
+  const int64_t failed = std::stoll(e.substr(std::string("train: step ").size()));
+  CHECK(failed >= 2);
+  // The last good checkpoint (step failed - 1) loads.
+  const Splits data = load_task(c.task, c.data);
+  nn::SequenceClassifier m(c.model_config(data.train));
+  nn::AdamW opt(nn::decay_groups(m, 1e-3, 0.0));
+  const nn::Metadata md = nn::load_checkpoint(c.run_dir + "/checkpoint", m, opt);
+  CHECK(std::stoll(md.at("hkt.step")) == failed - 1);
+  CHECK_FALSE(fs::exists(tmp.path / "run" / "summary.json"));
+  // The error is in the metrics too.
+  CHECK(read_metrics(c.run_dir).back()["event"] == "error");
+}
+
+TEST_CASE("the best checkpoint is chosen by validation accuracy") {
+  TempDir tmp("best");
+  TrainConfig c = small_config();
+  c.steps = 40;
+  c.eval_every = 5;
+  c.lr = 1e-2;
+  c.data.val_size = 16;  // small sets: validation and test accuracies disagree often
+  c.data.test_size = 16;
+  c.run_dir = tmp.sub("run");
+  const TrainResult r = train(c, quiet());
+  double best_val = -1;
+  int64_t best_step = -1;
+  for (const auto& e : read_metrics(c.run_dir)) {
+    if (e["event"] != "eval") continue;
+    if (e["val_acc"].get<double>() > best_val) {
+      best_val = e["val_acc"].get<double>();
+      best_step = e["step"].get<int64_t>();
+    }
+  }
+  CHECK(r.best_step == best_step);
+  CHECK(r.best_val_acc == best_val);
+  const json s = json::parse(file_bytes(c.run_dir + "/summary.json"));
+  CHECK(s["best_step"] == best_step);
+  // The reported test accuracy is the best (by validation) model's, on the whole test set.
+  const Splits data = load_task(c.task, c.data);
+  nn::SequenceClassifier best(c.model_config(data.train));
+  CHECK(nn::load_model(c.run_dir + "/best.safetensors", best).at("hkt.step") == std::to_string(best_step));
+  CHECK(evaluate(best, data.test, 16).accuracy == r.test_acc);
+}

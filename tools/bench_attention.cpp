@@ -1,0 +1,256 @@
+// hkt-bench-attention: the fused attention op (hkt_attention) against the
+// composite reference built from plain ops, printed as a markdown table.
+//
+// For T in {512, 1024, 2048, 4096} (and 8192 with --full), D = 128, H = 4
+// (dh = 32), B = 1, bidirectional: forward and forward+backward time of
+//   MHA      fused, L = 1 (lambda = 1)
+//   HKT L    fused, L = 2..4
+//   and the composite versions (forms T x T scores) where T <= 2048,
+// the HKT / MHA time ratio (same implementation), GFLOP/s of fused MHA on
+// useful FLOPs (4 B H T^2 dh forward, twice that backward), and the peak
+// resident memory of each run. A causal MHA / HKT L = 3 row is added per T.
+//
+// Each configuration runs in a fresh child process (this executable with
+// --one ...) so that its peak RSS (VmHWM) is its own. Times: best of a few
+// calls after a warm-up. The sgemm reference (cblas_sgemm, 1024^3 and the
+// T x T x dh shape of Q K^T) runs in a child too.
+//
+//   hkt-bench-attention [--full] [--quick]
+//   hkt-bench-attention --one <fused|composite> T L causal   (one run; prints one line)
+//   hkt-bench-attention --sgemm M N K
+#include <cblas.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "hkt/core/grad_mode.hpp"
+#include "hkt/ops/attention.hpp"
+#include "hkt/ops/elementwise.hpp"
+#include "hkt/ops/factory.hpp"
+#include "hkt/ops/index.hpp"
+#include "hkt/ops/linalg.hpp"
+#include "hkt/ops/nn.hpp"
+#include "hkt/ops/reduce.hpp"
+#include "hkt/ops/view.hpp"
+
+namespace {
+
+using namespace hkt;
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kB = 1, kH = 4, kD = 128, kDh = kD / kH;
+
+double seconds_of(const auto& f) {
+  const auto t0 = Clock::now();
+  f();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Best of `reps` timed calls after one warm-up (fewer when a call is slow).
+double best_time(const auto& f, int reps) {
+  const double first = seconds_of(f);
+  if (first > 5.0) return first;
+  double best = std::numeric_limits<double>::infinity();
+  const int n = first > 1.0 ? 2 : reps;
+  for (int r = 0; r < n; ++r) best = std::min(best, seconds_of(f));
+  return best;
+}
+
+// Peak resident memory of this process in MiB (VmHWM).
+double peak_rss_mib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;
+  return -1;
+}
+
+int64_t level_len(int64_t T, int64_t l) { return (T + (int64_t{1} << l) - 1) >> l; }
+
+// The composite reference (as models/src/attention.cpp): forms T x T scores.
+Tensor composite(const std::vector<Tensor>& q, const std::vector<Tensor>& k, const Tensor& v, const Tensor& lam,
+                 bool causal, double scale) {
+  const int64_t H = v.size(1), T = v.size(2);
+  Tensor s_hier;
+  for (size_t l = 0; l < q.size(); ++l) {
+    Tensor s = matmul(q[l], transpose(k[l], -2, -1)) * scale;
+    if (l > 0) {
+      std::vector<int64_t> id(static_cast<size_t>(T)), miss(static_cast<size_t>(T));
+      for (int64_t i = 0; i < T; ++i) {
+        const int64_t c = causal ? ((i + 1) >> l) - 1 : (i >> l);
+        id[static_cast<size_t>(i)] = std::max<int64_t>(c, 0);
+        miss[static_cast<size_t>(i)] = c < 0;
+      }
+      const Tensor idx = from_vector(id, {T});
+      s = index_select(index_select(s, 2, idx), 3, idx);
+      if (causal) {
+        const Tensor mf = to_dtype(gt(from_vector(miss, {T}), 0.0), DType::Float32);
+        s = masked_fill(s, gt(reshape(mf, {T, 1}) + reshape(mf, {1, T}), 0.5), 0.0);
+      }
+    }
+    const Tensor term = reshape(select(lam, 1, static_cast<int64_t>(l)), {1, H, 1, 1}) * s;
+    s_hier = l == 0 ? term : s_hier + term;
+  }
+  if (causal) {
+    const Tensor i = arange(T);
+    s_hier = masked_fill(s_hier, gt(reshape(i, {1, T}), reshape(i, {T, 1})), -std::numeric_limits<double>::infinity());
+  }
+  return matmul(softmax(s_hier, -1), v);
+}
+
+// One configuration: prints "fwd_s fwdbwd_s peak_mib".
+int run_one(bool fused, int64_t T, int64_t L, bool causal, int reps) {
+  manual_seed(1);
+  std::vector<Tensor> q, k;
+  for (int64_t l = 0; l < L; ++l) {
+    q.push_back(randn({kB, kH, level_len(T, l), kDh}).set_requires_grad(true));
+    k.push_back(randn({kB, kH, level_len(T, l), kDh}).set_requires_grad(true));
+  }
+  const Tensor v = randn({kB, kH, T, kDh}).set_requires_grad(true);
+  const Tensor lam = full({kH, L}, 1.0 / static_cast<double>(L)).set_requires_grad(true);
+  const Tensor w = randn({kB, kH, T, kDh});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(kDh));
+  auto fwd = [&] {
+    return fused ? hkt_attention(q, k, v, lam, Tensor(), causal, scale) : composite(q, k, v, lam, causal, scale);
+  };
+  const double t_fwd = best_time(
+      [&] {
+        NoGradGuard ng;
+        (void)fwd();
+      },
+      reps);
+  const double t_all = best_time([&] { sum(fwd() * w).backward(); }, reps);
+  std::printf("%.6f %.6f %.1f\n", t_fwd, t_all, peak_rss_mib());
+  return 0;
+}
+
+int run_sgemm(int m, int n, int kd) {
+  std::vector<float> a(static_cast<size_t>(m) * kd, 0.5f), b(static_cast<size_t>(kd) * n, 0.25f),
+      c(static_cast<size_t>(m) * n);
+  const double t = best_time(
+      [&] { cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, kd, 1.0f, a.data(), kd, b.data(), kd, 0.0f,
+                        c.data(), n); },
+      5);
+  std::printf("%.3f\n", 2.0 * m * n * kd / t * 1e-9);
+  return 0;
+}
+
+struct Result {
+  bool ok = false;
+  double fwd = 0, all = 0, mib = 0;
+};
+
+std::string self_exe() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "hkt-bench-attention";
+  buf[n] = 0;
+  return buf;
+}
+
+std::string run_child(const std::string& args) {
+  std::string cmd = "'";
+  cmd.append(self_exe());
+  cmd.append("' ");
+  cmd.append(args);
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return "";
+  std::string out;
+  char buf[256];
+  while (std::fgets(buf, sizeof(buf), p)) out += buf;
+  pclose(p);
+  return out;
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+Result child(bool fused, int64_t T, int64_t L, bool causal, int reps) {
+  const std::string out = run_child(std::string("--one ") + (fused ? "fused " : "composite ") + std::to_string(T) +
+                                    " " + std::to_string(L) + " " + (causal ? "1" : "0") + " " +
+                                    std::to_string(reps));
+  Result r;
+  r.ok = std::sscanf(out.c_str(), "%lf %lf %lf", &r.fwd, &r.all, &r.mib) == 3;
+  return r;
+}
+
+void row(const char* impl, const char* variant, int64_t T, const Result& r, const Result& mha, double useful) {
+  if (!r.ok) {
+    std::printf("| %lld | %s | %s | failed | | | | |\n", static_cast<long long>(T), variant, impl);
+    return;
+  }
+  char gf[64] = "";
+  if (useful > 0) std::snprintf(gf, sizeof gf, "%.1f", useful / r.all * 1e-9);
+  std::printf("| %lld | %s | %s | %.1f | %.1f | %.2f | %s | %.0f |\n", static_cast<long long>(T), variant, impl,
+              r.fwd * 1e3, r.all * 1e3, mha.ok ? r.all / mha.all : 0.0, gf, r.mib);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "--one") == 0 && argc == 7)
+    return run_one(std::strcmp(argv[2], "fused") == 0, std::atoll(argv[3]), std::atoll(argv[4]),
+                   std::atoi(argv[5]) != 0, std::atoi(argv[6]));
+  if (argc >= 2 && std::strcmp(argv[1], "--sgemm") == 0 && argc == 5)
+    return run_sgemm(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]));
+  bool full = false, quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--full") == 0) full = true;
+    else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    else {
+      std::fprintf(stderr,
+                   "usage: %s [--full] [--quick]\n  --full   add T = 8192\n  --quick  T = 512, 1024 only, fewer "
+                   "repetitions\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  const int reps = quick ? 2 : 3;
+  std::vector<int64_t> Ts{512, 1024, 2048, 4096};
+  if (quick) Ts = {512, 1024};
+  if (full) Ts.push_back(8192);
+
+  std::printf("## fused attention: B = %lld, H = %lld, D = %lld (dh = %lld), float32, bidirectional unless noted\n\n",
+              static_cast<long long>(kB), static_cast<long long>(kH), static_cast<long long>(kD),
+              static_cast<long long>(kDh));
+  std::printf("sgemm reference (cblas_sgemm, its own threads): 1024x1024x1024 %s GFLOP/s\n\n",
+              trimmed(run_child("--sgemm 1024 1024 1024")).c_str());
+  std::printf("| T | variant | impl | fwd ms | fwd+bwd ms | / MHA (fwd+bwd) | GFLOP/s (useful) | peak RSS MiB |\n");
+  std::printf("|--:|---------|------|-------:|-----------:|----------------:|-----------------:|-------------:|\n");
+  for (int64_t T : Ts) {
+    const double Td = static_cast<double>(T);
+    // Useful FLOPs of MHA: 4 B H T^2 dh forward, 8 B H T^2 dh backward.
+    const double useful = 12.0 * kB * kH * Td * Td * kDh;
+    for (int impl = 0; impl < 2; ++impl) {
+      const bool fused = impl == 0;
+      if (!fused && T > 2048) continue;
+      const char* name = fused ? "fused" : "composite";
+      const Result mha = child(fused, T, 1, false, reps);
+      row(name, "MHA", T, mha, mha, fused ? useful : 0);
+      for (int64_t L = 2; L <= 4; ++L) {
+        const std::string v = "HKT L=" + std::to_string(L);
+        row(name, v.c_str(), T, child(fused, T, L, false, reps), mha, 0);
+      }
+      const Result cm = child(fused, T, 1, true, reps);
+      row(name, "MHA causal", T, cm, cm, fused ? useful / 2 : 0);
+      row(name, "HKT L=3 causal", T, child(fused, T, 3, true, reps), cm, 0);
+    }
+    const std::string sg = trimmed(run_child("--sgemm " + std::to_string(T) + " " + std::to_string(T) + " " +
+                                             std::to_string(kDh)));
+    std::printf("| %lld | sgemm T x T x dh | cblas | | | | %s | |\n", static_cast<long long>(T), sg.c_str());
+  }
+  std::printf("\nfwd+bwd of a causal row is divided by the causal MHA row; useful FLOPs are halved when causal.\n");
+  return 0;
+}
