@@ -636,3 +636,22 @@ TEST_CASE("imdb: bad data") {
     check_error([&] { load_imdb(fx.root.string(), 64, 8); }, "cannot carve 8 validation examples out of 8");
   }
 }
+
+TEST_CASE("sample: a seeded subset in original order") {
+  hkt::tasks::Dataset d;
+  d.name = "t/test";
+  d.seq_len = 2;
+  d.vocab = 5;
+  d.classes = 3;
+  for (int64_t i = 0; i < 10; ++i) d.add_tokens({1 + i % 4}, i % 3);
+  const auto a = hkt::tasks::sample(d, 4, 7), b = hkt::tasks::sample(d, 4, 7), c = hkt::tasks::sample(d, 4, 8);
+  CHECK(a.size() == 4);
+  CHECK(a.tokens == b.tokens);
+  CHECK(a.labels == b.labels);
+  CHECK((a.tokens != c.tokens || a.labels != c.labels));
+  CHECK(hkt::tasks::sample(d, 50, 7).size() == 10);
+  const auto p = hkt::tasks::seeded_permutation(100, 3);
+  std::vector<int64_t> sorted = p;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < 100; ++i) CHECK(sorted[i] == i);
+}

@@ -35,7 +35,7 @@ class TrainOptions {
          [](auto& d, auto& s) { d.data.train_size = s.data.train_size; });
     flag(app, "--val-size", c.data.val_size, "validation examples (0 = task default)",
          [](auto& d, auto& s) { d.data.val_size = s.data.val_size; });
-    flag(app, "--test-size", c.data.test_size, "test examples of generated tasks (0 = task default)",
+    flag(app, "--test-size", c.data.test_size, "test examples: generated tasks make this many; file tasks use a seeded subset of their test split (0 = default/all)",
          [](auto& d, auto& s) { d.data.test_size = s.data.test_size; });
     flag(app, "--max-depth", c.data.max_depth, "ListOps nesting depth (0 = default)",
          [](auto& d, auto& s) { d.data.max_depth = s.data.max_depth; });

@@ -100,11 +100,8 @@ Dataset Dataset::subset(const std::vector<int64_t>& idx, const std::string& new_
   return d;
 }
 
-void carve_validation(Splits& s, int64_t val_size, uint64_t seed) {
-  const int64_t n = s.train.size();
-  HKT_CHECK(val_size > 0 && val_size < n, s.train.name, ": cannot carve ", val_size,
-            " validation examples out of ", n, " training examples");
-  // Seeded Fisher-Yates with Philox draws.
+std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed) {
+  // Fisher-Yates with Philox draws: a pure function of (n, seed).
   std::vector<int64_t> perm(static_cast<size_t>(n));
   std::iota(perm.begin(), perm.end(), 0);
   for (int64_t i = n - 1; i > 0; --i) {
@@ -112,6 +109,14 @@ void carve_validation(Splits& s, int64_t val_size, uint64_t seed) {
     const uint64_t u = (static_cast<uint64_t>(r[0]) << 32) | r[1];
     std::swap(perm[i], perm[static_cast<int64_t>(u % static_cast<uint64_t>(i + 1))]);
   }
+  return perm;
+}
+
+void carve_validation(Splits& s, int64_t val_size, uint64_t seed) {
+  const int64_t n = s.train.size();
+  HKT_CHECK(val_size > 0 && val_size < n, s.train.name, ": cannot carve ", val_size,
+            " validation examples out of ", n, " training examples");
+  const std::vector<int64_t> perm = seeded_permutation(n, seed);
   std::vector<int64_t> val(perm.begin(), perm.begin() + val_size), tr(perm.begin() + val_size, perm.end());
   std::sort(val.begin(), val.end());
   std::sort(tr.begin(), tr.end());
@@ -119,6 +124,15 @@ void carve_validation(Splits& s, int64_t val_size, uint64_t seed) {
   Dataset train = s.train.subset(tr, s.train.name);
   s.val = s.train.subset(val, base + "/val");
   s.train = std::move(train);
+}
+
+Dataset sample(const Dataset& d, int64_t n, uint64_t seed) {
+  HKT_CHECK(n > 0, d.name, ": cannot sample ", n, " examples");
+  if (n >= d.size()) return d;
+  const std::vector<int64_t> perm = seeded_permutation(d.size(), seed);
+  std::vector<int64_t> keep(perm.begin(), perm.begin() + n);
+  std::sort(keep.begin(), keep.end());
+  return d.subset(keep, d.name);
 }
 
 }  // namespace hkt::tasks

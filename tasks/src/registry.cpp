@@ -152,6 +152,8 @@ Splits load_task(const std::string& name, const TaskOptions& opt) {
     for (const auto& n : task_names()) known += (known.empty() ? "" : ", ") + n;
     throw Error(str_cat("load_task: unknown task '", name, "' (known: ", known, ")"));
   }
+  // File tasks: --test-size evaluates on a seeded subset of the test split.
+  if (opt.test_size > 0 && name != "synthetic" && name != "listops") s.test = sample(s.test, opt.test_size, opt.seed);
   s.train.validate();
   s.val.validate();
   s.test.validate();

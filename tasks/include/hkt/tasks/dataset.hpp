@@ -52,4 +52,11 @@ struct Splits {
 // set (for tasks that have none). Deterministic for a given seed.
 void carve_validation(Splits& s, int64_t val_size, uint64_t seed);
 
+// A seeded random subset of n examples, kept in their original order (all of
+// them when n >= size()).
+Dataset sample(const Dataset& d, int64_t n, uint64_t seed);
+
+// A random permutation of 0..n-1 that depends only on (n, seed).
+std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed);
+
 }  // namespace hkt::tasks

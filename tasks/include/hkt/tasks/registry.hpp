@@ -32,7 +32,7 @@ struct TaskOptions {
   int64_t seq_len = 0;     // 0 = the task's default (token tasks that allow it)
   int64_t train_size = 0;  // generated tasks: examples (0 = default); file tasks: at most this many (0 = all)
   int64_t val_size = 0;    // 0 = the task's default
-  int64_t test_size = 0;   // generated tasks only (0 = default)
+  int64_t test_size = 0;   // generated tasks: size; file tasks: a seeded subset of the test split (0 = all)
   int64_t max_depth = 0;   // listops: 0 = default
   int64_t max_args = 0;    // listops: 0 = default
   uint64_t seed = 0;       // data generation and validation split
