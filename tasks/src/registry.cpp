@@ -7,20 +7,9 @@
 #include "hkt/core/error.hpp"
 #include "hkt/core/random.hpp"
 
-// The loaders are separate files; a task whose loader is not compiled in
-// reports so instead of failing the build.
-#if __has_include("hkt/tasks/listops.hpp")
-#include "hkt/tasks/listops.hpp"
-#define HKT_HAVE_LISTOPS 1
-#endif
-#if __has_include("hkt/tasks/images.hpp")
 #include "hkt/tasks/images.hpp"
-#define HKT_HAVE_IMAGES 1
-#endif
-#if __has_include("hkt/tasks/imdb.hpp")
 #include "hkt/tasks/imdb.hpp"
-#define HKT_HAVE_IMDB 1
-#endif
+#include "hkt/tasks/listops.hpp"
 
 namespace hkt::tasks {
 namespace {
@@ -47,10 +36,6 @@ namespace fs = std::filesystem;
 }
 
 int64_t or_default(int64_t v, int64_t def) { return v > 0 ? v : def; }
-
-[[noreturn, maybe_unused]] void not_built(const std::string& name, const std::string& header) {
-  throw Error(str_cat("load_task: task '", name, "' needs ", header, ", which this build of hkt does not have"));
-}
 
 }  // namespace
 
@@ -111,7 +96,6 @@ Splits load_task(const std::string& name, const TaskOptions& opt) {
     s = make_synthetic(or_default(opt.train_size, 1024), or_default(opt.val_size, 256),
                        or_default(opt.test_size, 256), or_default(opt.seq_len, 32), opt.seed);
   } else if (name == "listops" || name == "listops-tsv") {
-#ifdef HKT_HAVE_LISTOPS
     if (name == "listops") {
       ListOpsOptions lo;
       if (opt.train_size > 0) lo.train_size = opt.train_size;
@@ -125,11 +109,7 @@ Splits load_task(const std::string& name, const TaskOptions& opt) {
     } else {
       s = load_listops_tsv(data_folder(opt, "listops"), or_default(opt.seq_len, 2000));
     }
-#else
-    not_built(name, "hkt/tasks/listops.hpp");
-#endif
   } else if (name == "cifar10" || name == "cifar10-rgb" || name == "fashion-mnist") {
-#ifdef HKT_HAVE_IMAGES
     const int64_t val = or_default(opt.val_size, 5000);
     if (name == "fashion-mnist")
       s = load_fashion_mnist(fashion_folder(opt), val, opt.seed, opt.train_size);
@@ -137,16 +117,9 @@ Splits load_task(const std::string& name, const TaskOptions& opt) {
       s = load_cifar10(data_folder(opt, "cifar-10-batches-bin"),
                        name == "cifar10" ? ImageEncoding::GrayTokens : ImageEncoding::RGB, val, opt.seed,
                        opt.train_size);
-#else
-    not_built(name, "hkt/tasks/images.hpp");
-#endif
   } else if (name == "imdb") {
-#ifdef HKT_HAVE_IMDB
     s = load_imdb(data_folder(opt, "aclImdb"), or_default(opt.seq_len, 1024), or_default(opt.val_size, 2500),
                   opt.seed, opt.train_size);
-#else
-    not_built(name, "hkt/tasks/imdb.hpp");
-#endif
   } else {
     std::string known;
     for (const auto& n : task_names()) known += (known.empty() ? "" : ", ") + n;
