@@ -174,14 +174,16 @@ Block::Block(const ClassifierConfig& cfg, LayerOptions opt) : Module("Block") {
   HKT_CHECK(cfg.attention == "hkt" || cfg.attention == "mha", "Block: unknown attention kind '", cfg.attention,
             "' (expected \"hkt\" or \"mha\")");
   ln1 = register_module("ln1", std::make_shared<LayerNorm>(cfg.dim, 1e-5, true, opt));
+  AttentionConfig a;  // the fields both attentions share
+  a.dim = cfg.dim;
+  a.heads = cfg.heads;
+  a.causal = cfg.causal;
+  a.bias = cfg.bias;
+  a.dtype = opt.dtype;
+  a.gen = opt.gen;
   if (cfg.attention == "hkt") {
     HKTConfig h;
-    h.dim = cfg.dim;
-    h.heads = cfg.heads;
-    h.causal = cfg.causal;
-    h.bias = cfg.bias;
-    h.dtype = opt.dtype;
-    h.gen = opt.gen;
+    static_cast<AttentionConfig&>(h) = a;
     h.levels = cfg.levels;
     h.share_qk = cfg.share_qk;
     h.pointwise = cfg.pointwise;
@@ -189,13 +191,6 @@ Block::Block(const ClassifierConfig& cfg, LayerOptions opt) : Module("Block") {
     h.hybrid = cfg.hybrid;
     hkt = register_module("attn", std::make_shared<HKTAttention>(h));
   } else {
-    AttentionConfig a;
-    a.dim = cfg.dim;
-    a.heads = cfg.heads;
-    a.causal = cfg.causal;
-    a.bias = cfg.bias;
-    a.dtype = opt.dtype;
-    a.gen = opt.gen;
     mha = register_module("attn", std::make_shared<MultiHeadAttention>(a));
   }
   ln2 = register_module("ln2", std::make_shared<LayerNorm>(cfg.dim, 1e-5, true, opt));

@@ -68,6 +68,14 @@ KernelTable<IndexAddSig> index_add_kernels{"index_add"};
 KernelTable<ScatterAddSig> scatter_add_kernels{"scatter_add"};
 KernelTable<WhereSig> where_kernels{"where"};
 
+// y[...] = x[..., idx[...], ...] along dim d: xs are x's strides laid out over
+// y's dims (0 where y walks the index), is the index's strides likewise.
+void run_gather(const Tensor& x, int64_t d, const Tensor& idx, const Strides& xs, const Strides& is, Tensor& y) {
+  if (y.numel() > 0)
+    gather_kernels.get(x.device(), x.dtype())(x.raw_data(), xs, x.strides()[d], idx.data<int64_t>(), is,
+                                              y.raw_data(), y.shape());
+}
+
 const bool kRegistered = [] {
   constexpr auto C = DeviceType::CPU;
   join_kernels.set(C, DType::Float32, &cpu_copy<float>);
@@ -263,9 +271,7 @@ class IndexSelectFn final : public Function {
     is.insert(is.end(), idx.strides().begin(), idx.strides().end());
     xs.insert(xs.end(), x.strides().begin() + d_ + 1, x.strides().end());
     is.insert(is.end(), static_cast<size_t>(x.dim() - d_ - 1), 0);
-    if (y.numel() > 0)
-      gather_kernels.get(x.device(), x.dtype())(x.raw_data(), xs, x.strides()[d_], idx.data<int64_t>(), is,
-                                                y.raw_data(), y.shape());
+    run_gather(x, d_, idx, xs, is, y);
     if (is_floating(x.dtype())) {
       x_shape_ = x.shape();
       idx_ = idx;
@@ -358,9 +364,7 @@ class GatherFn final : public Function {
     Tensor y = Tensor::empty(out[0].shape, out[0].dtype, out[0].device);
     Strides xs = x.strides();
     xs[d_] = 0;
-    if (y.numel() > 0)
-      gather_kernels.get(x.device(), x.dtype())(x.raw_data(), xs, x.strides()[d_], idx.data<int64_t>(),
-                                                idx.strides(), y.raw_data(), y.shape());
+    run_gather(x, d_, idx, xs, idx.strides(), y);
     if (is_floating(x.dtype())) {
       x_shape_ = x.shape();
       idx_ = idx;
