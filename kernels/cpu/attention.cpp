@@ -1,10 +1,11 @@
-// float32 inner loops of the fused attention (kernels/cpu/attention.hpp):
-// the small matrix product and the row exponential, with AVX2 + FMA versions
+// float32 tile primitives of the fused attention (kernels/cpu/attention_tile.hpp):
+// the small matrix product, row maximum and exponential, 2x upsampling, 2 x 2
+// block sums, the softmax backward row and a dot product, with AVX2 + FMA versions
 // chosen at run time when the CPU has them (the library is built for
 // x86-64-v2), and portable versions otherwise. Results are bitwise the same
 // for any number of threads; they may differ between CPUs with and without
 // FMA.
-#include "kernels/cpu/attention.hpp"
+#include "kernels/cpu/attention_tile.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -20,70 +21,65 @@ bool cpu_has_avx2_fma() {
   return has;
 }
 
+// One block of R rows of c (R <= 6): 16 columns at a time (2R accumulators),
+// then 8. With R = 6 the 12 accumulators hide the FMA latency.
+template <int R>
+__attribute__((target("avx2,fma"))) inline void mm_rows_avx2(const float* a, int64_t lda, const float* b,
+                                                              int64_t ldb, float* c, int64_t ldc, int64_t n,
+                                                              int64_t K, bool acc) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    __m256 x[R][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      x[r][0] = acc ? _mm256_loadu_ps(c + r * ldc + j) : _mm256_setzero_ps();
+      x[r][1] = acc ? _mm256_loadu_ps(c + r * ldc + j + 8) : _mm256_setzero_ps();
+    }
+    const float* bj = b + j;
+    for (int64_t k = 0; k < K; ++k, bj += ldb) {
+      const __m256 b0 = _mm256_loadu_ps(bj), b1 = _mm256_loadu_ps(bj + 8);
+#pragma GCC unroll 6
+      for (int r = 0; r < R; ++r) {
+        const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
+        x[r][0] = _mm256_fmadd_ps(av, b0, x[r][0]);
+        x[r][1] = _mm256_fmadd_ps(av, b1, x[r][1]);
+      }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      _mm256_storeu_ps(c + r * ldc + j, x[r][0]);
+      _mm256_storeu_ps(c + r * ldc + j + 8, x[r][1]);
+    }
+  }
+  for (; j < n; j += 8) {
+    __m256 x[R];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) x[r] = acc ? _mm256_loadu_ps(c + r * ldc + j) : _mm256_setzero_ps();
+    const float* bj = b + j;
+    for (int64_t k = 0; k < K; ++k, bj += ldb) {
+      const __m256 b0 = _mm256_loadu_ps(bj);
+#pragma GCC unroll 6
+      for (int r = 0; r < R; ++r) x[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + r * lda + k), b0, x[r]);
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) _mm256_storeu_ps(c + r * ldc + j, x[r]);
+  }
+}
+
+// n % 8 == 0, m even.
 __attribute__((target("avx2,fma"))) void mm_f32_avx2(const float* a, int64_t lda, const float* b, int64_t ldb,
                                                      float* c, int64_t ldc, int64_t m, int64_t n, int64_t K,
                                                      bool acc) {
-  for (int64_t i = 0; i < m; i += 4) {
-    const float* a0 = a + i * lda;
-    const float* a1 = a0 + lda;
-    const float* a2 = a1 + lda;
-    const float* a3 = a2 + lda;
-    float* c0 = c + i * ldc;
-    float* c1 = c0 + ldc;
-    float* c2 = c1 + ldc;
-    float* c3 = c2 + ldc;
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-      __m256 x00, x01, x10, x11, x20, x21, x30, x31;
-      if (acc) {
-        x00 = _mm256_loadu_ps(c0 + j), x01 = _mm256_loadu_ps(c0 + j + 8);
-        x10 = _mm256_loadu_ps(c1 + j), x11 = _mm256_loadu_ps(c1 + j + 8);
-        x20 = _mm256_loadu_ps(c2 + j), x21 = _mm256_loadu_ps(c2 + j + 8);
-        x30 = _mm256_loadu_ps(c3 + j), x31 = _mm256_loadu_ps(c3 + j + 8);
-      } else {
-        x00 = x01 = x10 = x11 = x20 = x21 = x30 = x31 = _mm256_setzero_ps();
-      }
-      const float* bj = b + j;
-      for (int64_t k = 0; k < K; ++k, bj += ldb) {
-        const __m256 b0 = _mm256_loadu_ps(bj), b1 = _mm256_loadu_ps(bj + 8);
-        __m256 av = _mm256_broadcast_ss(a0 + k);
-        x00 = _mm256_fmadd_ps(av, b0, x00);
-        x01 = _mm256_fmadd_ps(av, b1, x01);
-        av = _mm256_broadcast_ss(a1 + k);
-        x10 = _mm256_fmadd_ps(av, b0, x10);
-        x11 = _mm256_fmadd_ps(av, b1, x11);
-        av = _mm256_broadcast_ss(a2 + k);
-        x20 = _mm256_fmadd_ps(av, b0, x20);
-        x21 = _mm256_fmadd_ps(av, b1, x21);
-        av = _mm256_broadcast_ss(a3 + k);
-        x30 = _mm256_fmadd_ps(av, b0, x30);
-        x31 = _mm256_fmadd_ps(av, b1, x31);
-      }
-      _mm256_storeu_ps(c0 + j, x00), _mm256_storeu_ps(c0 + j + 8, x01);
-      _mm256_storeu_ps(c1 + j, x10), _mm256_storeu_ps(c1 + j + 8, x11);
-      _mm256_storeu_ps(c2 + j, x20), _mm256_storeu_ps(c2 + j + 8, x21);
-      _mm256_storeu_ps(c3 + j, x30), _mm256_storeu_ps(c3 + j + 8, x31);
-    }
-    for (; j < n; j += 8) {
-      __m256 x0, x1, x2, x3;
-      if (acc) {
-        x0 = _mm256_loadu_ps(c0 + j), x1 = _mm256_loadu_ps(c1 + j);
-        x2 = _mm256_loadu_ps(c2 + j), x3 = _mm256_loadu_ps(c3 + j);
-      } else {
-        x0 = x1 = x2 = x3 = _mm256_setzero_ps();
-      }
-      const float* bj = b + j;
-      for (int64_t k = 0; k < K; ++k, bj += ldb) {
-        const __m256 b0 = _mm256_loadu_ps(bj);
-        x0 = _mm256_fmadd_ps(_mm256_broadcast_ss(a0 + k), b0, x0);
-        x1 = _mm256_fmadd_ps(_mm256_broadcast_ss(a1 + k), b0, x1);
-        x2 = _mm256_fmadd_ps(_mm256_broadcast_ss(a2 + k), b0, x2);
-        x3 = _mm256_fmadd_ps(_mm256_broadcast_ss(a3 + k), b0, x3);
-      }
-      _mm256_storeu_ps(c0 + j, x0), _mm256_storeu_ps(c1 + j, x1);
-      _mm256_storeu_ps(c2 + j, x2), _mm256_storeu_ps(c3 + j, x3);
-    }
-  }
+  int64_t i = 0;
+  for (; i + 6 <= m; i += 6) mm_rows_avx2<6>(a + i * lda, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
+  if (m - i == 4) mm_rows_avx2<4>(a + i * lda, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
+  if (m - i == 2) mm_rows_avx2<2>(a + i * lda, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
+}
+
+__attribute__((target("avx2,fma"))) inline float hsum8(__m256 s) {
+  alignas(32) float t[8];
+  _mm256_store_ps(t, s);
+  return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
 }
 
 // exp(x) for 8 lanes (Cephes-style: 2^n * p(r), |error| ~ 2 ulp); exactly 0
@@ -115,9 +111,69 @@ __attribute__((target("avx2,fma"))) float exp_shift_f32_avx2(float* x, int64_t n
     _mm256_storeu_ps(x + j, e);
     s = _mm256_add_ps(s, e);
   }
+  return hsum8(s);
+}
+
+__attribute__((target("avx2,fma"))) float row_max_f32_avx2(const float* x, int64_t n) {
+  __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t j = 0; j < n; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + j));
   alignas(32) float t[8];
-  _mm256_store_ps(t, s);
-  return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+  _mm256_store_ps(t, m);
+  return std::max(std::max(std::max(t[0], t[1]), std::max(t[2], t[3])),
+                  std::max(std::max(t[4], t[5]), std::max(t[6], t[7])));
+}
+
+// Four coarse values (a b c d) -> eight fine ones (a a b b c c d d).
+__attribute__((target("avx2,fma"))) inline __m256 dup4(const float* p) {
+  return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(p)), _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+}
+
+// nc % 4 == 0
+__attribute__((target("avx2,fma"))) void up2_f32_avx2(float* fine, int64_t ldf, const float* raw, int64_t ldr,
+                                                      const float* coarse, int64_t ldc, int64_t mr, int64_t nc,
+                                                      float w) {
+  const __m256 vw = _mm256_set1_ps(w);
+  for (int64_t r = 0; r < mr; ++r) {
+    const float* cr = coarse + r * ldc;
+    float* f0 = fine + 2 * r * ldf;
+    float* f1 = f0 + ldf;
+    const float* r0 = raw + 2 * r * ldr;
+    const float* r1 = r0 + ldr;
+    for (int64_t c = 0; c < nc; c += 4) {
+      const __m256 u = dup4(cr + c);
+      _mm256_storeu_ps(f0 + 2 * c, _mm256_fmadd_ps(vw, _mm256_loadu_ps(r0 + 2 * c), u));
+      _mm256_storeu_ps(f1 + 2 * c, _mm256_fmadd_ps(vw, _mm256_loadu_ps(r1 + 2 * c), u));
+    }
+  }
+}
+
+// nc % 8 == 0
+__attribute__((target("avx2,fma"))) void bs2_f32_avx2(float* coarse, int64_t ldc, const float* fine, int64_t ldf,
+                                                      int64_t mr, int64_t nc) {
+  for (int64_t r = 0; r < mr; ++r) {
+    const float* f0 = fine + 2 * r * ldf;
+    const float* f1 = f0 + ldf;
+    float* cr = coarse + r * ldc;
+    for (int64_t c = 0; c < nc; c += 8) {
+      const __m256 v0 = _mm256_add_ps(_mm256_loadu_ps(f0 + 2 * c), _mm256_loadu_ps(f1 + 2 * c));
+      const __m256 v1 = _mm256_add_ps(_mm256_loadu_ps(f0 + 2 * c + 8), _mm256_loadu_ps(f1 + 2 * c + 8));
+      // hadd gives (v0 01, v0 23, v1 01, v1 23 | v0 45, v0 67, v1 45, v1 67); reorder the 64-bit pairs.
+      const __m256 h = _mm256_hadd_ps(v0, v1);
+      _mm256_storeu_ps(cr + c, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(h), 0xD8)));
+    }
+  }
+}
+
+__attribute__((target("avx2,fma"))) void dsoftmax_f32_avx2(const float* p, float* g, int64_t n, float d) {
+  const __m256 vd = _mm256_set1_ps(d);
+  for (int64_t j = 0; j < n; j += 8)
+    _mm256_storeu_ps(g + j, _mm256_mul_ps(_mm256_loadu_ps(p + j), _mm256_sub_ps(_mm256_loadu_ps(g + j), vd)));
+}
+
+__attribute__((target("avx2,fma"))) float dot_f32_avx2(const float* a, const float* b, int64_t n) {
+  __m256 s = _mm256_setzero_ps();
+  for (int64_t j = 0; j < n; j += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(b + j), s);
+  return hsum8(s);
 }
 #endif
 
@@ -136,6 +192,42 @@ float exp_shift_f32(float* x, int64_t n, float sub) {
   if (cpu_has_avx2_fma()) return exp_shift_f32_avx2(x, n, sub);
 #endif
   return exp_shift_generic(x, n, sub);
+}
+
+float row_max_f32(const float* x, int64_t n) {
+#ifdef HKT_ATTN_AVX2
+  if (cpu_has_avx2_fma()) return row_max_f32_avx2(x, n);
+#endif
+  return row_max_generic(x, n);
+}
+
+void up2_f32(float* fine, int64_t ldf, const float* raw, int64_t ldr, const float* coarse, int64_t ldc, int64_t mr,
+             int64_t nc, float w) {
+#ifdef HKT_ATTN_AVX2
+  if (cpu_has_avx2_fma()) return up2_f32_avx2(fine, ldf, raw, ldr, coarse, ldc, mr, nc, w);
+#endif
+  up2_generic(fine, ldf, raw, ldr, coarse, ldc, mr, nc, w);
+}
+
+void bs2_f32(float* coarse, int64_t ldc, const float* fine, int64_t ldf, int64_t mr, int64_t nc) {
+#ifdef HKT_ATTN_AVX2
+  if (cpu_has_avx2_fma()) return bs2_f32_avx2(coarse, ldc, fine, ldf, mr, nc);
+#endif
+  bs2_generic(coarse, ldc, fine, ldf, mr, nc);
+}
+
+void dsoftmax_f32(const float* p, float* g, int64_t n, float d) {
+#ifdef HKT_ATTN_AVX2
+  if (cpu_has_avx2_fma()) return dsoftmax_f32_avx2(p, g, n, d);
+#endif
+  dsoftmax_generic(p, g, n, d);
+}
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+#ifdef HKT_ATTN_AVX2
+  if (cpu_has_avx2_fma()) return dot_f32_avx2(a, b, n);
+#endif
+  return dot_generic(a, b, n);
 }
 
 }  // namespace hkt::cpu::attn_detail
