@@ -18,6 +18,11 @@
 //   hkt-bench-attention [--full] [--quick]
 //   hkt-bench-attention --one <fused|composite> T L causal   (one run; prints one line)
 //   hkt-bench-attention --sgemm M N K
+//   hkt-bench-attention --step <preset> T B reps                  (one training step; "step_s peak_mib")
+//
+// After the kernel table it times one training step of hkt-small and
+// mha-small at T = 1024, B = 8 (with --full also B = 1 at T = 1024 .. 8192,
+// for the growth of peak memory with T).
 #include <cblas.h>
 #include <unistd.h>
 
@@ -30,6 +35,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hkt/core/grad_mode.hpp"
@@ -41,6 +47,8 @@
 #include "hkt/ops/nn.hpp"
 #include "hkt/ops/reduce.hpp"
 #include "hkt/ops/view.hpp"
+#include "hkt/models/classifier.hpp"
+#include "hkt/models/optim.hpp"
 
 namespace {
 
@@ -133,6 +141,34 @@ int run_one(bool fused, int64_t T, int64_t L, bool causal, int reps) {
   return 0;
 }
 
+// One training step of a classifier preset at length T, batch B (token
+// inputs, vocab 256, 10 classes, dropout on): forward, cross-entropy,
+// backward, clipping, AdamW. Prints "step_s peak_mib".
+int run_step(const std::string& preset, int64_t T, int64_t B, int reps) {
+  manual_seed(1);
+  nn::ClassifierConfig cfg = nn::ClassifierConfig::preset(preset);
+  cfg.vocab = 256;
+  cfg.classes = 10;
+  cfg.max_len = T;
+  nn::SequenceClassifier model(cfg);
+  model.train();
+  nn::AdamW opt(model.parameters(), 1e-3);
+  std::vector<int64_t> tok(static_cast<size_t>(B * T)), lab(static_cast<size_t>(B));
+  for (size_t i = 0; i < tok.size(); ++i) tok[i] = static_cast<int64_t>((i * 2654435761u) % 256);
+  for (size_t i = 0; i < lab.size(); ++i) lab[i] = static_cast<int64_t>(i % 10);
+  const Tensor x = from_vector(tok, {B, T}), y = from_vector(lab, {B});
+  const double t = best_time(
+      [&] {
+        opt.zero_grad();
+        cross_entropy(model.forward(x), y).backward();
+        nn::clip_grad_norm_(model.parameters(), 1.0);
+        opt.step();
+      },
+      reps);
+  std::printf("%.6f %.1f\n", t, peak_rss_mib());
+  return 0;
+}
+
 int run_sgemm(int m, int n, int kd) {
   std::vector<float> a(static_cast<size_t>(m) * kd, 0.5f), b(static_cast<size_t>(kd) * n, 0.25f),
       c(static_cast<size_t>(m) * n);
@@ -203,6 +239,8 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "--one") == 0 && argc == 7)
     return run_one(std::strcmp(argv[2], "fused") == 0, std::atoll(argv[3]), std::atoll(argv[4]),
                    std::atoi(argv[5]) != 0, std::atoi(argv[6]));
+  if (argc >= 2 && std::strcmp(argv[1], "--step") == 0 && argc == 6)
+    return run_step(argv[2], std::atoll(argv[3]), std::atoll(argv[4]), std::atoi(argv[5]));
   if (argc >= 2 && std::strcmp(argv[1], "--sgemm") == 0 && argc == 5)
     return run_sgemm(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]));
   bool full = false, quick = false;
@@ -211,7 +249,7 @@ int main(int argc, char** argv) {
     else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     else {
       std::fprintf(stderr,
-                   "usage: %s [--full] [--quick]\n  --full   add T = 8192\n  --quick  T = 512, 1024 only, fewer "
+                   "usage: %s [--full] [--quick]\n  --full   add T = 8192 and training steps at T = 1024 .. 8192\n  --quick  T = 512, 1024 only, fewer "
                    "repetitions\n",
                    argv[0]);
       return 2;
@@ -252,5 +290,27 @@ int main(int argc, char** argv) {
     std::printf("| %lld | sgemm T x T x dh | cblas | | | | %s | |\n", static_cast<long long>(T), sg.c_str());
   }
   std::printf("\nfwd+bwd of a causal row is divided by the causal MHA row; useful FLOPs are halved when causal.\n");
+
+  // Whole training steps of the presets (fused attention, dropout on).
+  std::printf("\n## training step: hkt-small (L = 3) vs mha-small, forward + cross-entropy + backward + clip + "
+              "AdamW, vocab 256, 10 classes\n\n");
+  std::printf("| T | B | hkt-small ms | mha-small ms | hkt / mha | hkt peak RSS MiB | mha peak RSS MiB |\n");
+  std::printf("|--:|--:|-------------:|-------------:|----------:|-----------------:|-----------------:|\n");
+  std::vector<std::pair<int64_t, int64_t>> steps{{1024, 8}};
+  if (full)
+    for (int64_t T : {1024, 2048, 4096, 8192}) steps.emplace_back(T, 1);  // memory against T
+  for (const auto& [T, B] : steps) {
+    double th = 0, tm = 0, mh = 0, mm = 0;
+    const std::string args = " " + std::to_string(T) + " " + std::to_string(B) + " " + (quick ? "1" : "2");
+    const bool ok = std::sscanf(run_child("--step hkt-small" + args).c_str(), "%lf %lf", &th, &mh) == 2 &&
+                    std::sscanf(run_child("--step mha-small" + args).c_str(), "%lf %lf", &tm, &mm) == 2;
+    if (!ok) {
+      std::printf("| %lld | %lld | failed | | | | |\n", static_cast<long long>(T), static_cast<long long>(B));
+      continue;
+    }
+    std::printf("| %lld | %lld | %.0f | %.0f | %.3f | %.0f | %.0f |\n", static_cast<long long>(T),
+                static_cast<long long>(B), th * 1e3, tm * 1e3, th / tm, mh, mm);
+    std::fflush(stdout);
+  }
   return 0;
 }

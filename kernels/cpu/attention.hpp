@@ -106,18 +106,19 @@ void pack_tile(const AttnPlan& pl, const std::vector<const T*>& src, int64_t bh,
   }
 }
 
-// Additive key mask of tile t of batch b: 0 or -inf per position; returns
-// whether any position is masked.
+// Additive key mask of tile t of batch b: 0 or -inf per position. Returns
+// kNoMask, kSomeMasked or kAllMasked (the tile pair can be skipped).
+enum KeyMask : uint8_t { kNoMask = 0, kSomeMasked = 1, kAllMasked = 2 };
 template <class T>
-bool key_bias(const AttnPlan& pl, const bool* valid, int64_t b, int64_t t, T* bias) {
-  bool any = false;
+KeyMask key_bias(const AttnPlan& pl, const bool* valid, int64_t b, int64_t t, T* bias) {
+  int64_t n_ok = 0;
   for (int64_t p = 0; p < pl.S; ++p) {
     const int64_t j = pl.row(t, 0, p);
     const bool ok = j >= 0 && j < pl.T && (!valid || valid[b * pl.T + j]);
     bias[p] = ok ? T(0) : -std::numeric_limits<T>::infinity();
-    any = any || !ok;
+    n_ok += ok;
   }
-  return any;
+  return n_ok == pl.S ? kNoMask : n_ok == 0 ? kAllMasked : kSomeMasked;
 }
 
 // Combined, masked scores of one tile pair into s [S][S]. q: rows form of the
@@ -204,6 +205,7 @@ void attention_forward(const AttnArgs<T>& a, T* o, T* lse) {
       const int64_t nk = a.causal ? qt + 1 : nt;
       for (int64_t kt = 0; kt < nk; ++kt) {
         const int64_t bk = b * nt + kt;
+        if (masked[static_cast<size_t>(bk)] == kAllMasked) continue;  // padding only: adds nothing
         tile_scores(pl, a.lambda + h * a.L, a.scale, q.data(), kc.data() + (bh * nt + kt) * pl.lvl_total, s.data(),
                     s.data(), c.data(), c.data(), masked[static_cast<size_t>(bk)] ? bias.data() + bk * S : nullptr,
                     a.causal && kt == qt);

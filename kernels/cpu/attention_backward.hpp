@@ -111,10 +111,11 @@ void attention_backward(const AttnArgs<T>& a, const T* o, const T* lse, const T*
         pack_tile(pl, a.k, bh, kt, true, w.kc.data());
         if (want_q) pack_tile(pl, a.k, bh, kt, false, w.kr.data());
         pack_tile(pl, v1, bh, kt, true, w.vc.data());
-        const bool masked = key_bias(pl, a.valid, b, kt, w.bias.data());
+        const KeyMask masked = key_bias(pl, a.valid, b, kt, w.bias.data());
         std::fill(w.dkc.begin(), w.dkc.end(), T(0));
         std::fill(w.dvc.begin(), w.dvc.end(), T(0));
-        for (int64_t qt = a.causal ? kt : 0; qt < nt; ++qt) {
+        // A key tile of padding only gets no probability: its gradients stay 0.
+        for (int64_t qt = a.causal ? kt : 0; qt < nt && masked != kAllMasked; ++qt) {
           const T* q = qs.qr.data() + qt * pl.lvl_total;
           tile_scores(pl, lam, a.scale, q, w.kc.data(), w.s0.data(), w.s.data(), w.c.data(), w.a.data(),
                       masked ? w.bias.data() : nullptr, a.causal && kt == qt);
