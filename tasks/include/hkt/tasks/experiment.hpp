@@ -1,0 +1,77 @@
+// Experiments: a grid of trainings (tasks x models x seeds) described by one
+// JSON file, run one after another into one folder, and aggregated into a
+// results table (mean +- std over seeds). hkt-experiment is the executable.
+//
+// The file (every key but "tasks", "models" and "seeds" is optional):
+//   {
+//     "name": "cpu",
+//     "description": "what this protocol is for",
+//     "notes": ["every reduction against the paper's protocol, one per line"],
+//     "out_dir": "runs/cpu",                  // default runs/<name>
+//     "baseline": "mha",                      // model whose time per step the others are divided by
+//     "base":   { TrainConfig fields },       // applied first
+//     "tasks":  { "listops": { TrainConfig fields, e.g. "task", "data": {...}, "steps" }, ... },
+//     "models": { "hkt": { "model": "hkt-small" },
+//                 "hkt-L1": { "model": "hkt-small", "model_overrides": { "levels": 1 } }, ... },
+//     "seeds":  [1, 2, 3]
+//   }
+// A run's config is base, then the task's fields, then the model's fields
+// (objects such as "data" and "model_overrides" are merged key by key), then
+// "seed" and "run_dir" = out_dir/<task>/<model>/seed<seed>. A task entry
+// without "task" uses its key as the task name. Configs are validated when
+// the file is read (hkt::Error naming the run and the field).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hkt/tasks/train.hpp"
+
+namespace hkt::tasks {
+
+struct ExperimentRun {
+  std::string task, model;  // keys of "tasks" and "models"
+  uint64_t seed = 0;
+  TrainConfig cfg;
+};
+
+struct Experiment {
+  std::string name, description, out_dir, baseline;
+  std::vector<std::string> notes, tasks, models;  // keys in file order
+  std::vector<uint64_t> seeds;
+  std::vector<ExperimentRun> runs;  // tasks x models x seeds, in that order
+
+  // Strict: unknown top-level keys are errors. out_dir_override replaces "out_dir".
+  static Experiment from_json(const std::string& text, const std::string& out_dir_override = "");
+  static Experiment from_file(const std::string& path, const std::string& out_dir_override = "");
+};
+
+// Where a run stands: finished (summary.json), started (config.json only:
+// resume it), or not started.
+enum class RunState { Done, Started, New };
+RunState run_state(const std::string& run_dir);
+
+// One finished run's summary.json.
+struct RunSummary {
+  bool done = false;
+  int64_t steps = 0, params = 0, best_step = -1;
+  double best_val_acc = -1, test_acc = -1, wall_s = 0, s_per_step = 0;
+};
+RunSummary read_summary(const std::string& run_dir);
+
+// Mean and sample standard deviation (n - 1; 0 for one value).
+struct MeanStd {
+  double mean = 0, std = 0;
+  int64_t n = 0;
+};
+MeanStd mean_std(const std::vector<double>& x);
+
+// The results table (markdown) of the finished runs: per task and model the
+// seeds done, steps, best validation and test accuracy (mean +- std, in %),
+// parameters, time per step, its ratio to the baseline model on the same
+// task, and the summed wall time. Runs not finished are counted as missing.
+std::string results_markdown(const Experiment& e);
+// The same numbers, one line per task and model (CSV with a header).
+std::string results_csv(const Experiment& e);
+
+}  // namespace hkt::tasks

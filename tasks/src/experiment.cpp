@@ -1,0 +1,237 @@
+#include "hkt/tasks/experiment.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "hkt/core/error.hpp"
+
+namespace hkt::tasks {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+// dst <- src, merging nested objects key by key.
+void merge(json& dst, const json& src) {
+  for (auto it = src.begin(); it != src.end(); ++it) {
+    if (it.value().is_object() && dst.contains(it.key()) && dst[it.key()].is_object())
+      merge(dst[it.key()], it.value());
+    else
+      dst[it.key()] = it.value();
+  }
+}
+
+const json& object_at(const json& j, const char* key, const std::string& where) {
+  HKT_CHECK(j.contains(key), where, ": missing \"", key, "\"");
+  HKT_CHECK(j.at(key).is_object() && !j.at(key).empty(), where, ": \"", key, "\" must be a non-empty object");
+  return j.at(key);
+}
+
+std::string fmt(double x, int prec) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", prec, x);
+  return buf;
+}
+
+std::string pct_ms(const MeanStd& m) {
+  if (m.n == 0) return "-";
+  return fmt(100 * m.mean, 2) + " +- " + fmt(100 * m.std, 2);
+}
+
+// Per (task, model): the finished runs' numbers.
+struct Cell {
+  std::vector<double> val, test, sps, wall;
+  int64_t steps = 0, params = 0, seeds = 0;
+};
+
+std::map<std::pair<std::string, std::string>, Cell> cells(const Experiment& e) {
+  std::map<std::pair<std::string, std::string>, Cell> out;
+  for (const ExperimentRun& r : e.runs) {
+    Cell& c = out[{r.task, r.model}];
+    ++c.seeds;
+    const RunSummary s = read_summary(r.cfg.run_dir);
+    if (!s.done) continue;
+    c.val.push_back(s.best_val_acc);
+    c.test.push_back(s.test_acc);
+    c.sps.push_back(s.s_per_step);
+    c.wall.push_back(s.wall_s);
+    c.steps = s.steps;
+    c.params = s.params;
+  }
+  return out;
+}
+
+double sum(const std::vector<double>& x) {
+  double s = 0;
+  for (double v : x) s += v;
+  return s;
+}
+
+}  // namespace
+
+Experiment Experiment::from_json(const std::string& text, const std::string& out_dir_override) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& ex) {
+    throw Error(str_cat("experiment: not valid JSON: ", ex.what()));
+  }
+  HKT_CHECK(j.is_object(), "experiment: the file must hold a JSON object");
+  static const char* known[] = {"name", "description", "notes", "out_dir", "baseline", "base", "tasks", "models",
+                                "seeds"};
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || it.key() == k;
+    HKT_CHECK(ok, "experiment: unknown key \"", it.key(), "\"");
+  }
+  Experiment e;
+  try {
+    e.name = j.value("name", std::string("experiment"));
+    e.description = j.value("description", std::string());
+    e.baseline = j.value("baseline", std::string());
+    if (j.contains("notes")) e.notes = j.at("notes").get<std::vector<std::string>>();
+    e.out_dir = out_dir_override.empty() ? j.value("out_dir", "runs/" + e.name) : out_dir_override;
+    HKT_CHECK(j.contains("seeds") && j.at("seeds").is_array() && !j.at("seeds").empty(),
+              "experiment: \"seeds\" must be a non-empty array of integers");
+    e.seeds = j.at("seeds").get<std::vector<uint64_t>>();
+  } catch (const json::exception& ex) {
+    throw Error(str_cat("experiment: a top-level field has the wrong type: ", ex.what()));
+  }
+  const json base = j.contains("base") ? j.at("base") : json::object();
+  HKT_CHECK(base.is_object(), "experiment: \"base\" must be an object");
+  const json& tasks = object_at(j, "tasks", "experiment");
+  const json& models = object_at(j, "models", "experiment");
+  for (auto t = tasks.begin(); t != tasks.end(); ++t) e.tasks.push_back(t.key());
+  for (auto m = models.begin(); m != models.end(); ++m) e.models.push_back(m.key());
+  HKT_CHECK(e.baseline.empty() || models.contains(e.baseline), "experiment: baseline \"", e.baseline,
+            "\" is not one of the models");
+  for (auto t = tasks.begin(); t != tasks.end(); ++t)
+    for (auto m = models.begin(); m != models.end(); ++m)
+      for (uint64_t seed : e.seeds) {
+        const std::string where = "experiment run " + t.key() + "/" + m.key() + "/seed" + std::to_string(seed);
+        HKT_CHECK(t.value().is_object() && m.value().is_object(), where, ": task and model entries must be objects");
+        json c = base;
+        merge(c, t.value());
+        if (!t.value().contains("task")) c["task"] = t.key();
+        merge(c, m.value());
+        c["seed"] = seed;
+        c["run_dir"] = (fs::path(e.out_dir) / t.key() / m.key() / ("seed" + std::to_string(seed))).string();
+        ExperimentRun r;
+        r.task = t.key();
+        r.model = m.key();
+        r.seed = seed;
+        try {
+          r.cfg = TrainConfig::from_json(c.dump());
+        } catch (const Error& ex) {
+          throw Error(str_cat(where, ": ", ex.what()));
+        }
+        e.runs.push_back(std::move(r));
+      }
+  return e;
+}
+
+Experiment Experiment::from_file(const std::string& path, const std::string& out_dir_override) {
+  std::ifstream f(path);
+  HKT_CHECK(f.good(), "experiment: cannot open '", path, "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  try {
+    return from_json(ss.str(), out_dir_override);
+  } catch (const Error& ex) {
+    throw Error(str_cat(path, ": ", ex.what()));
+  }
+}
+
+RunState run_state(const std::string& run_dir) {
+  std::error_code ec;
+  if (fs::exists(fs::path(run_dir) / "summary.json", ec)) return RunState::Done;
+  if (fs::exists(fs::path(run_dir) / "config.json", ec)) return RunState::Started;
+  return RunState::New;
+}
+
+RunSummary read_summary(const std::string& run_dir) {
+  RunSummary s;
+  std::ifstream f(fs::path(run_dir) / "summary.json");
+  if (!f.good()) return s;
+  try {
+    const json j = json::parse(f);
+    s.steps = j.at("steps").get<int64_t>();
+    s.params = j.at("params").get<int64_t>();
+    s.best_step = j.at("best_step").get<int64_t>();
+    s.best_val_acc = j.at("best_val_acc").get<double>();
+    s.test_acc = j.at("test_acc").get<double>();
+    s.wall_s = j.at("wall_s").get<double>();
+    s.s_per_step = j.at("s_per_step").get<double>();
+    s.done = true;
+  } catch (const json::exception& ex) {
+    throw Error(str_cat(run_dir, "/summary.json: unreadable: ", ex.what()));
+  }
+  return s;
+}
+
+MeanStd mean_std(const std::vector<double>& x) {
+  MeanStd m;
+  m.n = static_cast<int64_t>(x.size());
+  if (x.empty()) return m;
+  m.mean = sum(x) / static_cast<double>(x.size());
+  if (x.size() > 1) {
+    double ss = 0;
+    for (double v : x) ss += (v - m.mean) * (v - m.mean);
+    m.std = std::sqrt(ss / static_cast<double>(x.size() - 1));
+  }
+  return m;
+}
+
+std::string results_markdown(const Experiment& e) {
+  const auto cs = cells(e);
+  std::ostringstream o;
+  o << "| task | model | seeds done | steps | best val acc % | test acc % | test - " << (e.baseline.empty() ? "baseline" : e.baseline)
+    << " (points) | params | ms / step | time / " << (e.baseline.empty() ? "baseline" : e.baseline)
+    << " | wall s (all seeds) |\n";
+  o << "|------|-------|-----------:|------:|---------------:|-----------:|------:|-------:|----------:|------:|------:|\n";
+  for (const std::string& t : e.tasks) {
+    const Cell* base = e.baseline.empty() ? nullptr : &cs.at({t, e.baseline});
+    const MeanStd bt = base ? mean_std(base->test) : MeanStd{};
+    const MeanStd bs = base ? mean_std(base->sps) : MeanStd{};
+    for (const std::string& m : e.models) {
+      const Cell& c = cs.at({t, m});
+      const MeanStd test = mean_std(c.test), sps = mean_std(c.sps);
+      o << "| " << t << " | " << m << " | " << c.test.size() << "/" << c.seeds << " | "
+        << (c.test.empty() ? "-" : std::to_string(c.steps)) << " | " << pct_ms(mean_std(c.val)) << " | "
+        << pct_ms(test) << " | "
+        << (test.n > 0 && bt.n > 0 ? fmt(100 * (test.mean - bt.mean), 2) : "-") << " | "
+        << (c.test.empty() ? "-" : std::to_string(c.params)) << " | "
+        << (sps.n > 0 ? fmt(1e3 * sps.mean, 1) : "-") << " | "
+        << (sps.n > 0 && bs.n > 0 && bs.mean > 0 ? fmt(sps.mean / bs.mean, 3) : "-") << " | "
+        << (c.wall.empty() ? "-" : fmt(sum(c.wall), 1)) << " |\n";
+    }
+  }
+  return o.str();
+}
+
+std::string results_csv(const Experiment& e) {
+  const auto cs = cells(e);
+  std::ostringstream o;
+  o << "task,model,seeds_done,seeds,steps,val_acc_mean,val_acc_std,test_acc_mean,test_acc_std,params,s_per_step,"
+       "time_ratio_to_baseline,wall_s\n";
+  for (const std::string& t : e.tasks) {
+    const MeanStd bs = e.baseline.empty() ? MeanStd{} : mean_std(cs.at({t, e.baseline}).sps);
+    for (const std::string& m : e.models) {
+      const Cell& c = cs.at({t, m});
+      const MeanStd val = mean_std(c.val), test = mean_std(c.test), sps = mean_std(c.sps);
+      o << t << "," << m << "," << c.test.size() << "," << c.seeds << "," << c.steps << "," << fmt(val.mean, 6)
+        << "," << fmt(val.std, 6) << "," << fmt(test.mean, 6) << "," << fmt(test.std, 6) << "," << c.params << ","
+        << fmt(sps.mean, 6) << "," << (bs.n > 0 && bs.mean > 0 && sps.n > 0 ? fmt(sps.mean / bs.mean, 4) : "")
+        << "," << fmt(sum(c.wall), 1) << "\n";
+    }
+  }
+  return o.str();
+}
+
+}  // namespace hkt::tasks

@@ -1,0 +1,134 @@
+// Experiments (hkt/tasks/experiment.hpp): the file format, config merging,
+// strict errors, run states, aggregation, and a tiny grid run end to end
+// with an interrupted run that is resumed.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "hkt/tasks/experiment.hpp"
+
+using namespace hkt;
+using namespace hkt::tasks;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& tag) {
+    path = fs::temp_directory_path() / ("hkt_experiment_" + tag + "_" + std::to_string(getpid()));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::string grid(const std::string& out) {
+  return R"({
+    "name": "t", "description": "tiny", "notes": ["a note"], "out_dir": ")" + out + R"(", "baseline": "mha",
+    "base": {"steps": 12, "batch_size": 16, "eval_every": 6, "log_every": 0, "lr": 0.003,
+             "data": {"train_size": 128, "val_size": 32, "test_size": 32, "seq_len": 16}},
+    "tasks": {"synthetic": {"data": {"seq_len": 12}}},
+    "models": {"hkt": {"model": "hkt-tiny", "model_overrides": {"levels": 2}},
+               "mha": {"model": "mha-tiny"}},
+    "seeds": [3, 4]
+  })";
+}
+
+RunOptions quiet() {
+  RunOptions o;
+  o.quiet = true;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("experiment file: grid order, merging, run folders") {
+  const Experiment e = Experiment::from_json(grid("out"));
+  CHECK(e.name == "t");
+  CHECK(e.baseline == "mha");
+  REQUIRE(e.runs.size() == 4);
+  CHECK(e.runs[0].model == "hkt");
+  CHECK(e.runs[0].seed == 3);
+  CHECK(e.runs[1].seed == 4);
+  CHECK(e.runs[2].model == "mha");
+  const TrainConfig& c = e.runs[1].cfg;
+  CHECK(c.task == "synthetic");  // the task's key
+  CHECK(c.data.seq_len == 12);   // task over base, key by key
+  CHECK(c.data.train_size == 128);
+  CHECK(c.steps == 12);
+  CHECK(c.seed == 4);
+  CHECK(c.model == "hkt-tiny");
+  CHECK(c.model_overrides.find("\"levels\"") != std::string::npos);
+  CHECK(fs::path(c.run_dir) == fs::path("out") / "synthetic" / "hkt" / "seed4");
+  CHECK(Experiment::from_json(grid("out"), "elsewhere").runs[0].cfg.run_dir.rfind("elsewhere", 0) == 0);
+}
+
+TEST_CASE("experiment file: errors name the problem") {
+  auto err = [](const std::string& text) {
+    try {
+      Experiment::from_json(text);
+    } catch (const Error& ex) {
+      return std::string(ex.what());
+    }
+    return std::string("no error");
+  };
+  const std::string ok_models = R"("models": {"m": {"model": "mha-tiny"}})";
+  CHECK(err("[1]").find("JSON object") != std::string::npos);
+  CHECK(err("{").find("not valid JSON") != std::string::npos);
+  CHECK(err(R"({"tasks": {"synthetic": {}}, )" + ok_models + R"(, "seeds": [1], "colour": 1})")
+            .find("unknown key \"colour\"") != std::string::npos);
+  CHECK(err(R"({"tasks": {"synthetic": {}}, )" + ok_models + "}").find("\"seeds\"") != std::string::npos);
+  CHECK(err(R"({"tasks": {}, )" + ok_models + R"(, "seeds": [1]})").find("\"tasks\"") != std::string::npos);
+  CHECK(err(R"({"tasks": {"synthetic": {}}, )" + ok_models + R"(, "seeds": [1], "baseline": "x"})")
+            .find("baseline \"x\"") != std::string::npos);
+  // A bad training field names the run.
+  const std::string bad = err(R"({"tasks": {"synthetic": {"batch_size": 0}}, )" + ok_models + R"(, "seeds": [5]})");
+  CHECK(bad.find("synthetic/m/seed5") != std::string::npos);
+  CHECK(bad.find("batch_size") != std::string::npos);
+  CHECK(err(R"({"tasks": {"synthetic": {"stepz": 3}}, )" + ok_models + R"(, "seeds": [1]})").find("stepz") !=
+        std::string::npos);
+  CHECK_THROWS_AS(Experiment::from_file("/nonexistent/e.json"), Error);
+}
+
+TEST_CASE("mean and sample standard deviation") {
+  const MeanStd a = mean_std({0.5, 0.7});
+  CHECK(a.n == 2);
+  CHECK(a.mean == doctest::Approx(0.6));
+  CHECK(a.std == doctest::Approx(std::sqrt(0.02)));
+  CHECK(mean_std({0.3}).std == 0.0);
+  CHECK(mean_std({}).n == 0);
+}
+
+TEST_CASE("a tiny grid runs, resumes an interrupted run and aggregates") {
+  TempDir tmp("grid");
+  const Experiment e = Experiment::from_json(grid(tmp.path.string()));
+  for (const ExperimentRun& r : e.runs) CHECK(run_state(r.cfg.run_dir) == RunState::New);
+  // The first run is interrupted after 5 steps, then resumed; the others run whole.
+  RunOptions stop = quiet();
+  stop.stop_after = 5;
+  train(e.runs[0].cfg, stop);
+  CHECK(run_state(e.runs[0].cfg.run_dir) == RunState::Started);
+  CHECK_FALSE(read_summary(e.runs[0].cfg.run_dir).done);
+  const std::string partial = results_markdown(e);
+  CHECK(partial.find("| synthetic | hkt | 0/2 |") != std::string::npos);
+  resume(e.runs[0].cfg.run_dir, quiet());
+  for (size_t i = 1; i < e.runs.size(); ++i) train(e.runs[i].cfg, quiet());
+  for (const ExperimentRun& r : e.runs) {
+    CHECK(run_state(r.cfg.run_dir) == RunState::Done);
+    const RunSummary s = read_summary(r.cfg.run_dir);
+    CHECK(s.done);
+    CHECK(s.steps == 12);
+    CHECK(s.test_acc >= 0.0);
+  }
+  const std::string md = results_markdown(e);
+  CHECK(md.find("| synthetic | hkt | 2/2 | 12 |") != std::string::npos);
+  CHECK(md.find("| synthetic | mha | 2/2 | 12 |") != std::string::npos);
+  CHECK(md.find("| 1.000 |") != std::string::npos);  // the baseline's own time ratio
+  const std::string csv = results_csv(e);
+  CHECK(csv.rfind("task,model,seeds_done", 0) == 0);
+  CHECK(csv.find("synthetic,hkt,2,2,12,") != std::string::npos);
+}
