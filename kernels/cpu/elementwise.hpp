@@ -2,8 +2,10 @@
 // their own strides; inputs carry broadcast strides (0 on broadcast dims).
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "hkt/core/shape.hpp"
+#include "kernels/cpu/gelu.hpp"
 #include "kernels/cpu/loops.hpp"
 #include "hkt/kernels/elementwise_defs.hpp"
 
@@ -12,6 +14,8 @@ namespace hkt::cpu {
 // y = Op::f(x)
 template <class Op, class T>
 void unary(const T* x, const Strides& xs, T* y, const Strides& ys, const Shape& shape) {
+  if constexpr (std::is_same_v<Op, ew::GeluErf> && std::is_same_v<T, float>)
+    if (xs == contiguous_strides(shape) && ys == xs && gelu_erf_f32(x, y, numel_of(shape))) return;
   parallel_runs<2>(shape, {xs, ys}, [&](auto off, int64_t n, auto st) {
     const T* xp = x + off[0];
     T* yp = y + off[1];
@@ -26,6 +30,8 @@ void unary(const T* x, const Strides& xs, T* y, const Strides& ys, const Shape& 
 // gx = g * Op::df(x, y); all contiguous of n elements.
 template <class Op, class T>
 void unary_grad(const T* x, const T* y, const T* g, T* gx, int64_t n) {
+  if constexpr (std::is_same_v<Op, ew::GeluErf> && std::is_same_v<T, float>)
+    if (gelu_erf_grad_f32(x, g, gx, n)) return;
   parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) gx[i] = g[i] * Op::df(x[i], y[i]);
   });
