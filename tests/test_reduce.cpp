@@ -61,3 +61,17 @@ TEST_CASE("reduction errors") {
   check_error([] { (void)var(zeros({1, 3}), {0}); }, "no degrees of freedom");
   check_error([] { (void)mean(arange(3)); }, "mean: expected a floating tensor");
 }
+
+TEST_CASE("column sums (reduced dims outer, kept dims contiguous) give the same bits as the strided walk") {
+  // [40000, 37]: three row chunks of the reduction; the same values laid out
+  // column-major take the general (one strided walk per output) path.
+  manual_seed(11);
+  const Tensor x = randn({40000, 37});
+  const Tensor xt = transpose(contiguous(transpose(x, 0, 1)), 0, 1);  // same values, strides (1, 40000)
+  CHECK(x.strides() != xt.strides());
+  CHECK(sum(x, {0}).to_vector<float>() == sum(xt, {0}).to_vector<float>());
+  CHECK(mean(x, {0}).to_vector<float>() == mean(xt, {0}).to_vector<float>());
+  const Tensor y = randn({5, 300, 7});
+  const Tensor yt = transpose(contiguous(transpose(y, 0, 2)), 0, 2);  // same values, other strides
+  CHECK(sum(y, {0, 1}).to_vector<float>() == sum(yt, {0, 1}).to_vector<float>());
+}

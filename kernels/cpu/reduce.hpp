@@ -5,6 +5,7 @@
 // partial results are merged in chunk order, so the result is the same for
 // any number of threads.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -45,6 +46,33 @@ void reduce(const T* x, const Shape& shape, const Strides& strides, const std::v
   };
   constexpr int64_t kChunk = 1 << 14;
   const int64_t n_chunks = n_in > kChunk ? (n_in + kChunk - 1) / kChunk : 1;
+  const Layout<1> Lo = coalesce<1>(os, {ost});
+  if (L.shape.size() == 1 && Lo.shape.size() == 1 && Lo.strides[0][0] == 1) {
+    // Column sums (e.g. a bias gradient: [N, D] over N): walk the rows in
+    // order, updating a block of contiguous outputs per row, instead of one
+    // strided column per output. Same chunks and order as below, so the same bits.
+    const int64_t sr = L.strides[0][0];
+    constexpr int64_t kBlock = 512;
+    const int64_t n_blocks = (n_out + kBlock - 1) / kBlock;
+    std::vector<Acc> part(static_cast<size_t>(n_chunks * n_out));
+    parallel_for(0, n_chunks * n_blocks, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t t = lo; t < hi; ++t) {
+        const int64_t c = t / n_blocks, o0 = (t % n_blocks) * kBlock, o1 = std::min(n_out, o0 + kBlock);
+        Acc* a = part.data() + c * n_out;
+        for (int64_t o = o0; o < o1; ++o) a[o] = r.init();
+        for (int64_t i = c * kChunk, ie = std::min(n_in, (c + 1) * kChunk); i < ie; ++i) {
+          const T* p = x + i * sr;
+          for (int64_t o = o0; o < o1; ++o) r.add(a[o], p[o]);
+        }
+      }
+    });
+    for (int64_t o = 0; o < n_out; ++o) {
+      Acc a = part[static_cast<size_t>(o)];
+      for (int64_t c = 1; c < n_chunks; ++c) r.merge(a, part[static_cast<size_t>(c * n_out + o)]);
+      out[o] = r.finish(a);
+    }
+    return;
+  }
   if (n_chunks == 1) {
     const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, n_in));
     parallel_for(0, n_out, grain, [&](int64_t lo, int64_t hi) {
