@@ -4,7 +4,9 @@
 #   tools/build.sh [extra cmake args...]
 #
 # Build tree: build/ (or $HKT_BUILD_DIR, relative to the repository root).
-# Release by default; CUDA off unless HKT_CUDA=ON is set in the environment.
+# Release by default; the CUDA backend is built when nvcc is found (on PATH or
+# in /usr/local/cuda/bin; no GPU is needed to build it), unless HKT_CUDA=OFF is
+# set in the environment (HKT_CUDA=ON insists on it).
 # Extra arguments go to the cmake configure step after the defaults, so they
 # override them (e.g. -DCMAKE_BUILD_TYPE=Debug).
 set -euo pipefail
@@ -21,8 +23,10 @@ if [[ -f "$cache" ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$cache"; t
   rm -rf "$cache" "$build_dir/CMakeFiles"
 fi
 
+cuda_default=OFF
+if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then cuda_default=ON; fi
 cmake -S "$root" -B "$build_dir" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release \
-  -DHKT_CUDA="${HKT_CUDA:-OFF}" \
+  -DHKT_CUDA="${HKT_CUDA:-$cuda_default}" \
   "$@"
 cmake --build "$build_dir" -j "$(nproc)"

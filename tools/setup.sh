@@ -6,8 +6,9 @@
 # else prints the command to run and exits 1.
 set -euo pipefail
 
+# gnuplot-nox: hkt-plot's figures (pngcairo / svg terminals).
 packages=(cmake g++ ninja-build pkg-config libopenblas-dev libtbb-dev doctest-dev
-          zlib1g-dev nlohmann-json3-dev libcli11-dev)
+          zlib1g-dev nlohmann-json3-dev libcli11-dev gnuplot-nox)
 # tools/setup.sh --test: also what the test command needs (clang's libFuzzer).
 if [[ "${1:-}" == --test ]]; then
   packages+=(clang-14 libclang-rt-14-dev)

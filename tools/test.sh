@@ -6,19 +6,30 @@
 #   3. tests      ctest in build/
 #   4. sanitize   an optimised (RelWithDebInfo) build with ASan+UBSan in build-asan/ and its ctest
 #                 (skipped when HKT_SKIP_SANITIZE=1; CI runs it)
-#   5. fuzz       libFuzzer on the safetensors reader for HKT_FUZZ_SECONDS
-#                 (default 60) from the seeds in tests/fuzz/corpus
-#   6. consumer   install build/ into a temporary prefix and build and run
-#                 tests/consumer, an outside project that uses find_package(hkt)
+#   5. tsan       ThreadSanitizer on the suites of the TBB-parallel kernels: a static
+#                 RelWithDebInfo build of the library and those suites only, in build-tsan/
+#                 (skipped when HKT_SKIP_SANITIZE=1)
+#   6. fuzz       libFuzzer (clang++-14, ASan+UBSan) on every reader of outside data, in
+#                 build-fuzz/: HKT_FUZZ_SECONDS (default 20) per target, from the seeds in
+#                 tests/fuzz/corpus/<target>/
+#   7. consumer   install build/ (shared) into a temporary prefix and build and run
+#                 tests/consumer, an outside project that uses find_package(hkt), and the
+#                 program of docs/getting-started.md; then the same against the static
+#                 build-tsan/ (with -fsanitize=thread), unless the tsan stage was skipped
 #
 # Extra cmake arguments for both trees can be given in HKT_CMAKE_ARGS (space
-# separated); HKT_CUDA=ON builds the CUDA backend. Exits non-zero on any failure.
+# separated); build/ has the CUDA backend when nvcc exists (HKT_CUDA=OFF: not;
+# without a GPU its suites report Skipped), the sanitizer trees never (ASan and
+# the CUDA runtime do not mix). HKT_BUILD_PREFIX (default
+# "build") names the trees: $HKT_BUILD_PREFIX, -asan, -tsan, -fuzz. Exits
+# non-zero on any failure. docs/reliability.md describes stages 4-6.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 jobs="$(nproc)"
 read -r -a cmake_args <<<"${HKT_CMAKE_ARGS:-}"
+b="${HKT_BUILD_PREFIX:-build}"
 start=$SECONDS
 
 stage() { printf '\n== %s [%ds] ==\n' "$1" "$((SECONDS - start))"; }
@@ -26,19 +37,19 @@ stage() { printf '\n== %s [%ds] ==\n' "$1" "$((SECONDS - start))"; }
 stage "setup"
 tools/setup.sh --test
 
-stage "build (build/, Release)"
-HKT_BUILD_DIR=build tools/build.sh "${cmake_args[@]}"
+stage "build ($b/, Release)"
+HKT_BUILD_DIR="$b" tools/build.sh "${cmake_args[@]}"
 
-stage "tests (build/)"
-ctest --test-dir build --output-on-failure -j "$jobs"
+stage "tests ($b/)"
+ctest --test-dir "$b" --output-on-failure -j "$jobs"
 
 if [[ "${HKT_SKIP_SANITIZE:-0}" == 1 ]]; then
   stage "sanitize: SKIPPED (HKT_SKIP_SANITIZE=1)"
 else
-  stage "sanitize: build (build-asan/, RelWithDebInfo, ASan+UBSan)"
-  HKT_BUILD_DIR=build-asan tools/build.sh "${cmake_args[@]}" \
-    -DHKT_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHKT_BUILD_TOOLS=OFF
-  stage "sanitize: tests (build-asan/)"
+  stage "sanitize: build ($b-asan/, RelWithDebInfo, ASan+UBSan)"
+  HKT_BUILD_DIR="$b-asan" tools/build.sh "${cmake_args[@]}" \
+    -DHKT_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHKT_BUILD_TOOLS=OFF -DHKT_CUDA=OFF
+  stage "sanitize: tests ($b-asan/)"
   # Leak checking is on. OpenBLAS and oneTBB currently report no leaks at exit
   # (checked with threaded BLAS and TBB loops); if a library ever does, list
   # only its frames in tools/lsan.supp, which is then picked up here.
@@ -60,30 +71,66 @@ else
   ASAN_OPTIONS="detect_leaks=$detect_leaks:strict_string_checks=1:check_initialization_order=1" \
   LSAN_OPTIONS="$lsan_options" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-    ctest --test-dir build-asan --output-on-failure -j "$jobs"
+    ctest --test-dir "$b-asan" --output-on-failure -j "$jobs"
+
+  # ThreadSanitizer: only the library and the suites that drive the TBB-parallel
+  # kernels (static library, so the consumer stage can also check a static install).
+  stage "tsan: build ($b-tsan/, RelWithDebInfo, static, 3 suites)"
+  tsan_tests=(test_determinism test_fused_attention test_linalg tsan_probe)
+  cmake -S . -B "$b-tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "${cmake_args[@]}" -DHKT_TSAN=ON -DHKT_SHARED=OFF -DHKT_BUILD_TOOLS=OFF -DHKT_CUDA=OFF >/dev/null
+  cmake --build "$b-tsan" -j "$jobs" --target "${tsan_tests[@]}"
+  stage "tsan: tests ($b-tsan/)"
+  # OpenBLAS runs its own (uninstrumented) threads: keep it on the calling thread so that
+  # only our TBB parallelism is checked. tools/tsan.supp lists the oneTBB-internal frames.
+  regex="^($(IFS='|'; echo "${tsan_tests[*]}")|tsan_probe_detects_race)\$"
+  OPENBLAS_NUM_THREADS=1 \
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tools/tsan.supp" \
+    ctest --test-dir "$b-tsan" --output-on-failure -R "$regex"
 fi
 
-fuzz_seconds="${HKT_FUZZ_SECONDS:-60}"
-stage "fuzz: safetensors reader (libFuzzer + ASan/UBSan, ${fuzz_seconds}s)"
-mkdir -p build-fuzz/corpus
-clang++-14 -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -Icore/include tests/fuzz/fuzz_safetensors.cpp core/src/*.cpp -o build-fuzz/fuzz_safetensors
-if ! build-fuzz/fuzz_safetensors -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 \
-    build-fuzz/corpus tests/fuzz/corpus >build-fuzz/log 2>&1; then
-  cat build-fuzz/log
-  echo "fuzz: the safetensors reader crashed or threw something other than hkt::Error (input saved above)" >&2
-  exit 1
-fi
-tail -n 2 build-fuzz/log
+fuzz_seconds="${HKT_FUZZ_SECONDS:-20}"
+fuzz_targets=(safetensors cifar idx listops imdb config)
+stage "fuzz: build ($b-fuzz/, clang++-14, libFuzzer + ASan/UBSan)"
+cmake -S . -B "$b-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
+  -DHKT_CUDA=OFF -DHKT_FUZZ=ON -DHKT_SHARED=OFF -DHKT_BUILD_TESTS=OFF -DHKT_BUILD_TOOLS=OFF >/dev/null
+cmake --build "$b-fuzz" -j "$jobs" --target "${fuzz_targets[@]/#/fuzz_}"
+# Each target: the seeds (and the regression inputs kept with them) first, then new inputs
+# for fuzz_seconds. Any crash, leak, sanitizer report or exception other than hkt::Error fails.
+for t in "${fuzz_targets[@]}"; do
+  stage "fuzz: $t (${fuzz_seconds}s)"
+  mkdir -p "$b-fuzz/corpus/$t"
+  if ! ASAN_OPTIONS="detect_leaks=${detect_leaks:-1}" "$b-fuzz/fuzz/fuzz_$t" -max_total_time="$fuzz_seconds" \
+      -rss_limit_mb=2048 -timeout=20 -max_len=16384 -artifact_prefix="$b-fuzz/crash-$t-" \
+      "$b-fuzz/corpus/$t" "tests/fuzz/corpus/$t" >"$b-fuzz/log-$t" 2>&1; then
+    tail -n 60 "$b-fuzz/log-$t"
+    echo "fuzz: the $t reader crashed, leaked or threw something other than hkt::Error;" \
+         "the input is saved as $b-fuzz/crash-$t-* (replay: $b-fuzz/fuzz/fuzz_$t FILE)" >&2
+    exit 1
+  fi
+  grep -E "^Done|stat::number_of_executed_units" "$b-fuzz/log-$t" | tail -n 1
+done
 
-stage "consumer: install build/ and build tests/consumer against it"
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/hkt-consumer.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
-cmake --install build --prefix "$tmp/prefix" >/dev/null
-cmake -S tests/consumer -B "$tmp/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
-cmake --build "$tmp/build" -j "$jobs"
-stage "consumer: run"
-"$tmp/build/hkt-consumer"
+consumer() {  # consumer BUILD_TREE LABEL [cmake args for the consumer...]
+  local tree=$1 label=$2; shift 2
+  stage "consumer ($label): install $tree/ and build tests/consumer against it"
+  local tmp
+  tmp="$(mktemp -d "${TMPDIR:-/tmp}/hkt-consumer.XXXXXX")"
+  tmps+=("$tmp")
+  cmake --install "$tree" --prefix "$tmp/prefix" >/dev/null
+  cmake -S tests/consumer -B "$tmp/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$tmp/prefix" "$@" >/dev/null
+  cmake --build "$tmp/build" -j "$jobs"
+  stage "consumer ($label): run"
+  HKT_NUM_THREADS=1 "$tmp/build/hkt-consumer"
+  (cd "$tmp/build" && ./getting-started)
+}
+tmps=()
+trap 'rm -rf "${tmps[@]}"' EXIT
+consumer "$b" "shared"
+if [[ "${HKT_SKIP_SANITIZE:-0}" != 1 ]]; then
+  OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1:suppressions=$root/tools/tsan.supp" \
+    consumer "$b-tsan" "static, tsan" -DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread
+fi
 
 stage "all passed"

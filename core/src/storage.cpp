@@ -1,7 +1,13 @@
 #include "hkt/core/storage.hpp"
 
+#include <unistd.h>
+
 #include <array>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
 #include <map>
 #include <mutex>
 #include <new>
@@ -15,6 +21,28 @@ namespace {
 // time, and the page faults of first touch then cost more than the op itself.
 // The cache holds at most HKT_CPU_CACHE_MB (default 1024; 0 disables it,
 // as do sanitizer builds, so that use-after-free stays detectable).
+std::string gib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(bytes) / double(1 << 30));
+  return buf;
+}
+
+// The most memory this process can have: physical memory, or the cgroup's
+// limit (v2 memory.max, v1 memory.limit_in_bytes) when smaller.
+uint64_t memory_limit() {
+  static const uint64_t limit = [] {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    uint64_t m = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : UINT64_MAX;
+    for (const char* f : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+      std::ifstream in(f);
+      unsigned long long v = 0;
+      if (in >> v && v > 0 && v < m) m = v;  // "max" (no limit) does not parse
+    }
+    return m;
+  }();
+  return limit;
+}
+
 class CpuAllocator final : public Allocator {
  public:
   CpuAllocator() {
@@ -30,6 +58,13 @@ class CpuAllocator final : public Allocator {
       for (void* p : blocks) std::free(p);
   }
   void* allocate(size_t nbytes, Device) override {
+    // Refuse what can never fit, before trying: Linux would often promise the
+    // memory and kill the process when it is touched.
+    const uint64_t limit = memory_limit();
+    if (nbytes > limit)
+      throw Error(str_cat("out of memory: cannot allocate ", nbytes, " bytes (", gib(nbytes),
+                          " GiB) on cpu: more than this machine's memory (", gib(limit),
+                          " GiB, the smaller of physical memory and the cgroup limit)"));
     const size_t n = size_class(nbytes);
     if (n >= kCacheMin && limit_ > 0) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -42,7 +77,8 @@ class CpuAllocator final : public Allocator {
       }
     }
     void* p = std::aligned_alloc(64, n);
-    if (!p) throw Error(str_cat("out of memory: could not allocate ", nbytes, " bytes on cpu"));
+    if (!p)
+      throw Error(str_cat("out of memory: could not allocate ", nbytes, " bytes (", gib(nbytes), " GiB) on cpu"));
     return p;
   }
   void deallocate(void* p, size_t nbytes, Device) override {
@@ -82,6 +118,10 @@ std::array<Allocator*, kNumDeviceTypes>& allocators() {
 }
 
 }  // namespace
+
+void Allocator::copy_to_host(void* dst, const void* src, size_t nbytes, Device) {
+  if (nbytes > 0) std::memcpy(dst, src, nbytes);
+}
 
 void set_allocator(DeviceType type, Allocator* alloc) { allocators()[static_cast<size_t>(type)] = alloc; }
 

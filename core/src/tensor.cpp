@@ -14,8 +14,20 @@ std::string meta_str(const TensorMeta& m) {
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape) HKT_CHECK(d >= 0, "empty: negative dimension in shape ", shape_str(shape));
+  // The byte count, refusing sizes that do not fit in 64 bits (before any allocation).
+  uint64_t nbytes = dtype_size(dtype);
+  bool overflow = false;
+  for (int64_t d : shape) overflow = __builtin_mul_overflow(nbytes, static_cast<uint64_t>(d), &nbytes) || overflow;
+  for (int64_t d : shape)
+    if (d == 0) nbytes = 0, overflow = false;
+  HKT_CHECK(!overflow, "empty: a ", dtype_name(dtype), " tensor of shape ", shape_str(shape),
+            " needs more than 2^64 bytes");
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(numel_of(shape)) * dtype_size(dtype), device);
+  try {
+    impl->storage = std::make_shared<Storage>(static_cast<size_t>(nbytes), device);
+  } catch (const Error& e) {
+    throw Error(str_cat(e.what(), " (for a ", meta_str({shape, dtype, device}), " tensor)"));
+  }
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -51,9 +63,21 @@ void* Tensor::raw_data() const {
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
-  HKT_CHECK(device().is_cpu(), "to_vector: tensor is on ", device().str(), "; copy it to the cpu first");
   const T* p = data<T>();
   std::vector<T> out(static_cast<size_t>(numel()));
+  if (out.empty()) return out;
+  std::vector<char> host;
+  if (!device().is_cpu()) {
+    // Another device: copy the span the view covers to the host first.
+    int64_t extent = 1;
+    for (size_t d = 0; d < shape().size(); ++d) {
+      HKT_CHECK(strides()[d] >= 0, "to_vector: negative strides on ", device().str(), "; copy it to the cpu first");
+      extent += (shape()[d] - 1) * strides()[d];
+    }
+    host.resize(static_cast<size_t>(extent) * sizeof(T));
+    get_allocator(device().type)->copy_to_host(host.data(), p, host.size(), device());
+    p = reinterpret_cast<const T*>(host.data());
+  }
   for_each_offset(shape(), strides(), [&](int64_t i, int64_t off) { out[i] = p[off]; });
   return out;
 }

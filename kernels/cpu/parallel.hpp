@@ -10,6 +10,23 @@
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
 
+// ThreadSanitizer builds (HKT_TSAN, docs/reliability.md): oneTBB's library is
+// not instrumented, so TSan cannot see that spawning the tasks happens before
+// they run, nor that they finish before tbb::parallel_for returns.
+// parallel_for tells it, with exactly these fork and join edges: the chunks
+// stay unordered among themselves, so races between chunks are still found.
+#if defined(__SANITIZE_THREAD__)
+#define HKT_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define HKT_UNDER_TSAN 1
+#endif
+#endif
+#ifdef HKT_UNDER_TSAN
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#endif
+
 namespace hkt::cpu {
 
 // f(lo, hi) over [begin, end) in chunks of at most `grain`.
@@ -21,9 +38,23 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
     f(begin, end);
     return;
   }
+#ifdef HKT_UNDER_TSAN
+  char fork = 0, join = 0;
+  __tsan_release(&fork);
+  tbb::parallel_for(
+      tbb::blocked_range<int64_t>(begin, end, grain),
+      [&](const tbb::blocked_range<int64_t>& r) {
+        __tsan_acquire(&fork);
+        f(r.begin(), r.end());
+        __tsan_release(&join);
+      },
+      tbb::simple_partitioner());
+  __tsan_acquire(&join);
+#else
   tbb::parallel_for(
       tbb::blocked_range<int64_t>(begin, end, grain),
       [&](const tbb::blocked_range<int64_t>& r) { f(r.begin(), r.end()); }, tbb::simple_partitioner());
+#endif
 }
 
 // Elements per task for cheap elementwise work.

@@ -56,7 +56,7 @@ Tensor masked_attention(Tensor scores, const Tensor& valid, bool causal, const T
   const int64_t T = scores.size(-1);
   if (valid.defined()) scores = masked_fill(scores, unsqueeze(unsqueeze(eq(valid, 0.0), 1), 1), -kInf);
   if (causal) {
-    const Tensor i = arange(T);
+    const Tensor i = arange(T, {DType::Int64, scores.device()});
     scores = masked_fill(scores, gt(reshape(i, {1, T}), reshape(i, {T, 1})), -kInf);
   }
   return matmul(softmax(scores, -1), v);
@@ -66,7 +66,7 @@ Tensor masked_attention(Tensor scores, const Tensor& valid, bool causal, const T
 Tensor pool_valid(const Tensor& v) {
   Tensor f = to_dtype(v, DType::Float32);
   const int64_t B = v.size(0), T = v.size(1);
-  if (T % 2) f = cat({f, zeros({B, 1})}, 1);
+  if (T % 2) f = cat({f, zeros({B, 1}, {DType::Float32, v.device()})}, 1);
   return gt(max(reshape(f, {B, (T + 1) / 2, 2}), {2}), 0.5);
 }
 
@@ -76,7 +76,7 @@ struct LevelIndex {
   Tensor idx;   // Int64 [T]
   Tensor drop;  // Bool [T, T], true where the term is 0 (causal only)
 };
-LevelIndex level_index(int64_t T, int64_t l, bool causal) {
+LevelIndex level_index(int64_t T, int64_t l, bool causal, Device dev) {
   std::vector<int64_t> idx(static_cast<size_t>(T));
   std::vector<int64_t> missing(static_cast<size_t>(T), 0);
   for (int64_t i = 0; i < T; ++i) {
@@ -84,9 +84,9 @@ LevelIndex level_index(int64_t T, int64_t l, bool causal) {
     idx[i] = c < 0 ? 0 : c;
     missing[i] = c < 0;
   }
-  LevelIndex r{from_vector(idx, {T}), Tensor()};
+  LevelIndex r{from_vector(idx, {T}, {DType::Int64, dev}), Tensor()};
   if (causal) {
-    const Tensor m = gt(from_vector(missing, {T}), 0.0);
+    const Tensor m = gt(from_vector(missing, {T}, {DType::Int64, dev}), 0.0);
     const Tensor mf = to_dtype(m, DType::Float32);
     r.drop = gt(reshape(mf, {T, 1}) + reshape(mf, {1, T}), 0.5);
   }
@@ -132,11 +132,11 @@ HKTAttention::HKTAttention(const HKTConfig& cfg) : Module("HKTAttention"), cfg_(
 
 Tensor HKTAttention::lambda() const {
   if (theta.defined()) return softmax(theta, -1);
-  return full({cfg_.heads, cfg_.levels}, 1.0 / static_cast<double>(cfg_.levels), {cfg_.dtype});
+  return full({cfg_.heads, cfg_.levels}, 1.0 / static_cast<double>(cfg_.levels), {cfg_.dtype, wv->weight.device()});
 }
 
 Tensor HKTAttention::beta() const {
-  return gate.defined() ? sigmoid(gate) : ones({cfg_.heads}, {cfg_.dtype});
+  return gate.defined() ? sigmoid(gate) : ones({cfg_.heads}, {cfg_.dtype, wv->weight.device()});
 }
 
 Tensor HKTAttention::wq(int64_t level) const {
@@ -176,7 +176,7 @@ Tensor HKTAttention::combined_scores(const std::vector<Tensor>& xs, int64_t T, s
     if (levels) levels->push_back(s);
     // Up_l(S_l)[i, j] = S_l[idx(i), idx(j)], zero where a causal block is missing.
     if (l > 0) {
-      const LevelIndex li = level_index(T, l, cfg_.causal);
+      const LevelIndex li = level_index(T, l, cfg_.causal, s.device());
       s = index_select(index_select(s, 2, li.idx), 3, li.idx);
       if (li.drop.defined()) s = masked_fill(s, li.drop, 0.0);
     }

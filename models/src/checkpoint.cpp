@@ -4,6 +4,7 @@
 
 #include "hkt/core/random.hpp"
 #include "hkt/core/safetensors.hpp"
+#include "hkt/ops/factory.hpp"
 
 namespace hkt::nn {
 namespace {
@@ -37,10 +38,16 @@ uint64_t parse_u64(const std::string& s, const std::string& key, const std::stri
   return v;
 }
 
+// Safetensors files are written from host memory: device tensors are copied first.
+NamedTensors on_cpu(NamedTensors ts) {
+  for (auto& [n, t] : ts) t = to_device(t, Device::cpu());
+  return ts;
+}
+
 }  // namespace
 
 void save_model(const std::string& path, const Module& model, const Metadata& metadata) {
-  save_safetensors(path, model.state_dict(), metadata);
+  save_safetensors(path, on_cpu(model.state_dict()), metadata);
 }
 
 Metadata load_model(const std::string& path, Module& model, bool strict) {
@@ -59,8 +66,8 @@ void save_checkpoint(const std::string& dir, const Module& model, const Optimize
   std::filesystem::create_directories(dir, ec);
   HKT_CHECK(!ec, "save_checkpoint: cannot create folder '", dir, "': ", ec.message());
   const Metadata md = with_state(metadata, step);
-  save_safetensors(dir + "/optimizer.safetensors", opt.state_dict(), md);
-  save_safetensors(dir + "/model.safetensors", model.state_dict(), md);
+  save_safetensors(dir + "/optimizer.safetensors", on_cpu(opt.state_dict()), md);
+  save_safetensors(dir + "/model.safetensors", on_cpu(model.state_dict()), md);
 }
 
 Metadata load_checkpoint(const std::string& dir, Module& model, Optimizer& opt) {

@@ -129,7 +129,7 @@ ClassifierConfig ClassifierConfig::from_json(const std::string& text) {
   ordered_json j;
   try {
     j = ordered_json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for numbers like 1E581
     throw Error(str_cat(kFromJson, "invalid JSON: ", e.what()));
   }
   HKT_CHECK(j.is_object(), kFromJson, "expected a JSON object, got ", j.type_name());

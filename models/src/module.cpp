@@ -119,6 +119,20 @@ NamedTensors Module::state_dict() const {
   return out;
 }
 
+void Module::to(Device device) {
+  NoGradGuard ng;
+  for (const NamedTensors& list : {named_parameters(), named_buffers()})
+    for (const auto& [n, t] : list) {
+      if (t.device() == device) continue;  // also a tensor shared by two modules, moved once
+      const Tensor moved = contiguous(to_device(t.detach(), device));
+      TensorImpl* impl = t.unsafe_impl();
+      impl->storage = moved.storage();
+      impl->offset = moved.offset();
+      impl->strides = moved.strides();
+      impl->grad.reset();
+    }
+}
+
 void Module::load_state_dict(const NamedTensors& state, bool strict) {
   std::map<std::string, const Tensor*> given;
   for (const auto& [n, t] : state) {
@@ -147,7 +161,7 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
   NoGradGuard ng;
   for (auto& [n, t] : mine) {
     auto it = given.find(n);
-    if (it != given.end()) copy_(t, *it->second);
+    if (it != given.end()) copy_(t, to_device(*it->second, t.device()));
   }
 }
 

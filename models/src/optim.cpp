@@ -72,6 +72,7 @@ void Optimizer::step() {
     const size_t g = group_of_[i];
     update(i, params_[i], grads[i], groups_[g].lr * factors_[g], groups_[g].weight_decay);
   }
+  finish_step();
   ++steps_;
 }
 
@@ -232,10 +233,21 @@ void AdamW::update(size_t i, Tensor& param, const Tensor& grad, double lr, doubl
   NamedTensors& st = first ? fresh : s;
   Tensor& count = st[2].second;
   const int64_t t = *count.data<int64_t>() + 1;
-  adamw_update_(param, grad, st[0].second, st[1].second, lr, beta1_, beta2_, eps_, weight_decay, t);
-  *count.data<int64_t>() = t;
-  count.storage()->bump_version();
+  pending_.push_back({param, grad, st[0].second, st[1].second, lr, weight_decay, t});
+  pending_counts_.push_back(count);
   if (first) s = std::move(fresh);
+}
+
+void AdamW::finish_step() {
+  std::vector<AdamWItem> items;
+  std::vector<Tensor> counts;
+  items.swap(pending_);
+  counts.swap(pending_counts_);
+  adamw_update_multi_(items, beta1_, beta2_, eps_);  // checks all, then writes all
+  for (Tensor& count : counts) {
+    *count.data<int64_t>() += 1;
+    count.storage()->bump_version();
+  }
 }
 
 // --- clipping ---------------------------------------------------------------

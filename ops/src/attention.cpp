@@ -8,6 +8,9 @@
 #include "hkt/core/kernel_table.hpp"
 #include "hkt/ops/factory.hpp"
 #include "kernels/cpu/attention.hpp"
+#if HKT_WITH_CUDA
+#include "kernels/cuda/attention.hpp"
+#endif
 
 namespace hkt {
 namespace {
@@ -65,6 +68,23 @@ void cpu_attention_grad(const AttnDims& d, const std::vector<const void*>& q, co
                              static_cast<T*>(dv), static_cast<T*>(dlambda));
 }
 
+#if HKT_WITH_CUDA
+// The fused CUDA kernels (kernels/cuda/attention.cu), same arguments.
+cuda::AttnShape cuda_shape(const AttnDims& d) { return {d.B, d.H, d.T, d.dh, d.L, d.causal, d.scale}; }
+template <class T>
+void cuda_attention(const AttnDims& d, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                    const void* v, const void* lambda, const bool* valid, void* o, void* lse) {
+  cuda::attention_forward<T>(cuda_shape(d), q, k, v, lambda, valid, o, lse);
+}
+template <class T>
+void cuda_attention_grad(const AttnDims& d, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                         const void* v, const void* lambda, const bool* valid, const void* o, const void* lse,
+                         const void* dout, const std::vector<void*>& dq, const std::vector<void*>& dk, void* dv,
+                         void* dlambda) {
+  cuda::attention_backward<T>(cuda_shape(d), q, k, v, lambda, valid, o, lse, dout, dq, dk, dv, dlambda);
+}
+#endif
+
 KernelTable<AttnSig> attention_kernels{"hkt_attention"};
 KernelTable<AttnGradSig> attention_grad_kernels{"hkt_attention_backward"};
 
@@ -74,6 +94,13 @@ const bool kRegistered = [] {
   attention_kernels.set(C, DType::Float64, &cpu_attention<double>);
   attention_grad_kernels.set(C, DType::Float32, &cpu_attention_grad<float>);
   attention_grad_kernels.set(C, DType::Float64, &cpu_attention_grad<double>);
+#if HKT_WITH_CUDA
+  constexpr auto G = DeviceType::CUDA;
+  attention_kernels.set(G, DType::Float32, &cuda_attention<float>);
+  attention_kernels.set(G, DType::Float64, &cuda_attention<double>);
+  attention_grad_kernels.set(G, DType::Float32, &cuda_attention_grad<float>);
+  attention_grad_kernels.set(G, DType::Float64, &cuda_attention_grad<double>);
+#endif
   return true;
 }();
 

@@ -6,6 +6,10 @@
 #include "hkt/core/kernel_table.hpp"
 #include "hkt/ops/factory.hpp"
 #include "kernels/cpu/conv.hpp"
+#if HKT_WITH_CUDA
+#include "kernels/cuda/kernels.hpp"
+#include "kernels/cuda/kernels_nn.hpp"
+#endif
 
 namespace hkt {
 namespace {
@@ -38,6 +42,13 @@ const bool kRegistered = [] {
   conv_kernels.set(C, DType::Float64, &cpu_conv<double>);
   conv_grad_kernels.set(C, DType::Float32, &cpu_conv_grad<float>);
   conv_grad_kernels.set(C, DType::Float64, &cpu_conv_grad<double>);
+#if HKT_WITH_CUDA
+  constexpr auto G = DeviceType::CUDA;
+  conv_kernels.set(G, DType::Float32, &cuda::conv_forward<float>);
+  conv_kernels.set(G, DType::Float64, &cuda::conv_forward<double>);
+  conv_grad_kernels.set(G, DType::Float32, &cuda::conv_backward<float>);
+  conv_grad_kernels.set(G, DType::Float64, &cuda::conv_backward<double>);
+#endif
   return true;
 }();
 

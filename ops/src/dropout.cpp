@@ -4,6 +4,9 @@
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/nn.hpp"
 #include "kernels/cpu/random.hpp"
+#if HKT_WITH_CUDA
+#include "kernels/cuda/kernels.hpp"
+#endif
 
 namespace hkt {
 namespace {
@@ -21,6 +24,10 @@ KernelTable<MaskSig> dropout_kernels{"dropout"};
 const bool kRegistered = [] {
   dropout_kernels.set(DeviceType::CPU, DType::Float32, &cpu_dropout_mask<float>);
   dropout_kernels.set(DeviceType::CPU, DType::Float64, &cpu_dropout_mask<double>);
+#if HKT_WITH_CUDA
+  dropout_kernels.set(DeviceType::CUDA, DType::Float32, &cuda::dropout_mask<float>);
+  dropout_kernels.set(DeviceType::CUDA, DType::Float64, &cuda::dropout_mask<double>);
+#endif
   return true;
 }();
 

@@ -6,6 +6,9 @@
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/reduce.hpp"
 #include "kernels/cpu/elementwise.hpp"
+#if HKT_WITH_CUDA
+#include "kernels/cuda/kernels.hpp"
+#endif
 
 namespace hkt {
 namespace {
@@ -43,6 +46,12 @@ UnaryKernels& unary_kernels(const char* name) {
     u.fwd.set(DeviceType::CPU, DType::Float64, &cpu_unary<Op, double>);
     u.bwd.set(DeviceType::CPU, DType::Float32, &cpu_unary_grad<Op, float>);
     u.bwd.set(DeviceType::CPU, DType::Float64, &cpu_unary_grad<Op, double>);
+#if HKT_WITH_CUDA
+    u.fwd.set(DeviceType::CUDA, DType::Float32, &cuda::unary<Op, float>);
+    u.fwd.set(DeviceType::CUDA, DType::Float64, &cuda::unary<Op, double>);
+    u.bwd.set(DeviceType::CUDA, DType::Float32, &cuda::unary_grad<Op, float>);
+    u.bwd.set(DeviceType::CUDA, DType::Float64, &cuda::unary_grad<Op, double>);
+#endif
     return u;
   }();
   return k;
@@ -64,6 +73,20 @@ KernelTable<BinarySig>& binary_kernels(const char* name) {
       if constexpr (!std::is_same_v<Op, ew::Div> && !std::is_same_v<Op, ew::Pow>)
         t.set(C::value, DType::Int64, &cpu_binary<Op, int64_t, int64_t>);
     }
+#if HKT_WITH_CUDA
+    constexpr auto G = DeviceType::CUDA;
+    if constexpr (Compare) {
+      t.set(G, DType::Float32, &cuda::binary<Op, float, bool>);
+      t.set(G, DType::Float64, &cuda::binary<Op, double, bool>);
+      t.set(G, DType::Int64, &cuda::binary<Op, int64_t, bool>);
+      t.set(G, DType::Bool, &cuda::binary<Op, bool, bool>);
+    } else {
+      t.set(G, DType::Float32, &cuda::binary<Op, float, float>);
+      t.set(G, DType::Float64, &cuda::binary<Op, double, double>);
+      if constexpr (!std::is_same_v<Op, ew::Div> && !std::is_same_v<Op, ew::Pow>)
+        t.set(G, DType::Int64, &cuda::binary<Op, int64_t, int64_t>);
+    }
+#endif
     return t;
   }();
   return k;

@@ -9,9 +9,19 @@
 #include "hkt/ops/elementwise.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "kernels/cpu/random.hpp"
+#if HKT_WITH_CUDA
+#include "kernels/cuda/kernels.hpp"
+#include "kernels/cuda/runtime.hpp"
+#endif
 
 namespace hkt {
+namespace detail {
+bool apply_thread_env();  // ops/src/threads.cpp
+}  // namespace detail
 namespace {
+
+// HKT_NUM_THREADS, also when a static libhkt.a leaves threads.o out of a program.
+const bool kThreadEnv = detail::apply_thread_env();
 
 using CopySig = void(const void* src, DType src_dtype, const Strides& ss, void* dst, const Strides& ds,
                      const Shape& shape);
@@ -54,6 +64,21 @@ const bool kRegistered = [] {
   uniform_kernels.set(C, DType::Float64, &cpu_uniform<double>);
   normal_kernels.set(C, DType::Float32, &cpu_normal<float>);
   normal_kernels.set(C, DType::Float64, &cpu_normal<double>);
+#if HKT_WITH_CUDA
+  constexpr auto G = DeviceType::CUDA;
+  copy_kernels.set(G, DType::Float32, &cuda::copy_cast<float>);
+  copy_kernels.set(G, DType::Float64, &cuda::copy_cast<double>);
+  copy_kernels.set(G, DType::Int64, &cuda::copy_cast<int64_t>);
+  copy_kernels.set(G, DType::Bool, &cuda::copy_cast<bool>);
+  fill_kernels.set(G, DType::Float32, &cuda::fill<float>);
+  fill_kernels.set(G, DType::Float64, &cuda::fill<double>);
+  fill_kernels.set(G, DType::Int64, &cuda::fill<int64_t>);
+  fill_kernels.set(G, DType::Bool, &cuda::fill<bool>);
+  uniform_kernels.set(G, DType::Float32, &cuda::rand_uniform<float>);
+  uniform_kernels.set(G, DType::Float64, &cuda::rand_uniform<double>);
+  normal_kernels.set(G, DType::Float32, &cuda::rand_normal<float>);
+  normal_kernels.set(G, DType::Float64, &cuda::rand_normal<double>);
+#endif
   set_autograd_math({[](const Tensor& a, const Tensor& b) { return add(a, b); },
                      [](const TensorMeta& m, double v) { return full(m.shape, v, {m.dtype, m.device}); },
                      [](const Tensor& t) { return clone(t); }});
@@ -167,10 +192,51 @@ Tensor to_dtype(const Tensor& t, DType dtype) { return apply_op<CopyFn>({t}, dty
 Tensor clone(const Tensor& t) { return apply_op<CopyFn>({t}, t.dtype()); }
 Tensor contiguous(const Tensor& t) { return t.is_contiguous() ? t : clone(t); }
 
+namespace {
+// Copy to another device (same dtype, contiguous result). Gradient: copied back.
+class ToDeviceFn final : public Function {
+ public:
+  explicit ToDeviceFn(Device to) : to_(to) {}
+  const char* name() const override { return "to_device"; }
+  std::vector<TensorMeta> infer(const std::vector<Tensor>& in) const override {
+    return {{in[0].shape(), in[0].dtype(), to_}};
+  }
+  std::vector<Tensor> forward(const std::vector<Tensor>& in, const std::vector<TensorMeta>& out) override {
+    from_ = in[0].device();
+    const Tensor src = contiguous(in[0]);
+    Tensor y = Tensor::empty(out[0].shape, out[0].dtype, out[0].device);
+    const size_t nbytes = static_cast<size_t>(y.numel()) * dtype_size(y.dtype());
+#if HKT_WITH_CUDA
+    if (from_.is_cpu())
+      cuda::copy_host_to_device(y.raw_data(), src.raw_data(), nbytes);
+    else if (to_.is_cpu())
+      cuda::copy_device_to_host(y.raw_data(), src.raw_data(), nbytes);
+    else
+      cuda::copy_device_to_device(y.raw_data(), src.raw_data(), nbytes);
+#else
+    (void)nbytes;
+    throw Error(str_cat("to_device: copying from ", from_.str(), " to ", to_.str(),
+                        " needs the CUDA backend, which this build does not have (configure with -DHKT_CUDA=ON)"));
+#endif
+    return {y};
+  }
+  std::vector<Tensor> backward(const std::vector<Tensor>& g) override { return {to_device(g[0], from_)}; }
+
+ private:
+  Device to_;
+  Device from_;
+};
+}  // namespace
+
 Tensor to_device(const Tensor& t, Device device) {
   if (t.device() == device) return t;
+#if HKT_WITH_CUDA
+  if (device.type == DeviceType::CUDA) cuda::require_device(device.index, "to_device");
+#else
   throw Error(str_cat("to_device: copying from ", t.device().str(), " to ", device.str(),
-                      " needs the CUDA backend, which this build does not have"));
+                      " needs the CUDA backend, which this build does not have (configure with -DHKT_CUDA=ON)"));
+#endif
+  return apply_op<ToDeviceFn>({t}, device);
 }
 
 Tensor& copy_(Tensor& dst, const Tensor& src) {

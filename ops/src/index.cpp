@@ -16,6 +16,10 @@
 #include "hkt/ops/view.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "kernels/cpu/index.hpp"
+#if HKT_WITH_CUDA
+#include "kernels/cuda/kernels.hpp"
+#include "kernels/cuda/kernels_nn.hpp"
+#endif
 
 namespace hkt {
 namespace {
@@ -95,6 +99,26 @@ const bool kRegistered = [] {
   where_kernels.set(C, DType::Float64, &cpu_where<double>);
   where_kernels.set(C, DType::Int64, &cpu_where<int64_t>);
   where_kernels.set(C, DType::Bool, &cpu_where<bool>);
+#if HKT_WITH_CUDA
+  constexpr auto G = DeviceType::CUDA;
+  join_kernels.set(G, DType::Float32, &cuda::copy_same<float>);
+  join_kernels.set(G, DType::Float64, &cuda::copy_same<double>);
+  join_kernels.set(G, DType::Int64, &cuda::copy_same<int64_t>);
+  join_kernels.set(G, DType::Bool, &cuda::copy_same<bool>);
+  range_kernels.set(G, DType::Int64, &cuda::first_out_of_range);
+  gather_kernels.set(G, DType::Float32, &cuda::indexed_gather<float>);
+  gather_kernels.set(G, DType::Float64, &cuda::indexed_gather<double>);
+  gather_kernels.set(G, DType::Int64, &cuda::indexed_gather<int64_t>);
+  gather_kernels.set(G, DType::Bool, &cuda::indexed_gather<bool>);
+  index_add_kernels.set(G, DType::Float32, &cuda::index_add_rows<float>);
+  index_add_kernels.set(G, DType::Float64, &cuda::index_add_rows<double>);
+  scatter_add_kernels.set(G, DType::Float32, &cuda::scatter_add_dim<float>);
+  scatter_add_kernels.set(G, DType::Float64, &cuda::scatter_add_dim<double>);
+  where_kernels.set(G, DType::Float32, &cuda::where<float>);
+  where_kernels.set(G, DType::Float64, &cuda::where<double>);
+  where_kernels.set(G, DType::Int64, &cuda::where<int64_t>);
+  where_kernels.set(G, DType::Bool, &cuda::where<bool>);
+#endif
   return true;
 }();
 

@@ -5,6 +5,9 @@
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/nn.hpp"
 #include "kernels/cpu/layer_norm.hpp"
+#if HKT_WITH_CUDA
+#include "kernels/cuda/kernels.hpp"
+#endif
 
 namespace hkt {
 namespace {
@@ -38,6 +41,13 @@ const bool kRegistered = [] {
   layer_norm_kernels.set(C, DType::Float64, &cpu_layer_norm<double>);
   layer_norm_grad_kernels.set(C, DType::Float32, &cpu_layer_norm_grad<float>);
   layer_norm_grad_kernels.set(C, DType::Float64, &cpu_layer_norm_grad<double>);
+#if HKT_WITH_CUDA
+  constexpr auto G = DeviceType::CUDA;
+  layer_norm_kernels.set(G, DType::Float32, &cuda::layer_norm_forward<float>);
+  layer_norm_kernels.set(G, DType::Float64, &cuda::layer_norm_forward<double>);
+  layer_norm_grad_kernels.set(G, DType::Float32, &cuda::layer_norm_backward<float>);
+  layer_norm_grad_kernels.set(G, DType::Float64, &cuda::layer_norm_backward<double>);
+#endif
   return true;
 }();
 

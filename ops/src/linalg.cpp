@@ -15,6 +15,9 @@
 #include "hkt/ops/reduce.hpp"
 #include "hkt/ops/view.hpp"
 #include "kernels/cpu/gemm.hpp"
+#if HKT_WITH_CUDA
+#include "kernels/cuda/kernels.hpp"
+#endif
 
 namespace hkt {
 namespace {
@@ -36,6 +39,10 @@ KernelTable<GemmBatchedSig>& gemm_kernels() {
     KernelTable<GemmBatchedSig> t("matmul");
     t.set(DeviceType::CPU, DType::Float32, &cpu_gemm_batched<float>);
     t.set(DeviceType::CPU, DType::Float64, &cpu_gemm_batched<double>);
+#if HKT_WITH_CUDA
+    t.set(DeviceType::CUDA, DType::Float32, &cuda::gemm_batched<float>);
+    t.set(DeviceType::CUDA, DType::Float64, &cuda::gemm_batched<double>);
+#endif
     return t;
   }();
   return k;

@@ -6,6 +6,10 @@
 #include "hkt/ops/nn.hpp"
 #include "hkt/ops/reduce.hpp"
 #include "kernels/cpu/loss.hpp"
+#if HKT_WITH_CUDA
+#include "kernels/cuda/kernels.hpp"
+#include "kernels/cuda/kernels_nn.hpp"
+#endif
 
 namespace hkt {
 namespace {
@@ -40,6 +44,14 @@ const bool kRegistered = [] {
   ce_kernels.set(C, DType::Float64, &cpu_ce<double>);
   ce_grad_kernels.set(C, DType::Float32, &cpu_ce_grad<float>);
   ce_grad_kernels.set(C, DType::Float64, &cpu_ce_grad<double>);
+#if HKT_WITH_CUDA
+  constexpr auto G = DeviceType::CUDA;
+  ce_check_kernels.set(G, DType::Int64, &cuda::ce_check_targets);
+  ce_kernels.set(G, DType::Float32, &cuda::ce_forward<float>);
+  ce_kernels.set(G, DType::Float64, &cuda::ce_forward<double>);
+  ce_grad_kernels.set(G, DType::Float32, &cuda::ce_backward<float>);
+  ce_grad_kernels.set(G, DType::Float64, &cuda::ce_backward<double>);
+#endif
   return true;
 }();
 

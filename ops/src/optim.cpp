@@ -7,6 +7,10 @@
 #include "hkt/core/kernel_table.hpp"
 #include "hkt/ops/factory.hpp"
 #include "kernels/cpu/optim.hpp"
+#if HKT_WITH_CUDA
+#include "kernels/cuda/kernels.hpp"
+#include "kernels/cuda/kernels_nn.hpp"
+#endif
 
 namespace hkt {
 namespace {
@@ -54,6 +58,17 @@ const bool kRegistered = [] {
   sum_squares_kernels.set(C, DType::Float64, &cpu_sum_squares<double>);
   scale_kernels.set(C, DType::Float32, &cpu_scale<float>);
   scale_kernels.set(C, DType::Float64, &cpu_scale<double>);
+#if HKT_WITH_CUDA
+  constexpr auto G = DeviceType::CUDA;
+  sgd_kernels.set(G, DType::Float32, &cuda::sgd_update<float>);
+  sgd_kernels.set(G, DType::Float64, &cuda::sgd_update<double>);
+  adamw_kernels.set(G, DType::Float32, &cuda::adamw_update<float>);
+  adamw_kernels.set(G, DType::Float64, &cuda::adamw_update<double>);
+  sum_squares_kernels.set(G, DType::Float32, &cuda::sum_squares<float>);
+  sum_squares_kernels.set(G, DType::Float64, &cuda::sum_squares<double>);
+  scale_kernels.set(G, DType::Float32, &cuda::scale<float>);
+  scale_kernels.set(G, DType::Float64, &cuda::scale<double>);
+#endif
   return true;
 }();
 
@@ -105,10 +120,14 @@ void sgd_update_(Tensor& param, const Tensor& grad, Tensor& momentum_buf, double
   if (use_buf) momentum_buf.storage()->bump_version();
 }
 
-void adamw_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, double lr, double beta1,
-                   double beta2, double eps, double weight_decay, int64_t step) {
-  constexpr const char* op = "adamw_update_";
-  NoGradGuard no_grad;
+namespace {
+// The per-step scalars of kernels/cpu/optim.hpp's adamw_update, after the checks.
+struct AdamWScalars {
+  double decay, step_size, bc2_sqrt;
+};
+AdamWScalars adamw_scalars(const char* op, const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                           const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
+                           double weight_decay, int64_t step) {
   check_param(op, param);
   check_like(op, "grad", grad, param);
   check_like(op, "exp_avg", exp_avg, param);
@@ -123,14 +142,52 @@ void adamw_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& e
   HKT_CHECK(beta1 >= 0.0 && beta1 < 1.0, op, ": beta1 must be in [0, 1), got ", beta1);
   HKT_CHECK(beta2 >= 0.0 && beta2 < 1.0, op, ": beta2 must be in [0, 1), got ", beta2);
   const double t = static_cast<double>(step);
-  const double bc1 = 1.0 - std::pow(beta1, t);
-  const double bc2 = 1.0 - std::pow(beta2, t);
-  const double decay = 1.0 - lr * weight_decay;
-  const double step_size = lr / bc1;
-  const double bc2_sqrt = std::sqrt(bc2);
+  return {1.0 - lr * weight_decay, lr / (1.0 - std::pow(beta1, t)), std::sqrt(1.0 - std::pow(beta2, t))};
+}
+}  // namespace
+
+void adamw_update_multi_(const std::vector<AdamWItem>& items, double beta1, double beta2, double eps) {
+  constexpr const char* op = "adamw_update_multi_";
+  NoGradGuard no_grad;
+  std::vector<AdamWScalars> sc;
+  for (const AdamWItem& it : items)
+    sc.push_back(adamw_scalars(op, it.param, it.grad, it.exp_avg, it.exp_avg_sq, it.lr, beta1, beta2, eps,
+                               it.weight_decay, it.step));
+#if HKT_WITH_CUDA
+  // CUDA parameters: one launch per dtype over all of them.
+  std::vector<cuda::AdamWTensor> f32, f64;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const AdamWItem& it = items[i];
+    if (it.param.device().type != DeviceType::CUDA) continue;
+    const cuda::AdamWTensor d{it.param.raw_data(), it.grad.raw_data(), it.exp_avg.raw_data(),
+                              it.exp_avg_sq.raw_data(), it.param.numel(), sc[i].decay, sc[i].step_size,
+                              sc[i].bc2_sqrt};
+    (it.param.dtype() == DType::Float32 ? f32 : f64).push_back(d);
+  }
+  cuda::adamw_update_multi<float>(f32, beta1, beta2, eps);
+  cuda::adamw_update_multi<double>(f64, beta1, beta2, eps);
+#endif
+  for (size_t i = 0; i < items.size(); ++i) {
+    const AdamWItem& it = items[i];
+    if (it.param.device().type != DeviceType::CUDA)
+      adamw_kernels.get(it.param.device(), it.param.dtype())(it.param.raw_data(), it.grad.raw_data(),
+                                                             it.exp_avg.raw_data(), it.exp_avg_sq.raw_data(),
+                                                             it.param.numel(), beta1, beta2, eps, sc[i].decay,
+                                                             sc[i].step_size, sc[i].bc2_sqrt);
+    it.param.storage()->bump_version();
+    it.exp_avg.storage()->bump_version();
+    it.exp_avg_sq.storage()->bump_version();
+  }
+}
+
+void adamw_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, double lr, double beta1,
+                   double beta2, double eps, double weight_decay, int64_t step) {
+  NoGradGuard no_grad;
+  const AdamWScalars sc = adamw_scalars("adamw_update_", param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps,
+                                        weight_decay, step);
   adamw_kernels.get(param.device(), param.dtype())(param.raw_data(), grad.raw_data(), exp_avg.raw_data(),
-                                                    exp_avg_sq.raw_data(), param.numel(), beta1, beta2, eps, decay,
-                                                    step_size, bc2_sqrt);
+                                                    exp_avg_sq.raw_data(), param.numel(), beta1, beta2, eps, sc.decay,
+                                                    sc.step_size, sc.bc2_sqrt);
   param.storage()->bump_version();
   exp_avg.storage()->bump_version();
   exp_avg_sq.storage()->bump_version();

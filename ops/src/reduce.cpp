@@ -7,6 +7,9 @@
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/view.hpp"
 #include "kernels/cpu/reduce.hpp"
+#if HKT_WITH_CUDA
+#include "kernels/cuda/kernels.hpp"
+#endif
 
 namespace hkt {
 namespace {
@@ -30,6 +33,15 @@ const bool kRegistered = [] {
   max_kernels.set(C, DType::Float32, &cpu_reduce<float, cpu::MaxReducer>);
   max_kernels.set(C, DType::Float64, &cpu_reduce<double, cpu::MaxReducer>);
   max_kernels.set(C, DType::Int64, &cpu_reduce<int64_t, cpu::MaxReducer>);
+#if HKT_WITH_CUDA
+  constexpr auto G = DeviceType::CUDA;
+  sum_kernels.set(G, DType::Float32, &cuda::reduce_sum<float>);
+  sum_kernels.set(G, DType::Float64, &cuda::reduce_sum<double>);
+  sum_kernels.set(G, DType::Int64, &cuda::reduce_sum<int64_t>);
+  max_kernels.set(G, DType::Float32, &cuda::reduce_max<float>);
+  max_kernels.set(G, DType::Float64, &cuda::reduce_max<double>);
+  max_kernels.set(G, DType::Int64, &cuda::reduce_max<int64_t>);
+#endif
   return true;
 }();
 

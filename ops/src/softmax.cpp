@@ -4,6 +4,9 @@
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/nn.hpp"
 #include "kernels/cpu/softmax.hpp"
+#if HKT_WITH_CUDA
+#include "kernels/cuda/kernels.hpp"
+#endif
 
 namespace hkt {
 namespace {
@@ -37,6 +40,17 @@ const bool kRegistered = [] {
   softmax_grad_kernels.set(C, DType::Float64, &cpu_softmax_grad<double, false>);
   log_softmax_grad_kernels.set(C, DType::Float32, &cpu_softmax_grad<float, true>);
   log_softmax_grad_kernels.set(C, DType::Float64, &cpu_softmax_grad<double, true>);
+#if HKT_WITH_CUDA
+  constexpr auto G = DeviceType::CUDA;
+  softmax_kernels.set(G, DType::Float32, &cuda::softmax_forward<float, false>);
+  softmax_kernels.set(G, DType::Float64, &cuda::softmax_forward<double, false>);
+  log_softmax_kernels.set(G, DType::Float32, &cuda::softmax_forward<float, true>);
+  log_softmax_kernels.set(G, DType::Float64, &cuda::softmax_forward<double, true>);
+  softmax_grad_kernels.set(G, DType::Float32, &cuda::softmax_backward<float, false>);
+  softmax_grad_kernels.set(G, DType::Float64, &cuda::softmax_backward<double, false>);
+  log_softmax_grad_kernels.set(G, DType::Float32, &cuda::softmax_backward<float, true>);
+  log_softmax_grad_kernels.set(G, DType::Float64, &cuda::softmax_backward<double, true>);
+#endif
   return true;
 }();
 

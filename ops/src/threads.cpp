@@ -19,13 +19,27 @@ void set_locked(int n) {
   if (n > 0) g_control = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, n);
 }
 
-const bool kFromEnv = [] {
-  if (const char* env = std::getenv("HKT_NUM_THREADS")) {
-    const int n = std::atoi(env);
-    if (n > 0) set_locked(n);
-  }
-  return true;
-}();
+}  // namespace
+
+namespace detail {
+// Applies HKT_NUM_THREADS once. Called by a static initialiser here and by
+// one in factory.cpp: in a static libhkt.a this object file is linked only
+// when a program refers to it, and every program uses the factories.
+bool apply_thread_env() {
+  static const bool done = [] {
+    if (const char* env = std::getenv("HKT_NUM_THREADS")) {
+      const int n = std::atoi(env);
+      std::lock_guard<std::mutex> lock(g_mu);
+      if (n > 0) set_locked(n);
+    }
+    return true;
+  }();
+  return done;
+}
+}  // namespace detail
+
+namespace {
+const bool kFromEnv = detail::apply_thread_env();
 }  // namespace
 
 void set_num_threads(int n) {

@@ -44,11 +44,23 @@ int main(int argc, char** argv) {
   app.add_option("--models", models, "comma-separated presets to compare")->capture_default_str();
   app.add_option("--run-dir", run_dir, "folder of the runs and results.md")->capture_default_str();
   app.add_flag("--quiet", quiet, "no training output, only the table");
-  CLI11_PARSE(app, argc, argv);
+  if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;
 
   try {
-    hkt::tasks::TrainConfig base = topts.resolve();
-    if (base.steps == 0 && base.epochs == 0) base.epochs = 1;
+    const hkt::Device device = topts.device();
+    hkt::tasks::TrainConfig base;
+    try {
+      base = topts.resolve();
+      if (base.steps == 0 && base.epochs == 0) base.epochs = 1;
+      HKT_CHECK(!split(models).empty(), "--models: no preset given");
+      for (const std::string& m : split(models)) {
+        hkt::tasks::TrainConfig c = base;
+        c.model = m;
+        c.validate();
+      }
+    } catch (const hkt::Error& e) {
+      throw hkt::tasks::InputError(e.what());
+    }
     std::ostringstream table;
     table << "| model | params | best val acc (%) | test acc (%) | best step | time/step (ms) |\n"
           << "|---|---:|---:|---:|---:|---:|\n";
@@ -59,6 +71,7 @@ int main(int argc, char** argv) {
       if (!quiet) std::cout << "== " << m << " (" << cfg.run_dir << ") ==\n" << std::flush;
       hkt::tasks::RunOptions ropt;
       ropt.quiet = quiet;
+      ropt.device = device;
       const hkt::tasks::TrainResult r = hkt::tasks::train(cfg, ropt);
       char ms[32];
       std::snprintf(ms, sizeof ms, "%.1f", 1000.0 * r.s_per_step);
@@ -73,8 +86,11 @@ int main(int argc, char** argv) {
     std::ofstream(run_dir + "/results.md") << doc.str();
     std::cout << "\n" << doc.str() << "\n(written to " << run_dir << "/results.md)\n";
     return 0;
+  } catch (const hkt::tasks::InputError& e) {
+    std::cerr << "hkt-compare: error: " << e.what() << "\n";
+    return hkt::apps::kExitUsage;
   } catch (const std::exception& e) {
     std::cerr << "\nhkt-compare: error: " << e.what() << "\n";
-    return 1;
+    return hkt::apps::kExitFailure;
   }
 }

@@ -27,11 +27,12 @@ int main(int argc, char** argv) {
                  "--quiet may be given with it)");
   app.add_flag("--quiet", quiet, "no console output (the run folder is still written)");
   app.add_flag("--print-config", print_config, "print the resolved config as JSON and exit");
-  CLI11_PARSE(app, argc, argv);
+  if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;
 
   try {
     hkt::tasks::RunOptions ropt;
     ropt.quiet = quiet;
+    ropt.device = topts.device();
     if (!resume_dir.empty()) {
       std::vector<std::string> extra = topts.given();
       if (!run_dir.empty()) extra.push_back("--run-dir");
@@ -40,25 +41,33 @@ int main(int argc, char** argv) {
         std::string list;
         for (const auto& e : extra) list += " " + e;
         std::cerr << "hkt-train: --resume continues a run with its own config.json; remove:" << list << "\n";
-        return 2;
+        return hkt::apps::kExitUsage;
       }
       if (topts.threads_given() && topts.threads() > 0) hkt::set_num_threads(topts.threads());
       hkt::tasks::resume(resume_dir, ropt);
       return 0;
     }
-    hkt::tasks::TrainConfig cfg = topts.resolve();
-    if (!run_dir.empty()) cfg.run_dir = run_dir;
-    if (cfg.run_dir.empty()) cfg.run_dir = "runs/" + cfg.task + "-" + cfg.model + "-s" + std::to_string(cfg.seed);
-    if (cfg.steps == 0 && cfg.epochs == 0) cfg.epochs = 1;
-    cfg.validate();
+    hkt::tasks::TrainConfig cfg;
+    try {
+      cfg = topts.resolve();
+      if (!run_dir.empty()) cfg.run_dir = run_dir;
+      if (cfg.run_dir.empty()) cfg.run_dir = "runs/" + cfg.task + "-" + cfg.model + "-s" + std::to_string(cfg.seed);
+      if (cfg.steps == 0 && cfg.epochs == 0) cfg.epochs = 1;
+      cfg.validate();
+    } catch (const hkt::Error& e) {
+      throw hkt::tasks::InputError(e.what());
+    }
     if (print_config) {
       std::cout << cfg.to_json() << "\n";
       return 0;
     }
     hkt::tasks::train(cfg, ropt);
     return 0;
+  } catch (const hkt::tasks::InputError& e) {
+    std::cerr << "hkt-train: error: " << e.what() << "\n";
+    return hkt::apps::kExitUsage;
   } catch (const std::exception& e) {
     std::cerr << "\nhkt-train: error: " << e.what() << "\n";
-    return 1;
+    return hkt::apps::kExitFailure;
   }
 }

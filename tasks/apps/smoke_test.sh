@@ -3,6 +3,7 @@
 #   smoke_test.sh help    BIN_DIR   hkt-train --help exits 0 and documents every option
 #   smoke_test.sh tasks   BIN_DIR   a two-step run per task, on data generated here in tiny files
 #   smoke_test.sh compare BIN_DIR   hkt-compare on two presets writes its table
+#   smoke_test.sh errors  BIN_DIR   bad options, values, configs and files: a message and exit status 2
 set -euo pipefail
 mode="$1"
 bin="$(realpath "$2")"
@@ -106,6 +107,50 @@ compare)
   grep -q "| hkt-tiny |" "$work/cmp/results.md"
   grep -q "| mha-tiny |" "$work/cmp/results.md"
   echo "smoke compare: ok"
+  ;;
+errors)
+  # Bad command lines, configs and files: a message on stderr naming the problem
+  # and exit status 2 (never a crash, never a run). Each case: the expected
+  # text in the message, then the arguments.
+  bad=0
+  expect_usage() {  # expect_usage BINARY TEXT ARGS...
+    local exe=$1 text=$2; shift 2
+    local st=0
+    "$bin/$exe" "$@" >"$work/out" 2>"$work/err" || st=$?
+    if [[ $st != 2 ]] || ! grep -qi -- "$text" "$work/err"; then
+      echo "FAILED: $exe $* -> exit $st (expected 2 and a message with '$text'):"; cat "$work/err"; bad=1
+    else
+      echo "ok: $exe $* -> 2: $(grep -i -m1 -- "$text" "$work/err")"
+    fi
+  }
+  r=(--run-dir "$work/r" --steps 1)
+  echo '{"steps": 2, "stepz": 1}' >"$work/bad.json"
+  echo '{"steps": ' >"$work/broken.json"
+  expect_usage hkt-train "no-such-option" --no-such-option
+  expect_usage hkt-train "levels must be >= 1" --task synthetic --levels 0 "${r[@]}"
+  expect_usage hkt-train "data sizes must be >= 0" --task synthetic --seq-len -1 "${r[@]}"
+  expect_usage hkt-train "divisible by heads" --task synthetic --dim 30 --heads 4 "${r[@]}"
+  expect_usage hkt-train "batch_size must be >= 1" --task synthetic --batch-size 0 "${r[@]}"
+  expect_usage hkt-train "lr must be > 0" --task synthetic --lr -1 "${r[@]}"
+  expect_usage hkt-train "could not convert" --task synthetic "${r[@]}" --steps many
+  expect_usage hkt-train "unknown task 'nope'" --task nope "${r[@]}"
+  expect_usage hkt-train "unknown preset" --task synthetic --model huge "${r[@]}"
+  expect_usage hkt-train "does not exist" --config "$work/missing.json" "${r[@]}"
+  expect_usage hkt-train "unknown key 'stepz'" --config "$work/bad.json" "${r[@]}"
+  expect_usage hkt-train "invalid JSON" --config "$work/broken.json" "${r[@]}"
+  expect_usage hkt-train "no config.json" --resume "$work/no-such-run"
+  expect_usage hkt-train "remove: --steps" --resume "$work/r" --steps 3
+  expect_usage hkt-train "warmup" --task synthetic --steps 2 --warmup 5 --run-dir "$work/w"
+  expect_usage hkt-train "load_cifar10: folder" --task cifar10 --data-dir "$work/no-data" "${r[@]}"
+  expect_usage hkt-train "load_imdb: folder" --task imdb --data-dir "$work/no-data" "${r[@]}"
+  expect_usage hkt-train "not found" --task listops-tsv --data-dir "$work/no-data" "${r[@]}"
+  expect_usage hkt-train "fashion" --task fashion-mnist --data-dir "$work/no-data" "${r[@]}"
+  expect_usage hkt-compare "no-such-option" --no-such-option
+  expect_usage hkt-compare "unknown preset" --task synthetic --models hkt-tiny,huge --steps 1 --run-dir "$work/c"
+  expect_usage hkt-compare "levels must be >= 1" --task synthetic --levels 0 --steps 1 --run-dir "$work/c"
+  [[ ! -e "$work/c/huge" ]] || { echo "FAILED: hkt-compare trained before checking every preset"; bad=1; }
+  [[ $bad == 0 ]] && echo "smoke errors: ok"
+  exit $bad
   ;;
 *)
   echo "unknown mode $mode"; exit 2 ;;

@@ -10,9 +10,28 @@
 #include <vector>
 
 #include "hkt/core/error.hpp"
+#include "hkt/ops/cuda.hpp"
 #include "hkt/tasks/train.hpp"
 
 namespace hkt::apps {
+
+// Exit statuses of hkt-train and hkt-compare: 0 done, 1 failed while running,
+// 2 bad command line, config or input files (nothing was trained).
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+// Parses the command line. Returns -1 to go on, else the status to exit with:
+// 0 after --help, kExitUsage (with CLI11's message) for an unknown option, a
+// value that does not convert, a missing --config file, ...
+inline int parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int status = app.exit(e);  // prints the help or the message
+    return status == 0 ? 0 : kExitUsage;
+  }
+  return -1;
+}
 
 class TrainOptions {
  public:
@@ -80,6 +99,20 @@ class TrainOptions {
          [](auto& d, auto& s) { d.seed = s.seed; });
     flag(app, "--threads", c.threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)",
          [](auto& d, auto& s) { d.threads = s.threads; });
+    // Not part of the config: a run may be resumed on another device.
+    app.add_option("--device", device_, "where to train: cpu, or cuda (needs a GPU and a CUDA build)")
+        ->check(CLI::IsMember({"cpu", "cuda"}))
+        ->capture_default_str();
+  }
+
+  // The --device given; throws tasks::InputError (exit status 2) when CUDA is
+  // asked for but not available (no CUDA build, no driver or no GPU).
+  Device device() const {
+    if (device_ != "cuda") return Device::cpu();
+    if (!cuda_is_available())
+      throw tasks::InputError("--device cuda: CUDA is not available: " + cuda_unavailable_reason() +
+                              " (use --device cpu)");
+    return Device::cuda();
   }
 
   // Defaults, then --config, then the flags given.
@@ -87,12 +120,13 @@ class TrainOptions {
     tasks::TrainConfig base;
     if (!config_file_.empty()) {
       std::ifstream f(config_file_);
+      if (!f) throw tasks::InputError("cannot read the config file '" + config_file_ + "'");
       std::stringstream ss;
       ss << f.rdbuf();
       try {
         base = tasks::TrainConfig::from_json(ss.str());
       } catch (const Error& e) {
-        throw Error(std::string(config_file_) + ": " + e.what());
+        throw tasks::InputError(std::string(config_file_) + ": " + e.what());
       }
     }
     for (const auto& [opt, apply] : setters_)
@@ -139,6 +173,7 @@ class TrainOptions {
 
   tasks::TrainConfig tmp_;
   std::string config_file_;
+  std::string device_ = "cpu";
   std::vector<std::pair<CLI::Option*, Setter>> setters_;
   std::vector<std::shared_ptr<void>> holders_;
 };

@@ -4,9 +4,11 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -144,7 +146,7 @@ void write_atomic(const fs::path& path, const std::string& text) {
     HKT_CHECK(f, "train: cannot write '", tmp.string(), "'");
     f << text;
     f.flush();
-    HKT_CHECK(f, "train: cannot write '", tmp.string(), "'");
+    HKT_CHECK(f, "train: cannot write '", tmp.string(), "': ", std::strerror(errno));
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
@@ -235,6 +237,15 @@ class Console {
 
 // --- the run --------------------------------------------------------------------
 
+// A batch copied to the model's device.
+Batch on_device(Batch b, Device d) {
+  if (d.is_cpu()) return b;
+  b.inputs = to_device(b.inputs, d);
+  if (b.valid.defined()) b.valid = to_device(b.valid, d);
+  b.labels = to_device(b.labels, d);
+  return b;
+}
+
 struct Run {
   TrainConfig cfg;
   RunOptions ropt;
@@ -279,34 +290,62 @@ struct Run {
     if (dir.empty()) return;
     const fs::path tmp = dir / "checkpoint.tmp", cur = dir / "checkpoint", old = dir / "checkpoint.old";
     fs::remove_all(tmp);
-    nn::save_checkpoint(tmp.string(), *model, *opt, step, metadata());
-    // Timings differ between runs, so they live beside the tensors, not in their metadata.
-    json st = {{"step", step}, {"wall_s", wall()}, {"train_s", prior_train + seg_train}};
-    write_atomic(tmp / "state.json", st.dump(2) + "\n");
+    try {
+      nn::save_checkpoint(tmp.string(), *model, *opt, step, metadata());
+      // Timings differ between runs, so they live beside the tensors, not in their metadata.
+      json st = {{"step", step}, {"wall_s", wall()}, {"train_s", prior_train + seg_train}};
+      write_atomic(tmp / "state.json", st.dump(2) + "\n");
+    } catch (const Error& e) {
+      // A full disk (or a file size limit): the folder being written is dropped,
+      // the previous checkpoint is left as it was.
+      std::error_code ec;
+      fs::remove_all(tmp, ec);
+      const fs::path prev = find_checkpoint(dir);
+      throw Error(str_cat("train: the checkpoint of step ", step, " could not be written: ", e.what(), "; ",
+                          prev.empty() ? std::string("there is no earlier checkpoint")
+                                       : "the previous checkpoint '" + prev.string() + "' is kept"));
+    }
     std::error_code ec;
+    // A folder is renamed to checkpoint.trash before it is deleted, so that a kill
+    // during the deletion never leaves part of a checkpoint under a name --resume reads.
+    const auto discard = [&](const fs::path& p) {
+      const fs::path trash = dir / "checkpoint.trash";
+      fs::remove_all(trash);
+      if (!fs::exists(p)) return;
+      fs::rename(p, trash, ec);
+      HKT_CHECK(!ec, "train: cannot rename '", p.string(), "' to '", trash.string(), "': ", ec.message());
+      fs::remove_all(trash);
+    };
     if (fs::exists(cur)) {
-      fs::remove_all(old);
+      discard(old);
       fs::rename(cur, old, ec);
       HKT_CHECK(!ec, "train: cannot rename '", cur.string(), "': ", ec.message());
     }
     fs::rename(tmp, cur, ec);
     HKT_CHECK(!ec, "train: cannot rename '", tmp.string(), "' to '", cur.string(), "': ", ec.message());
-    fs::remove_all(old);
+    discard(old);
   }
 
   void setup(const Console& con) {
     (void)con;
     if (cfg.threads > 0) set_num_threads(cfg.threads);
-    data = load_task(cfg.task, cfg.data);
-    mcfg = cfg.model_config(data.train);
+    try {
+      data = load_task(cfg.task, cfg.data);
+      mcfg = cfg.model_config(data.train);
+      mcfg.validate();
+    } catch (const Error& e) {
+      throw InputError(e.what());
+    }
     Generator gen(cfg.seed);
     model = std::make_unique<nn::SequenceClassifier>(mcfg, &gen);
     model->train();
+    model->to(ropt.device);  // before the optimizer, whose state follows the parameters
     opt = std::make_unique<nn::AdamW>(nn::decay_groups(*model, cfg.lr, cfg.weight_decay));
     manual_seed(cfg.seed + 1);  // dropout
     per_epoch = (data.train.size() + cfg.batch_size - 1) / cfg.batch_size;
     total = cfg.steps > 0 ? cfg.steps : cfg.epochs * per_epoch;
-    HKT_CHECK(cfg.warmup <= total, kCfg, "warmup (", cfg.warmup, ") exceeds the number of steps (", total, ")");
+    if (cfg.warmup > total)
+      throw InputError(str_cat(kCfg, "warmup (", cfg.warmup, ") exceeds the number of steps (", total, ")"));
     if (cfg.schedule == "constant") sched = nn::LRSchedule::constant(cfg.warmup);
     else if (cfg.schedule == "cosine") sched = nn::LRSchedule::warmup_cosine(cfg.warmup, total, cfg.min_lr_factor);
     else sched = nn::LRSchedule::warmup_linear(cfg.warmup, total, cfg.min_lr_factor);
@@ -376,8 +415,9 @@ struct Run {
                        {{"hkt.step", std::to_string(step)}, {"hkt.val_acc", exact(v.accuracy)},
                         {"hkt.model_config", mcfg.to_json()}});
     }
-    metric(json{{"event", "eval"},       {"step", step},          {"val_loss", v.loss},
-                {"val_acc", v.accuracy}, {"test_loss", t.loss},   {"test_acc", t.accuracy},
+    // epoch: training epochs completed, fractional (for the curves of hkt-plot).
+    metric(json{{"event", "eval"},       {"step", step},          {"epoch", static_cast<double>(step) / per_epoch},
+                {"val_loss", v.loss},    {"val_acc", v.accuracy}, {"test_loss", t.loss},   {"test_acc", t.accuracy},
                 {"best_step", best_step}, {"best_val_acc", best_val}});
     con.line("eval  step " + std::to_string(step) + "/" + std::to_string(total) + "  val loss " + fmt(v.loss) +
              " acc " + fmt(v.accuracy) + "  test loss " + fmt(t.loss) + " acc " + fmt(t.accuracy) +
@@ -408,7 +448,7 @@ struct Run {
       }
       const int64_t lo = pos * cfg.batch_size, hi = std::min(lo + cfg.batch_size, data.train.size());
       const std::vector<int64_t> idx(order.begin() + lo, order.begin() + hi);
-      const Batch b = data.train.batch(idx);
+      const Batch b = on_device(data.train.batch(idx), ropt.device);
       const Tensor logits = model->forward(b.inputs, b.valid);
       const Tensor loss = cross_entropy(logits, b.labels);
       const double lv = loss.item_double();
@@ -482,6 +522,7 @@ struct Run {
     if (best_step >= 0) {
       Generator gen(cfg.seed);
       nn::SequenceClassifier best(mcfg, &gen);
+      best.to(ropt.device);
       if (!dir.empty()) nn::load_model((dir / "best.safetensors").string(), best);
       else best.load_state_dict(model->state_dict());  // no run folder: the final model stands in
       const EvalResult t = evaluate(best, data.test, cfg.batch_size, 0);
@@ -560,7 +601,10 @@ void TrainConfig::validate() const {
       m[it.key()] = it.value();
     }
     try {
-      nn::ClassifierConfig::from_json(m.dump());
+      // The task fills in vocab / input_features later; check everything else now.
+      nn::ClassifierConfig mc = nn::ClassifierConfig::from_json(m.dump());
+      if (mc.vocab == 0 && mc.input_features == 0) mc.vocab = 1;
+      mc.validate();
     } catch (const Error& e) {
       throw Error(str_cat(kCfg, "model_overrides: ", e.what()));
     }
@@ -652,6 +696,8 @@ nn::ClassifierConfig TrainConfig::model_config(const Dataset& train) const {
 EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t batch_size, int64_t max_batches) {
   HKT_CHECK(batch_size >= 1, "evaluate: batch_size must be >= 1, got ", batch_size);
   const bool was_training = model.is_training();
+  const std::vector<Tensor> params = model.parameters();
+  const Device device = params.empty() ? Device::cpu() : params.front().device();  // the batches follow the model
   model.eval();
   NoGradGuard no_grad;
   EvalResult r;
@@ -662,7 +708,7 @@ EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t 
     const int64_t hi = std::min(lo + batch_size, data.size());
     std::vector<int64_t> idx(static_cast<size_t>(hi - lo));
     std::iota(idx.begin(), idx.end(), lo);
-    const Batch b = data.batch(idx);
+    const Batch b = on_device(data.batch(idx), device);
     const Tensor logits = model.forward(b.inputs, b.valid);
     loss_sum += cross_entropy(logits, b.labels, -100, Reduction::Sum).item_double();
     correct += count_correct(logits, b.labels.to_vector<int64_t>());
@@ -677,7 +723,11 @@ EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t 
 }
 
 TrainResult train(const TrainConfig& cfg, const RunOptions& opt) {
-  cfg.validate();
+  try {
+    cfg.validate();
+  } catch (const Error& e) {
+    throw InputError(e.what());
+  }
   Run run;
   run.cfg = cfg;
   run.ropt = opt;
@@ -687,8 +737,8 @@ TrainResult train(const TrainConfig& cfg, const RunOptions& opt) {
     fs::create_directories(run.dir, ec);
     HKT_CHECK(!ec, "train: cannot create the run folder '", cfg.run_dir, "': ", ec.message());
     // A fresh run: drop what an earlier run left (only the files a run writes).
-    for (const char* f : {"checkpoint", "checkpoint.tmp", "checkpoint.old", "best.safetensors", "metrics.jsonl",
-                          "summary.json"})
+    for (const char* f : {"checkpoint", "checkpoint.tmp", "checkpoint.old", "checkpoint.trash", "best.safetensors",
+                          "metrics.jsonl", "summary.json"})
       fs::remove_all(run.dir / f);
     write_atomic(run.dir / "config.json", cfg.to_json() + "\n");
   }
@@ -698,9 +748,15 @@ TrainResult train(const TrainConfig& cfg, const RunOptions& opt) {
 TrainResult resume(const std::string& run_dir, const RunOptions& opt) {
   const fs::path dir(run_dir);
   std::error_code ec;
-  HKT_CHECK(fs::exists(dir / "config.json", ec), "resume: '", run_dir,
-            "' has no config.json (not a run folder, or killed before it was written)");
-  TrainConfig cfg = TrainConfig::from_json(read_file(dir / "config.json"));
+  if (!fs::exists(dir / "config.json", ec))
+    throw InputError(str_cat("resume: '", run_dir,
+                             "' has no config.json (not a run folder, or killed before it was written)"));
+  TrainConfig cfg;
+  try {
+    cfg = TrainConfig::from_json(read_file(dir / "config.json"));
+  } catch (const Error& e) {
+    throw InputError(str_cat((dir / "config.json").string(), ": ", e.what()));
+  }
   cfg.run_dir = run_dir;  // the folder may have moved
   Run run;
   run.cfg = cfg;

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -106,6 +107,50 @@ class Cube final : public hkt::Function {
 
 // 3. The user-facing function.
 hkt::Tensor cube(const hkt::Tensor& x) { return hkt::apply_op<Cube>({x}); }
+
+// ---------------------------------------------------------------------------
+// swish(x) = x * sigmoid(x), written with built-in ops only (no kernels of
+// its own): it runs wherever those ops run. docs/extending.md, section 6.
+class Swish final : public hkt::Function {
+ public:
+  const char* name() const override { return "swish"; }
+  std::vector<hkt::TensorMeta> infer(const std::vector<hkt::Tensor>& in) const override {
+    HKT_CHECK(in.size() == 1 && hkt::is_floating(in[0].dtype()), "swish: expected one floating tensor");
+    return {in[0].meta()};
+  }
+  std::vector<hkt::Tensor> forward(const std::vector<hkt::Tensor>& in,
+                                   const std::vector<hkt::TensorMeta>&) override {
+    const hkt::Tensor s = hkt::sigmoid(in[0]);  // grad mode is off in forward: no graph is recorded
+    x_ = in[0];
+    s_ = s;
+    return {in[0] * s};
+  }
+  std::vector<hkt::Tensor> backward(const std::vector<hkt::Tensor>& grad_out) override {
+    const hkt::Tensor x = x_.get(name()), s = s_.get(name());
+    return {grad_out[0] * s * (1.0 + x * (1.0 - s))};  // d/dx x s(x) = s (1 + x (1 - s))
+  }
+
+ private:
+  hkt::SavedTensor x_, s_;
+};
+
+hkt::Tensor swish(const hkt::Tensor& x) { return hkt::apply_op<Swish>({x}); }
+
+void swish_op() {
+  using namespace hkt;
+  Tensor a = randn({3, 5}, {DType::Float64}).set_requires_grad(true);
+  bool ok = true;
+  try {
+    gradcheck([](const std::vector<Tensor>& in) { return swish(in[0]); }, {a});
+    gradcheck([](const std::vector<Tensor>& in) { return swish(transpose(in[0], 0, 1) * 2.0); }, {a});
+  } catch (const Error& e) {
+    std::printf("     %s\n", e.what());
+    ok = false;
+  }
+  check(ok, "swish: gradcheck in float64");
+  Tensor x = from_vector(std::vector<float>{-3.0f, 0.0f, 2.0f}, {3});
+  check(swish(x).to_vector<float>() == (x * sigmoid(x)).to_vector<float>(), "swish: forward equals x * sigmoid(x)");
+}
 
 // ---------------------------------------------------------------------------
 
@@ -204,12 +249,55 @@ void custom_op() {
   check(threw, "cube: backward refuses an input modified in place after the forward");
 }
 
+// A tiny model that uses cube: y = sum_j v_j * cube(w_j x + b_j), fitted to a
+// target cubic by gradient descent; the loss must fall by 100x.
+void train_with_custom_op() {
+  using namespace hkt;
+  manual_seed(1);
+  const int64_t N = 64, H = 4;
+  Tensor x = uniform({N, 1}, -1.0, 1.0);
+  Tensor target = 0.5 * x * x * x - 0.25 * x;
+  auto l1 = std::make_shared<nn::Linear>(1, H);
+  auto l2 = std::make_shared<nn::Linear>(H, 1);
+  std::vector<Tensor> params = l1->parameters();
+  for (const Tensor& p : l2->parameters()) params.push_back(p);
+  nn::AdamW opt(params, 0.03, 0.0);
+  double first = 0, last = 0;
+  for (int step = 0; step < 300; ++step) {
+    const Tensor err = l2->forward(cube(l1->forward(x))) - target;
+    Tensor loss = mean(err * err);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    (step == 0 ? first : last) = loss.item<float>();
+  }
+  std::printf("     training with cube: loss %.3g -> %.3g\n", first, last);
+  check(std::isfinite(last) && last < first / 100, "cube: a tiny model using it trains (loss falls 100x)");
+}
+
+// HKT_NUM_THREADS is read by a static initialiser: it must also work when a
+// static libhkt.a is linked (tools/test.sh runs this with HKT_NUM_THREADS=1).
+void threads_from_env() {
+  if (const char* env = std::getenv("HKT_NUM_THREADS"))
+    check(hkt::get_num_threads() == std::atoi(env), "HKT_NUM_THREADS sets the number of threads");
+}
+
+void version() {
+  check(std::string(HKT_VERSION_STRING) == hkt::version(), "version: hkt/version.hpp matches the library");
+  check(std::string(HKT_VERSION_STRING) == HKT_PACKAGE_VERSION, "version: hkt/version.hpp matches the package");
+  check(HKT_VERSION == HKT_VERSION_MAJOR * 10000 + HKT_VERSION_MINOR * 100 + HKT_VERSION_PATCH, "version: HKT_VERSION");
+}
+
 }  // namespace
 
 int main() {
   try {
+    version();
+    threads_from_env();
     builtin_ops();
     custom_op();
+    swish_op();
+    train_with_custom_op();
   } catch (const std::exception& e) {
     std::printf("FAIL uncaught exception: %s\n", e.what());
     return 1;

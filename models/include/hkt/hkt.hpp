@@ -1,5 +1,7 @@
-// The public API of hkt in one include.
+// The public API of hkt in one include: every installed header except the
+// kernels' internal functor definitions (reached through hkt/ops/elementwise.hpp).
 #pragma once
+#include "hkt/version.hpp"
 #include "hkt/core/autograd.hpp"
 #include "hkt/core/dtype.hpp"
 #include "hkt/core/error.hpp"
@@ -13,6 +15,7 @@
 #include "hkt/core/tensor.hpp"
 #include "hkt/ops/attention.hpp"
 #include "hkt/ops/conv.hpp"
+#include "hkt/ops/cuda.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/gradcheck.hpp"
@@ -31,3 +34,10 @@
 #include "hkt/models/checkpoint.hpp"
 #include "hkt/models/attention.hpp"
 #include "hkt/models/classifier.hpp"
+#include "hkt/tasks/dataset.hpp"
+#include "hkt/tasks/experiment.hpp"
+#include "hkt/tasks/images.hpp"
+#include "hkt/tasks/imdb.hpp"
+#include "hkt/tasks/listops.hpp"
+#include "hkt/tasks/registry.hpp"
+#include "hkt/tasks/train.hpp"

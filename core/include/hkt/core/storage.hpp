@@ -15,6 +15,9 @@ class Allocator {
   virtual ~Allocator() = default;
   virtual void* allocate(size_t nbytes, Device device) = 0;
   virtual void deallocate(void* ptr, size_t nbytes, Device device) = 0;
+  // Copies nbytes from `src`, memory of this allocator's device, to host memory
+  // `dst`, and returns when they are there (the default: memcpy, for the CPU).
+  virtual void copy_to_host(void* dst, const void* src, size_t nbytes, Device device);
 };
 void set_allocator(DeviceType type, Allocator* alloc);
 Allocator* get_allocator(DeviceType type);  // throws if the device has no backend

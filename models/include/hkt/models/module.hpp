@@ -52,6 +52,10 @@ class Module {
 
   // Drops the gradients of all parameters.
   void zero_grad();
+  // Moves every parameter and buffer to `device` in place (each tensor keeps
+  // its identity, so layers and optimisers created later see the moved
+  // values; create the optimiser after the move). Gradients are dropped.
+  void to(Device device);
   // Number of parameter elements (all, or only those with requires_grad).
   int64_t num_parameters(bool trainable_only = false) const;
   // A table: name, shape, count, and the total.

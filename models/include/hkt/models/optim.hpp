@@ -19,6 +19,7 @@
 
 #include "hkt/core/tensor.hpp"
 #include "hkt/models/module.hpp"
+#include "hkt/ops/optim.hpp"
 
 namespace hkt::nn {
 
@@ -87,6 +88,9 @@ class Optimizer {
 
   // Updates parameter i (flat index) with its (contiguous) gradient.
   virtual void update(size_t i, Tensor& param, const Tensor& grad, double lr, double weight_decay) = 0;
+  // Called once after update() has been called for every parameter of a
+  // step: an optimizer may queue its updates there and apply them together.
+  virtual void finish_step() {}
   // The state a parameter has once updated, in order (empty: stateless).
   virtual std::vector<StateSpec> state_spec(const Tensor& param) const = 0;
 
@@ -130,11 +134,16 @@ class AdamW : public Optimizer {
   double eps() const { return eps_; }
 
  protected:
+  // Queues the parameter; finish_step() updates all of them with one
+  // adamw_update_multi_ (one kernel launch per dtype on CUDA).
   void update(size_t i, Tensor& param, const Tensor& grad, double lr, double weight_decay) override;
+  void finish_step() override;
   std::vector<StateSpec> state_spec(const Tensor& param) const override;
 
  private:
   double beta1_, beta2_, eps_;
+  std::vector<AdamWItem> pending_;
+  std::vector<Tensor> pending_counts_;  // their step counters, bumped once the update is done
 };
 
 // Scales the gradients of `params` in place so that their global L2 norm is

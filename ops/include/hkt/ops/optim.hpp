@@ -9,6 +9,7 @@
 // Scalars (learning rate, bias corrections) are computed in double.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "hkt/core/tensor.hpp"
 
@@ -35,6 +36,16 @@ void sgd_update_(Tensor& param, const Tensor& grad, Tensor& momentum_buf, double
 void adamw_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, double lr, double beta1,
                    double beta2, double eps, double weight_decay, int64_t step);
 
+// The same AdamW step on many parameters at once, each with its own lr,
+// weight decay and step count and the checks of adamw_update_ (all are
+// checked before anything is written). On CUDA the parameters of one dtype
+// are updated by a single kernel launch; on the CPU one pass each.
+struct AdamWItem {
+  Tensor param, grad, exp_avg, exp_avg_sq;  // handles: the update writes through them
+  double lr = 0, weight_decay = 0;
+  int64_t step = 1;
+};
+void adamw_update_multi_(const std::vector<AdamWItem>& items, double beta1, double beta2, double eps);
 // sum(t^2) of a floating tensor, accumulated in double in a fixed order (the
 // same bits for any thread count). A non-contiguous t is copied first.
 double sum_of_squares(const Tensor& t);

@@ -92,10 +92,21 @@ struct TrainResult {
   bool completed = false;    // false when stopped by RunOptions::stop_after
 };
 
+// Thrown by train() and resume() for bad input found before the first step:
+// an invalid config, a missing or malformed data file or run folder. (The
+// message is that of the underlying hkt::Error.) hkt-train exits 2 on it.
+class InputError : public Error {
+ public:
+  using Error::Error;
+};
+
 struct RunOptions {
   bool quiet = false;            // no console output
   int64_t stop_after = 0;        // > 0: return after this step, as if killed (tests)
   std::ostream* out = nullptr;   // console (default std::cout)
+  // Where the model and the batches live (not part of the config, so a run
+  // may be resumed on another device). CUDA needs a GPU (hkt::require_cuda).
+  Device device = Device::cpu();
 };
 
 // A fresh run (an existing run folder is overwritten).

@@ -1,0 +1,5 @@
+#include "hkt/version.hpp"
+
+namespace hkt {
+const char* version() { return HKT_VERSION_STRING; }
+}  // namespace hkt

@@ -1,0 +1,65 @@
+// Declarations of the CUDA kernels of the nn ops (loss, conv, optimizers,
+// indexing); see kernels.hpp for the conventions. Plain C++.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "hkt/core/shape.hpp"
+
+namespace hkt::cuda {
+
+// --- loss.cu: cross-entropy over contiguous [N, C] logits, int64 targets [N] ---
+// Target check: copies the targets to the host (the result goes to the host anyway).
+void ce_check_targets(const int64_t* t, int64_t N, int64_t C, int64_t ignore, int64_t* bad_row, int64_t* bad_value,
+                      int64_t* count);
+template <class T>
+void ce_forward(const void* x, const int64_t* t, int64_t N, int64_t C, int64_t ignore, void* loss, void* lse);
+template <class T>
+void ce_backward(const void* x, const int64_t* t, int64_t N, int64_t C, int64_t ignore, const void* lse,
+                 const void* g, int64_t g_stride, double scale, void* dx);
+
+// --- conv.cu: causal depthwise conv1d (x [B, T, C], w [C, k], y [B, ceil(T/s), C]) ---
+template <class T>
+void conv_forward(const void* x, const void* w, const void* bias, void* y, int64_t B, int64_t len, int64_t C,
+                  int64_t k, int64_t s);
+template <class T>
+void conv_backward(const void* x, const void* w, const void* g, int64_t B, int64_t len, int64_t C, int64_t k,
+                   int64_t s, void* dx, void* dw, void* db);
+
+// --- optim.cu ---------------------------------------------------------------
+template <class T>
+void sgd_update(void* p, const void* g, void* buf, int64_t n, double lr, double momentum, double dampening, double wd,
+                bool nesterov, bool first_step);
+template <class T>
+void adamw_update(void* p, const void* g, void* m, void* v, int64_t n, double beta1, double beta2, double eps,
+                  double decay, double step_size, double bc2_sqrt);
+// One parameter of a multi-tensor AdamW step (device pointers, per-tensor scalars).
+struct AdamWTensor {
+  void* p;
+  const void* g;
+  void* m;
+  void* v;
+  int64_t n;
+  double decay, step_size, bc2_sqrt;
+};
+// All the tensors (one dtype T) in one launch.
+template <class T>
+void adamw_update_multi(const std::vector<AdamWTensor>& ts, double beta1, double beta2, double eps);
+template <class T>
+double sum_squares(const void* x, int64_t n);
+template <class T>
+void scale(void* x, int64_t n, double factor);
+
+// --- index.cu (signatures of ops/src/index.cpp's tables) ---------------------
+int64_t first_out_of_range(const int64_t* idx, const Strides& is, const Shape& shape, int64_t size, int64_t* bad);
+template <class T>
+void indexed_gather(const void* x, const Strides& xs, int64_t x_dim_stride, const int64_t* idx, const Strides& is,
+                    void* out, const Shape& shape);
+template <class T>
+void index_add_rows(const void* g, const int64_t* idx, int64_t outer, int64_t n, int64_t inner, void* gx,
+                    int64_t size);
+template <class T>
+void scatter_add_dim(const void* g, const Strides& gs, int64_t g_dim, const int64_t* idx, const Strides& is,
+                     int64_t i_dim, void* gx, const Strides& gxs, int64_t gx_dim, const Shape& cols, int64_t len);
+
+}  // namespace hkt::cuda

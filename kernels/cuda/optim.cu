@@ -1,0 +1,157 @@
+// Optimizer updates on the GPU, with the arithmetic of kernels/cpu/optim.hpp
+// (double inside, state stored in the parameter's type): SGD, AdamW (one
+// fused pass per parameter, or one launch over many parameters), scale, and
+// the sum of squares used by gradient clipping (fixed chunks merged in order).
+#include <algorithm>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/kernels_nn.hpp"
+#include "kernels/cuda/runtime.hpp"
+
+namespace hkt::cuda {
+namespace {
+
+template <class T>
+__global__ void sgd_kernel(T* p, const T* g, T* buf, int64_t n, double lr, double momentum, double dampening,
+                           double wd, bool nesterov, bool first_step) {
+  HKT_CUDA_LOOP(i, n) {
+    const double pi = static_cast<double>(p[i]);
+    double d = static_cast<double>(g[i]);
+    if (wd != 0.0) d += wd * pi;
+    if (momentum != 0.0) {
+      const double b = first_step ? d : momentum * static_cast<double>(buf[i]) + (1.0 - dampening) * d;
+      buf[i] = static_cast<T>(b);
+      d = nesterov ? d + momentum * b : b;
+    }
+    p[i] = static_cast<T>(pi - lr * d);
+  }
+}
+
+template <class T>
+__device__ inline void adamw_one(T* p, const T* g, T* m, T* v, int64_t i, double beta1, double beta2, double eps,
+                                 double decay, double step_size, double bc2_sqrt) {
+  const double gi = static_cast<double>(g[i]);
+  const double mi = beta1 * static_cast<double>(m[i]) + (1.0 - beta1) * gi;
+  const double vi = beta2 * static_cast<double>(v[i]) + (1.0 - beta2) * gi * gi;
+  m[i] = static_cast<T>(mi);
+  v[i] = static_cast<T>(vi);
+  const double pi = static_cast<double>(p[i]) * decay;
+  p[i] = static_cast<T>(pi - step_size * mi / (sqrt(vi) / bc2_sqrt + eps));
+}
+
+template <class T>
+__global__ void adamw_kernel(T* p, const T* g, T* m, T* v, int64_t n, double beta1, double beta2, double eps,
+                             double decay, double step_size, double bc2_sqrt) {
+  HKT_CUDA_LOOP(i, n) adamw_one(p, g, m, v, i, beta1, beta2, eps, decay, step_size, bc2_sqrt);
+}
+
+// Many parameters in one launch: blockIdx.y picks the tensor, the grid-stride
+// loop over x covers its elements.
+template <class T>
+__global__ void adamw_multi_kernel(const AdamWTensor* ts, double beta1, double beta2, double eps) {
+  const AdamWTensor t = ts[blockIdx.y];
+  T* p = static_cast<T*>(t.p);
+  const T* g = static_cast<const T*>(t.g);
+  T* m = static_cast<T*>(t.m);
+  T* v = static_cast<T*>(t.v);
+  HKT_CUDA_LOOP(i, t.n) adamw_one(p, g, m, v, i, beta1, beta2, eps, t.decay, t.step_size, t.bc2_sqrt);
+}
+
+template <class T>
+__global__ void scale_kernel(T* x, int64_t n, double f) {
+  HKT_CUDA_LOOP(i, n) x[i] = static_cast<T>(static_cast<double>(x[i]) * f);
+}
+
+constexpr int64_t kChunk = 1 << 14;
+template <class T>
+__global__ void sum_squares_partial(const T* x, int64_t n, double* part) {
+  const int64_t lo = blockIdx.x * kChunk, hi = lo + kChunk < n ? lo + kChunk : n;
+  double s = 0;
+  for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+    const double xi = static_cast<double>(x[i]);
+    s += xi * xi;
+  }
+  s = block_reduce(s, 0.0, SumOp{});
+  if (threadIdx.x == 0) part[blockIdx.x] = s;
+}
+__global__ void sum_in_order(const double* part, int64_t n, double* out) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += part[i];
+  *out = s;
+}
+
+}  // namespace
+
+template <class T>
+void sgd_update(void* p, const void* g, void* buf, int64_t n, double lr, double momentum, double dampening, double wd,
+                bool nesterov, bool first_step) {
+  if (n == 0) return;
+  sgd_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<T*>(p), static_cast<const T*>(g),
+                                                          static_cast<T*>(buf), n, lr, momentum, dampening, wd,
+                                                          nesterov, first_step);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void adamw_update(void* p, const void* g, void* m, void* v, int64_t n, double beta1, double beta2, double eps,
+                  double decay, double step_size, double bc2_sqrt) {
+  if (n == 0) return;
+  adamw_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<T*>(p), static_cast<const T*>(g),
+                                                            static_cast<T*>(m), static_cast<T*>(v), n, beta1, beta2,
+                                                            eps, decay, step_size, bc2_sqrt);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void adamw_update_multi(const std::vector<AdamWTensor>& ts, double beta1, double beta2, double eps) {
+  int64_t most = 0;
+  for (const AdamWTensor& t : ts) most = t.n > most ? t.n : most;
+  if (ts.empty() || most == 0) return;
+  constexpr size_t kMaxPerLaunch = 65535;  // gridDim.y
+  for (size_t first = 0; first < ts.size(); first += kMaxPerLaunch) {
+    const size_t count = std::min(kMaxPerLaunch, ts.size() - first);
+    Scratch table(count * sizeof(AdamWTensor));
+    // Pageable source: the copy is staged before cudaMemcpyAsync returns, so the vector may go.
+    CUDA_CHECK(cudaMemcpyAsync(table.as<void>(), ts.data() + first, count * sizeof(AdamWTensor),
+                               cudaMemcpyHostToDevice, stream()));
+    const dim3 grid(std::min(blocks_for(most), 1024u), static_cast<unsigned>(count));
+    adamw_multi_kernel<T><<<grid, kThreads, 0, stream()>>>(table.as<AdamWTensor>(), beta1, beta2, eps);
+    CUDA_CHECK_LAUNCH();
+  }
+}
+
+template <class T>
+double sum_squares(const void* x, int64_t n) {
+  if (n == 0) return 0.0;
+  const int64_t nc = (n + kChunk - 1) / kChunk;
+  HKT_CHECK(nc < (int64_t{1} << 31), "sum_of_squares: tensor too large for the CUDA kernel");
+  Scratch part(static_cast<size_t>(nc + 1) * sizeof(double));
+  sum_squares_partial<T><<<static_cast<unsigned>(nc), kThreads, 0, stream()>>>(static_cast<const T*>(x), n,
+                                                                               part.as<double>());
+  CUDA_CHECK_LAUNCH();
+  sum_in_order<<<1, 1, 0, stream()>>>(part.as<double>(), nc, part.as<double>() + nc);
+  CUDA_CHECK_LAUNCH();
+  double s = 0;
+  copy_device_to_host(&s, part.as<double>() + nc, sizeof(double));
+  return s;
+}
+
+template <class T>
+void scale(void* x, int64_t n, double factor) {
+  if (n == 0) return;
+  scale_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<T*>(x), n, factor);
+  CUDA_CHECK_LAUNCH();
+}
+
+#define HKT_INST(T)                                                                                           \
+  template void sgd_update<T>(void*, const void*, void*, int64_t, double, double, double, double, bool, bool); \
+  template void adamw_update<T>(void*, const void*, void*, void*, int64_t, double, double, double, double,    \
+                                double, double);                                                              \
+  template void adamw_update_multi<T>(const std::vector<AdamWTensor>&, double, double, double);               \
+  template double sum_squares<T>(const void*, int64_t);                                                       \
+  template void scale<T>(void*, int64_t, double);
+HKT_INST(float)
+HKT_INST(double)
+#undef HKT_INST
+
+}  // namespace hkt::cuda

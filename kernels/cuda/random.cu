@@ -1,0 +1,92 @@
+// Random tensors and dropout masks on the GPU. Element i uses Philox-4x32-10
+// counter (first + i) with the generator's seed as key: the same function as
+// core/include/hkt/core/random.hpp (restated for the device), so a CUDA
+// tensor holds the same bits as a CPU one made from the same generator state.
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/kernels.hpp"
+
+namespace hkt::cuda {
+namespace {
+
+struct U4 {
+  uint32_t x, y, z, w;
+};
+
+__device__ inline U4 philox4x32(uint64_t counter_lo, uint64_t counter_hi, uint64_t key) {
+  uint32_t c0 = static_cast<uint32_t>(counter_lo), c1 = static_cast<uint32_t>(counter_lo >> 32);
+  uint32_t c2 = static_cast<uint32_t>(counter_hi), c3 = static_cast<uint32_t>(counter_hi >> 32);
+  uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+#pragma unroll
+  for (int r = 0; r < 10; ++r) {
+    const uint64_t p0 = uint64_t{0xD2511F53u} * c0;
+    const uint64_t p1 = uint64_t{0xCD9E8D57u} * c2;
+    const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1 ^ k0;
+    const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3 ^ k1;
+    c1 = static_cast<uint32_t>(p1);
+    c3 = static_cast<uint32_t>(p0);
+    c0 = n0;
+    c2 = n2;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return {c0, c1, c2, c3};
+}
+// Uniform in (0, 1], as uint_to_unit() on the CPU.
+__device__ inline double unit(uint32_t x) { return (static_cast<double>(x) + 1.0) * (1.0 / 4294967296.0); }
+
+template <class T>
+__global__ void uniform_kernel(T* out, int64_t n, uint64_t seed, uint64_t first, double lo, double hi) {
+  HKT_CUDA_LOOP(i, n) {
+    const U4 r = philox4x32(first + static_cast<uint64_t>(i), 0, seed);
+    const double u = unit(r.x) - 1.0 / 4294967296.0;  // [0, 1)
+    out[i] = static_cast<T>(lo + (hi - lo) * u);
+  }
+}
+template <class T>
+__global__ void normal_kernel(T* out, int64_t n, uint64_t seed, uint64_t first, double mean, double std) {
+  HKT_CUDA_LOOP(i, n) {
+    const U4 r = philox4x32(first + static_cast<uint64_t>(i), 0, seed);
+    const double u1 = unit(r.x), u2 = unit(r.y);
+    out[i] = static_cast<T>(mean + std * ::sqrt(-2.0 * ::log(u1)) * ::cos(6.283185307179586 * u2));
+  }
+}
+template <class T>
+__global__ void dropout_kernel(T* out, int64_t n, uint64_t seed, uint64_t first, double p) {
+  const T scale = static_cast<T>(1.0 / (1.0 - p));
+  HKT_CUDA_LOOP(i, n) {
+    const U4 r = philox4x32(first + static_cast<uint64_t>(i), 0, seed);
+    const double u = unit(r.x) - 1.0 / 4294967296.0;
+    out[i] = u >= p ? scale : T(0);
+  }
+}
+
+}  // namespace
+
+template <class T>
+void rand_uniform(void* out, int64_t n, uint64_t seed, uint64_t first, double lo, double hi) {
+  if (n == 0) return;
+  uniform_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<T*>(out), n, seed, first, lo, hi);
+  CUDA_CHECK_LAUNCH();
+}
+template <class T>
+void rand_normal(void* out, int64_t n, uint64_t seed, uint64_t first, double mean, double std) {
+  if (n == 0) return;
+  normal_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<T*>(out), n, seed, first, mean, std);
+  CUDA_CHECK_LAUNCH();
+}
+template <class T>
+void dropout_mask(void* out, int64_t n, uint64_t seed, uint64_t first, double p) {
+  if (n == 0) return;
+  dropout_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<T*>(out), n, seed, first, p);
+  CUDA_CHECK_LAUNCH();
+}
+
+#define HKT_INST(T)                                                                    \
+  template void rand_uniform<T>(void*, int64_t, uint64_t, uint64_t, double, double);   \
+  template void rand_normal<T>(void*, int64_t, uint64_t, uint64_t, double, double);    \
+  template void dropout_mask<T>(void*, int64_t, uint64_t, uint64_t, double);
+HKT_INST(float)
+HKT_INST(double)
+#undef HKT_INST
+
+}  // namespace hkt::cuda

@@ -1,0 +1,103 @@
+// sum and max over a set of dims. One block per output element (threads
+// stride over the reduced elements, then a block reduction), or one thread per
+// output when few elements are reduced. Floats accumulate in double, as on the
+// CPU. max propagates NaN like the CPU's MaxReducer.
+#include <limits>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/kernels.hpp"
+
+namespace hkt::cuda {
+namespace {
+
+template <class T>
+struct SumR {
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+  __device__ static Acc init() { return Acc(0); }
+  __device__ Acc operator()(Acc a, Acc b) const { return a + b; }
+  __device__ static Acc from(T v) { return static_cast<Acc>(v); }
+};
+template <class T>
+struct MaxR {
+  using Acc = T;
+  __device__ static Acc init() { return std::numeric_limits<T>::lowest(); }
+  __device__ static bool nan(T v) { return v != v; }
+  __device__ Acc operator()(Acc a, Acc b) const { return (!nan(a) && (b > a || nan(b))) ? b : a; }
+  __device__ static Acc from(T v) { return v; }
+};
+
+// Block per output; out[o] = reduce over the inner index of x[outer(o) + inner(i)].
+template <class T, class R>
+__global__ void reduce_block(const T* x, T* out, int64_t n_in, StridedIndex<1> outer, StridedIndex<1> inner) {
+  const R r;
+  int64_t base[1];
+  outer.offsets(blockIdx.x, base);
+  typename R::Acc a = R::init();
+  for (int64_t i = threadIdx.x; i < n_in; i += blockDim.x) {
+    int64_t off[1];
+    inner.offsets(i, off);
+    a = r(a, R::from(x[base[0] + off[0]]));
+  }
+  a = block_reduce(a, R::init(), r);
+  if (threadIdx.x == 0) out[blockIdx.x] = static_cast<T>(a);
+}
+template <class T, class R>
+__global__ void reduce_thread(const T* x, T* out, int64_t n_out, int64_t n_in, StridedIndex<1> outer,
+                              StridedIndex<1> inner) {
+  const R r;
+  HKT_CUDA_LOOP(o, n_out) {
+    int64_t base[1];
+    outer.offsets(o, base);
+    typename R::Acc a = R::init();
+    for (int64_t i = 0; i < n_in; ++i) {
+      int64_t off[1];
+      inner.offsets(i, off);
+      a = r(a, R::from(x[base[0] + off[0]]));
+    }
+    out[o] = static_cast<T>(a);
+  }
+}
+
+template <class T, class R>
+void reduce(const void* xv, const Shape& shape, const Strides& strides, const std::vector<bool>& red, void* outv) {
+  Shape os, is;
+  Strides ost, ist;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    (red[d] ? is : os).push_back(shape[d]);
+    (red[d] ? ist : ost).push_back(strides[d]);
+  }
+  const int64_t n_out = numel_of(os), n_in = numel_of(is);
+  if (n_out == 0) return;
+  const Strides* so[1] = {&ost};
+  const Strides* si[1] = {&ist};
+  const auto outer = make_index<1>(os, so, "reduce"), inner = make_index<1>(is, si, "reduce");
+  const T* x = static_cast<const T*>(xv);
+  T* out = static_cast<T*>(outv);
+  if (n_in >= 64 && n_out <= (int64_t{1} << 31) - 1) {
+    reduce_block<T, R><<<static_cast<unsigned>(n_out), kThreads, 0, stream()>>>(x, out, n_in, outer, inner);
+  } else {
+    reduce_thread<T, R><<<blocks_for(n_out), kThreads, 0, stream()>>>(x, out, n_out, n_in, outer, inner);
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+template <class T>
+void reduce_sum(const void* x, const Shape& shape, const Strides& strides, const std::vector<bool>& red, void* out) {
+  reduce<T, SumR<T>>(x, shape, strides, red, out);
+}
+template <class T>
+void reduce_max(const void* x, const Shape& shape, const Strides& strides, const std::vector<bool>& red, void* out) {
+  reduce<T, MaxR<T>>(x, shape, strides, red, out);
+}
+
+#define HKT_INST(T)                                                                                          \
+  template void reduce_sum<T>(const void*, const Shape&, const Strides&, const std::vector<bool>&, void*);   \
+  template void reduce_max<T>(const void*, const Shape&, const Strides&, const std::vector<bool>&, void*);
+HKT_INST(float)
+HKT_INST(double)
+HKT_INST(int64_t)
+#undef HKT_INST
+
+}  // namespace hkt::cuda

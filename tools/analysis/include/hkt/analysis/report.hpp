@@ -1,0 +1,70 @@
+// The analysis of a trained classifier (docs/analysis.md): per layer, head and
+// level, the non-Gaussianity of the scores (Mardia's b2, univariate excess
+// kurtosis), the spectra of the symmetrised bilinear forms and of the
+// symmetrised combined score matrix, the reciprocal / directional split, the
+// level weights lambda and gates beta, and the score cost next to measured
+// time. Everything is computed in float64.
+//
+//   LoadedModel m = load_trained("runs/listops-hkt");     // run folder, checkpoint folder or .safetensors
+//   Report r = analyze(*m.model, sample, opts);
+//   write_report("runs/listops-hkt/analysis", r);          // report.json + *.csv, atomically
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hkt/models/classifier.hpp"
+#include "hkt/tasks/dataset.hpp"
+#include "hkt/tasks/train.hpp"
+
+namespace hkt::analysis {
+
+struct AnalysisOptions {
+  int64_t window = 16;          // p: score vectors are S_l[i, 0:p] (capped by the shortest sequence at level l)
+  int64_t eig_samples = 4;      // examples whose symmetrised combined score matrix is diagonalised
+  int64_t batch_size = 4;       // examples per forward pass (S_hier of a batch is B x H x T x T)
+  int64_t bins = 40;            // histogram bins
+  bool cost = true;             // time HKT against MHA (section "cost")
+  int64_t cost_max_levels = 4;  // L = 1..this (at least the model's L)
+  int64_t cost_batch = 4;
+  int64_t cost_reps = 3;        // timed forward passes (the fastest is reported), after one warm-up
+};
+
+// A CSV table of numbers (integers are written without a decimal point, NaN as "nan").
+struct Table {
+  std::vector<std::string> columns;
+  std::vector<std::vector<double>> rows;
+  std::string csv() const;
+};
+
+struct Report {
+  nlohmann::json json;                  // report.json
+  std::map<std::string, Table> tables;  // file name (e.g. "kurtosis.csv") -> table
+};
+
+// Analyses `model` on every example of `data` (take a sample first; tasks::sample).
+Report analyze(nn::SequenceClassifier& model, const tasks::Dataset& data, const AnalysisOptions& opt = {});
+
+// Writes report.json and the tables into `dir`: first into a sibling temporary
+// folder, then renamed over `dir` (an existing `dir` is replaced), so that a
+// failure never leaves a half-written report.
+void write_report(const std::string& dir, const Report& r);
+
+// A trained model from a run folder (best.safetensors, or checkpoint/model.safetensors with
+// weights = "final"), a checkpoint folder (model.safetensors) or a .safetensors file written by
+// hkt (its metadata must hold "hkt.model_config"). `train` is the run's TrainConfig when known
+// (config.json of a run folder, or the "hkt.config" metadata of a checkpoint).
+struct LoadedModel {
+  std::unique_ptr<nn::SequenceClassifier> model;
+  nn::ClassifierConfig config;
+  std::optional<tasks::TrainConfig> train;
+  std::string weights;  // the .safetensors file read
+  std::map<std::string, std::string> metadata;
+};
+LoadedModel load_trained(const std::string& path, const std::string& weights = "best");
+
+}  // namespace hkt::analysis

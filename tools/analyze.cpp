@@ -1,0 +1,159 @@
+// hkt-analyze: the analysis of a trained classifier (docs/analysis.md).
+//
+//   hkt-analyze runs/listops-hkt --samples 64                 # -> runs/listops-hkt/analysis/
+//   hkt-analyze runs/x/checkpoint --task listops --out /tmp/a # a checkpoint folder, the task named
+//   hkt-plot --analysis runs/listops-hkt/analysis --out plots # the figures
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "hkt/analysis/report.hpp"
+#include "hkt/hkt.hpp"
+#include "hkt/tasks/registry.hpp"
+
+namespace fs = std::filesystem;
+using hkt::analysis::AnalysisOptions;
+
+const CLI::Range kPositive(int64_t{1}, int64_t{1} << 40), kNonNegative(int64_t{0}, int64_t{1} << 40);
+
+namespace {
+
+std::string fmt(const nlohmann::json& v) {
+  if (!v.is_number()) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v.get<double>());
+  return buf;
+}
+
+void print_summary(const hkt::analysis::Report& r, const std::string& out) {
+  const auto& j = r.json;
+  std::cout << "model " << j["model_config"]["attention"].get<std::string>() << ", " << j["data"]["examples"]
+            << " examples of " << j["data"]["name"].get<std::string>() << "\n"
+            << "level | kappa = b2/(p(p+2)) | excess kurtosis | neg. eig(Ms) per head / layer | ||Ma||/||M|| per "
+               "head / layer | lambda\n";
+  for (const auto& e : j["by_level"])
+    std::cout << e["level"] << " | " << fmt(e["kappa_mean"]) << " | " << fmt(e["excess_kurtosis_mean"]) << " | "
+              << fmt(e["frac_negative_mean"]) << " / " << fmt(e["frac_negative_layer_mean"]) << " | "
+              << fmt(e["directional_share_mean"]) << " / " << fmt(e["directional_share_layer_mean"]) << " | "
+              << fmt(e["lambda_mean"]) << "\n";
+  if (j["cost"].is_object()) {
+    std::cout << "L | score FLOP ratio | measured time ratio HKT/MHA\n";
+    for (const auto& c : j["cost"]["rows"])
+      std::cout << c["levels"] << " | " << fmt(c["flop_ratio"]) << " | " << fmt(c["time_ratio"]) << "\n";
+  }
+  std::cout << "(means over layers and heads; written to " << out << "/report.json and "
+            << j["tables"].size() << " CSV files)\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "hkt-analyze: analyse a trained classifier on a sample of its task's data: Mardia's kurtosis of the scores, "
+      "spectra of the symmetrised bilinear forms Ms_l and of the combined score matrix, the reciprocal / "
+      "directional split ||Ms_l||, ||Ma_l||, the level weights lambda and gates beta, and the score cost next to "
+      "measured time. Writes OUT/report.json and CSV tables (docs/analysis.md explains each quantity); "
+      "hkt-plot draws them.",
+      "hkt-analyze"};
+  std::string path, out, task, data_dir, split = "val", weights = "best";
+  int64_t seq_len = 0, samples = 64, threads = 0;
+  uint64_t sample_seed = 0;
+  AnalysisOptions opt;
+  bool no_cost = false;
+  app.add_option("path", path,
+                 "a run folder of hkt-train (best.safetensors, or checkpoint/ with --weights final), a checkpoint "
+                 "folder (model.safetensors) or a .safetensors file written by hkt")
+      ->required();
+  app.add_option("--out", out, "output folder (default PATH/analysis, or FILE.analysis for a file); replaced "
+                               "atomically if it exists");
+  app.add_option("--weights", weights, "for a run folder: best (best.safetensors) or final (checkpoint/)")
+      ->check(CLI::IsMember({"best", "final"}))
+      ->capture_default_str();
+  app.add_option("--task", task, "task of the data (default: the run's task); see hkt-train --help");
+  app.add_option("--data-dir", data_dir, "data folder for file-based tasks (default: the run's)");
+  app.add_option("--seq-len", seq_len, "sequence length of generated/text tasks (default: the run's)");
+  app.add_option("--split", split, "which split to sample: val, test or train")
+      ->check(CLI::IsMember({"val", "test", "train"}))
+      ->capture_default_str();
+  app.add_option("--samples", samples, "examples drawn from the split (seeded)")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--sample-seed", sample_seed, "seed of the sample")->capture_default_str();
+  app.add_option("--window", opt.window, "p: the score vectors are S_l[i, 0:p] (capped by the shortest sequence)")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--eig-samples", opt.eig_samples, "examples whose combined score matrix is diagonalised")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  app.add_option("--batch-size", opt.batch_size, "examples per forward pass")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--bins", opt.bins, "histogram bins")->check(kPositive)->capture_default_str();
+  app.add_flag("--no-cost", no_cost, "skip the timing of HKT against MHA");
+  app.add_option("--cost-levels", opt.cost_max_levels, "time HKT with L = 1..this (at least the model's L)")
+      ->check(CLI::Range(1, 12))
+      ->capture_default_str();
+  app.add_option("--cost-batch", opt.cost_batch, "batch of the timed forward passes")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--cost-reps", opt.cost_reps, "timed passes per model (the fastest counts)")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--threads", threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)")
+      ->check(kNonNegative);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  opt.cost = !no_cost;
+
+  try {
+    if (threads > 0) hkt::set_num_threads(static_cast<int>(threads));
+    if (!fs::exists(path)) {
+      std::cerr << "hkt-analyze: error: '" << path << "' not found\n";
+      return 1;
+    }
+    hkt::analysis::LoadedModel lm = hkt::analysis::load_trained(path, weights);
+    hkt::tasks::TaskOptions topts;
+    std::string task_name = task;
+    if (lm.train) {
+      if (task.empty() || task == lm.train->task) topts = lm.train->data;
+      if (task.empty()) task_name = lm.train->task;
+    }
+    if (task_name.empty()) {
+      std::cerr << "hkt-analyze: '" << lm.weights
+                << "' does not say which task it was trained on; give --task (one of: synthetic, listops, ...)\n";
+      return 2;
+    }
+    if (!data_dir.empty()) topts.data_dir = data_dir;
+    if (seq_len > 0) topts.seq_len = seq_len;
+    const hkt::tasks::Splits splits = hkt::tasks::load_task(task_name, topts);
+    const hkt::tasks::Dataset& whole = split == "val" ? splits.val : split == "test" ? splits.test : splits.train;
+    const auto& mc = lm.config;
+    HKT_CHECK((mc.vocab > 0) == (whole.vocab > 0), "the model takes ",
+              mc.vocab > 0 ? "token ids" : "real-valued features", " but '", whole.name, "' holds ",
+              whole.vocab > 0 ? "token ids" : "real-valued features");
+    HKT_CHECK(whole.vocab <= mc.vocab && whole.features == mc.input_features && whole.seq_len <= mc.max_len,
+              "'", whole.name, "' (vocab ", whole.vocab, ", features ", whole.features, ", T ",
+              whole.seq_len, ") does not fit the model (vocab ", mc.vocab, ", features ", mc.input_features,
+              ", max_len ", mc.max_len, ")");
+    const hkt::tasks::Dataset data = hkt::tasks::sample(whole, samples, sample_seed);
+    if (out.empty()) {
+      fs::path p = fs::path(path).lexically_normal();
+      if (p.filename().empty()) p = p.parent_path();
+      out = fs::is_directory(p) ? (p / "analysis").string() : p.string() + ".analysis";
+    }
+    hkt::analysis::Report r = hkt::analysis::analyze(*lm.model, data, opt);
+    r.json["source"] = {{"path", path}, {"weights", lm.weights}, {"task", task_name}, {"split", split},
+                        {"sample_seed", sample_seed}};
+    if (auto it = lm.metadata.find("hkt.step"); it != lm.metadata.end()) r.json["source"]["step"] = it->second;
+    hkt::analysis::write_report(out, r);
+    print_summary(r, out);
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "hkt-analyze: error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,139 @@
+// hkt-bench-gpu: the CUDA backend's benchmark table (tools/gpu-check runs it).
+//
+// Fused attention forward and forward+backward on the GPU, D = 512, H = 8
+// (dh = 64), B = max(1, 16384 / T) sequences of T = 1024 .. 16384: MHA (the
+// L = 1 kernel) and HKT with L = 1..4 (bidirectional); then one training
+// step (forward, backward, AdamW) of the hkt-small classifier. Times are the
+// best of --reps calls after one warm-up, in milliseconds.
+//
+//   hkt-bench-gpu [--quick] [--reps N] [--max-t T]
+// Prints one markdown table; without a GPU it says why and exits 0.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hkt/hkt.hpp"
+
+using namespace hkt;
+
+namespace {
+
+double time_ms(const std::function<void()>& f, int reps) {
+  f();  // warm-up (also fills the allocator's cache)
+  cuda_synchronize();
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    cuda_synchronize();
+    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+void row(const std::string& t, const std::string& b, const std::string& what, const std::string& impl, double fwd,
+         double both, const std::string& extra) {
+  char f[32] = "", fb[32] = "";
+  if (fwd > 0) std::snprintf(f, sizeof f, "%.2f", fwd);
+  if (both > 0) std::snprintf(fb, sizeof fb, "%.2f", both);
+  std::printf("| %s | %s | %s | %s | %s | %s | %s |\n", t.c_str(), b.c_str(), what.c_str(), impl.c_str(), f, fb,
+              extra.c_str());
+  std::fflush(stdout);
+}
+
+int64_t level_len(int64_t T, int64_t l) { return (T + (int64_t{1} << l) - 1) >> l; }
+
+void bench_attention(int64_t T, int reps) {
+  const int64_t D = 512, H = 8, dh = D / H, B = std::max<int64_t>(1, 16384 / T);
+  const Device dev = Device::cuda();
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  Generator g(1);
+  double mha_both = 0;
+  for (int64_t L = 1; L <= 4; ++L) {
+    std::vector<Tensor> q, k;
+    for (int64_t l = 0; l < L; ++l) {
+      q.push_back(randn({B, H, level_len(T, l), dh}, {DType::Float32, dev}, &g).set_requires_grad(true));
+      k.push_back(randn({B, H, level_len(T, l), dh}, {DType::Float32, dev}, &g).set_requires_grad(true));
+    }
+    const Tensor v = randn({B, H, T, dh}, {DType::Float32, dev}, &g).set_requires_grad(true);
+    const Tensor lam = full({H, L}, 1.0 / static_cast<double>(L), {DType::Float32, dev}).set_requires_grad(true);
+    const Tensor w = randn({B, H, T, dh}, {DType::Float32, dev}, &g);
+    const double fwd = time_ms([&] {
+      NoGradGuard ng;
+      (void)hkt_attention(q, k, v, lam, Tensor(), false, scale);
+    }, reps);
+    const double both = time_ms([&] { sum(hkt_attention(q, k, v, lam, Tensor(), false, scale) * w).backward(); },
+                                reps);
+    if (L == 1) mha_both = both;
+    // Useful FLOPs of MHA: 4 B H T^2 dh forward, 8 B H T^2 dh backward.
+    const double flops = 12.0 * static_cast<double>(B * H) * static_cast<double>(T) * static_cast<double>(T) *
+                         static_cast<double>(dh);
+    char extra[96];
+    if (L == 1)
+      std::snprintf(extra, sizeof extra, "%.1f TFLOP/s (fwd+bwd, useful)", flops / (both * 1e-3) / 1e12);
+    else
+      std::snprintf(extra, sizeof extra, "%.2fx MHA", both / mha_both);
+    row(std::to_string(T), std::to_string(B), L == 1 ? "MHA" : "HKT L=" + std::to_string(L), "hkt fused", fwd, both,
+        extra);
+  }
+}
+
+void bench_train_step(int reps) {
+  nn::ClassifierConfig cfg = nn::ClassifierConfig::preset("hkt-small");
+  const int64_t B = 32, T = 512;
+  cfg.vocab = 20;
+  cfg.classes = 10;
+  cfg.max_len = T;
+  Generator g(2);
+  nn::SequenceClassifier model(cfg, &g);
+  model.to(Device::cuda());
+  model.train();
+  nn::AdamW opt(nn::decay_groups(model, 1e-4, 0.01));
+  const Tensor x = to_device(to_dtype(mul(rand({B, T}, {}, &g), 19.99), DType::Int64), Device::cuda());
+  const Tensor y = to_device(to_dtype(mul(rand({B}, {}, &g), 9.99), DType::Int64), Device::cuda());
+  const double ms = time_ms([&] {
+    opt.zero_grad();
+    cross_entropy(model.forward(x), y).backward();
+    opt.step();
+  }, reps);
+  row(std::to_string(T), std::to_string(B), "hkt-small train step", "hkt", 0, ms,
+      std::to_string(model.num_parameters()) + " params, fwd+bwd+AdamW");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 3;
+  int64_t max_t = 16384;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) max_t = 2048, reps = 2;
+    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--max-t") && i + 1 < argc) max_t = std::atoll(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: hkt-bench-gpu [--quick] [--reps N] [--max-t T]\n");
+      return 2;
+    }
+  }
+  if (!cuda_is_available()) {
+    std::printf("hkt-bench-gpu: SKIPPED, no GPU: %s\n", cuda_unavailable_reason().c_str());
+    return 0;
+  }
+  try {
+    std::printf("| T | B | what | impl | fwd ms | fwd+bwd ms | notes |\n|--:|--:|---|---|--:|--:|---|\n");
+    for (int64_t T = 1024; T <= max_t; T *= 2) bench_attention(T, reps);
+    bench_train_step(reps);
+    const CudaMemoryStats m = cuda_memory_stats();
+    std::fprintf(stderr, "hkt-bench-gpu: peak device memory %.1f MiB, %llu cudaMalloc calls, %llu cache hits\n",
+                 static_cast<double>(m.peak_allocated_bytes) / (1 << 20),
+                 static_cast<unsigned long long>(m.device_mallocs), static_cast<unsigned long long>(m.cache_hits));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hkt-bench-gpu: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
