@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "hkt/kernels/optim_defs.hpp"
 #include "kernels/cpu/parallel.hpp"
 
 namespace hkt::cpu {
@@ -23,17 +24,7 @@ template <class T>
 void sgd_update(T* p, const T* g, T* buf, int64_t n, double lr, double momentum, double dampening, double wd,
                 bool nesterov, bool first_step) {
   parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      const double pi = static_cast<double>(p[i]);
-      double d = static_cast<double>(g[i]);
-      if (wd != 0.0) d += wd * pi;
-      if (momentum != 0.0) {
-        const double b = first_step ? d : momentum * static_cast<double>(buf[i]) + (1.0 - dampening) * d;
-        buf[i] = static_cast<T>(b);
-        d = nesterov ? d + momentum * b : b;
-      }
-      p[i] = static_cast<T>(pi - lr * d);
-    }
+    for (int64_t i = lo; i < hi; ++i) opt::sgd_one(p, g, buf, i, lr, momentum, dampening, wd, nesterov, first_step);
   });
 }
 
@@ -48,15 +39,7 @@ template <class T>
 void adamw_update(T* p, const T* g, T* m, T* v, int64_t n, double beta1, double beta2, double eps, double decay,
                   double step_size, double bc2_sqrt) {
   parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      const double gi = static_cast<double>(g[i]);
-      const double mi = beta1 * static_cast<double>(m[i]) + (1.0 - beta1) * gi;
-      const double vi = beta2 * static_cast<double>(v[i]) + (1.0 - beta2) * gi * gi;
-      m[i] = static_cast<T>(mi);
-      v[i] = static_cast<T>(vi);
-      const double pi = static_cast<double>(p[i]) * decay;
-      p[i] = static_cast<T>(pi - step_size * mi / (std::sqrt(vi) / bc2_sqrt + eps));
-    }
+    for (int64_t i = lo; i < hi; ++i) opt::adamw_one(p, g, m, v, i, beta1, beta2, eps, decay, step_size, bc2_sqrt);
   });
 }
 

@@ -4,6 +4,7 @@
 // the sum of squares used by gradient clipping (fixed chunks merged in order).
 #include <algorithm>
 
+#include "hkt/kernels/optim_defs.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/kernels_nn.hpp"
 #include "kernels/cuda/runtime.hpp"
@@ -14,35 +15,13 @@ namespace {
 template <class T>
 __global__ void sgd_kernel(T* p, const T* g, T* buf, int64_t n, double lr, double momentum, double dampening,
                            double wd, bool nesterov, bool first_step) {
-  HKT_CUDA_LOOP(i, n) {
-    const double pi = static_cast<double>(p[i]);
-    double d = static_cast<double>(g[i]);
-    if (wd != 0.0) d += wd * pi;
-    if (momentum != 0.0) {
-      const double b = first_step ? d : momentum * static_cast<double>(buf[i]) + (1.0 - dampening) * d;
-      buf[i] = static_cast<T>(b);
-      d = nesterov ? d + momentum * b : b;
-    }
-    p[i] = static_cast<T>(pi - lr * d);
-  }
-}
-
-template <class T>
-__device__ inline void adamw_one(T* p, const T* g, T* m, T* v, int64_t i, double beta1, double beta2, double eps,
-                                 double decay, double step_size, double bc2_sqrt) {
-  const double gi = static_cast<double>(g[i]);
-  const double mi = beta1 * static_cast<double>(m[i]) + (1.0 - beta1) * gi;
-  const double vi = beta2 * static_cast<double>(v[i]) + (1.0 - beta2) * gi * gi;
-  m[i] = static_cast<T>(mi);
-  v[i] = static_cast<T>(vi);
-  const double pi = static_cast<double>(p[i]) * decay;
-  p[i] = static_cast<T>(pi - step_size * mi / (sqrt(vi) / bc2_sqrt + eps));
+  HKT_CUDA_LOOP(i, n) opt::sgd_one(p, g, buf, i, lr, momentum, dampening, wd, nesterov, first_step);
 }
 
 template <class T>
 __global__ void adamw_kernel(T* p, const T* g, T* m, T* v, int64_t n, double beta1, double beta2, double eps,
                              double decay, double step_size, double bc2_sqrt) {
-  HKT_CUDA_LOOP(i, n) adamw_one(p, g, m, v, i, beta1, beta2, eps, decay, step_size, bc2_sqrt);
+  HKT_CUDA_LOOP(i, n) opt::adamw_one(p, g, m, v, i, beta1, beta2, eps, decay, step_size, bc2_sqrt);
 }
 
 // Many parameters in one launch: blockIdx.y picks the tensor, the grid-stride
@@ -54,7 +33,7 @@ __global__ void adamw_multi_kernel(const AdamWTensor* ts, double beta1, double b
   const T* g = static_cast<const T*>(t.g);
   T* m = static_cast<T*>(t.m);
   T* v = static_cast<T*>(t.v);
-  HKT_CUDA_LOOP(i, t.n) adamw_one(p, g, m, v, i, beta1, beta2, eps, t.decay, t.step_size, t.bc2_sqrt);
+  HKT_CUDA_LOOP(i, t.n) opt::adamw_one(p, g, m, v, i, beta1, beta2, eps, t.decay, t.step_size, t.bc2_sqrt);
 }
 
 template <class T>

@@ -1,38 +1,20 @@
 // Random tensors and dropout masks on the GPU. Element i uses Philox-4x32-10
-// counter (first + i) with the generator's seed as key: the same function as
-// core/include/hkt/core/random.hpp (restated for the device), so a CUDA
+// counter (first + i) with the generator's seed as key: the function of
+// core/include/hkt/core/random.hpp, compiled for the device, so a CUDA
 // tensor holds the same bits as a CPU one made from the same generator state.
+#include "hkt/core/random.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/kernels.hpp"
 
 namespace hkt::cuda {
 namespace {
 
-struct U4 {
-  uint32_t x, y, z, w;
-};
-
+using U4 = PhiloxBlock;
 __device__ inline U4 philox4x32(uint64_t counter_lo, uint64_t counter_hi, uint64_t key) {
-  uint32_t c0 = static_cast<uint32_t>(counter_lo), c1 = static_cast<uint32_t>(counter_lo >> 32);
-  uint32_t c2 = static_cast<uint32_t>(counter_hi), c3 = static_cast<uint32_t>(counter_hi >> 32);
-  uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
-#pragma unroll
-  for (int r = 0; r < 10; ++r) {
-    const uint64_t p0 = uint64_t{0xD2511F53u} * c0;
-    const uint64_t p1 = uint64_t{0xCD9E8D57u} * c2;
-    const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1 ^ k0;
-    const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3 ^ k1;
-    c1 = static_cast<uint32_t>(p1);
-    c3 = static_cast<uint32_t>(p0);
-    c0 = n0;
-    c2 = n2;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
-  return {c0, c1, c2, c3};
+  return philox4x32_block(counter_lo, counter_hi, key);
 }
-// Uniform in (0, 1], as uint_to_unit() on the CPU.
-__device__ inline double unit(uint32_t x) { return (static_cast<double>(x) + 1.0) * (1.0 / 4294967296.0); }
+// Uniform in (0, 1], the CPU's function.
+__device__ inline double unit(uint32_t x) { return uint_to_unit(x); }
 
 template <class T>
 __global__ void uniform_kernel(T* out, int64_t n, uint64_t seed, uint64_t first, double lo, double hi) {

@@ -10,7 +10,19 @@
 
 namespace hkt {
 
-inline std::array<uint32_t, 4> philox4x32(uint64_t counter_lo, uint64_t counter_hi, uint64_t key) {
+// Compiled for the GPU too (kernels/cuda/random.cu), so both backends draw the same bits.
+#if defined(__CUDACC__)
+#define HKT_PHILOX_HD __host__ __device__ inline
+#else
+#define HKT_PHILOX_HD inline
+#endif
+
+struct PhiloxBlock {
+  uint32_t x, y, z, w;
+};
+
+// Philox-4x32-10 of the 128-bit counter (counter_hi, counter_lo) under the 64-bit key.
+HKT_PHILOX_HD PhiloxBlock philox4x32_block(uint64_t counter_lo, uint64_t counter_hi, uint64_t key) {
   uint32_t c0 = static_cast<uint32_t>(counter_lo), c1 = static_cast<uint32_t>(counter_lo >> 32);
   uint32_t c2 = static_cast<uint32_t>(counter_hi), c3 = static_cast<uint32_t>(counter_hi >> 32);
   uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
@@ -29,8 +41,13 @@ inline std::array<uint32_t, 4> philox4x32(uint64_t counter_lo, uint64_t counter_
   return {c0, c1, c2, c3};
 }
 
+inline std::array<uint32_t, 4> philox4x32(uint64_t counter_lo, uint64_t counter_hi, uint64_t key) {
+  const PhiloxBlock r = philox4x32_block(counter_lo, counter_hi, key);
+  return {r.x, r.y, r.z, r.w};
+}
+
 // Uniform in (0, 1] from 32 random bits (never 0, so log() is safe).
-inline double uint_to_unit(uint32_t x) { return (static_cast<double>(x) + 1.0) * (1.0 / 4294967296.0); }
+HKT_PHILOX_HD double uint_to_unit(uint32_t x) { return (static_cast<double>(x) + 1.0) * (1.0 / 4294967296.0); }
 
 class Generator {
  public:
