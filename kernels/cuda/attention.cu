@@ -13,12 +13,15 @@
 // key rows in shared memory:
 //   S[p, p'] = w_0 Q_0[p] . K_0[p'] + sum_{l >= 1} w_l Cg_l[p >> l, p' >> l],
 //   w_l = lambda[h, l] * scale.
+// Every tile product (Q K^T, P V, dO V^T, dS K, P^T dO, dS^T Q and the coarse
+// ones) is a block-wide product in shared memory (tile_mm.cuh: tensor cores
+// with the float32-accurate 3xTF32 split for float, a plain loop for double).
+// Head dims are padded with zero columns to dhp = round_up(dh, 16).
 //
-// Forward: one block per (query tile, b * h); 4 threads per query row, each
-// holding BT / 4 scores and dh / 4 output columns in registers; an online
-// softmax streams over key tiles (causal: up to the diagonal); P goes
-// through shared memory for P V. Writes O and LSE (+inf for a row whose keys
-// are all masked, which gets O = 0).
+// Forward: one block per (query tile, b * h), 4 threads per query row for the
+// softmax; an online softmax streams over key tiles (causal: up to the
+// diagonal) with O accumulated in shared memory and rescaled per row. Writes
+// O and LSE (+inf for a row whose keys are all masked, which gets O = 0).
 //
 // Backward (P = exp(S - LSE) recomputed, D = rowsum(dO * O),
 // dS = P (dP - D), dP = dO V^T), two kernels so that nothing needs atomics:
@@ -29,10 +32,13 @@
 //              scale * sum dSg_l * Cg_l, summed per head in a fixed order.
 // Every sum has a fixed order: the bits are reproducible.
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/tile_mm.cuh"
 
 namespace hkt::cuda {
 namespace {
@@ -61,39 +67,118 @@ struct LevelPtrs {
 
 __host__ __device__ inline int64_t level_len(int64_t T, int l) { return (T + (int64_t{1} << l) - 1) >> l; }
 
-// Shared-memory layout (in elements of T), the same on host and device.
+// Shared-memory layout (in elements of T), the same on host and device. Every
+// buffer starts at a multiple of 8 elements and every leading dimension is a
+// multiple of 4, as the tensor-core loads need (tile_mm.cuh).
 struct Layout {
-  int ld, BT, G1, sumG2, sumG;
-  __host__ __device__ Layout(int bt, int dh, int L) : ld(dh + 1), BT(bt), G1(bt / 2), sumG2(0), sumG(0) {
-    for (int l = 1; l < L; ++l) {
-      sumG2 += (bt >> l) * (bt >> l);
-      sumG += bt >> l;
-    }
+  int dhp, ld, lds, BT, G1, L;
+  __host__ __device__ static int up8(int n) { return (n + 7) & ~7; }
+  __host__ __device__ Layout(int bt, int dh, int levels)
+      : dhp((dh + 15) & ~15), ld(((dh + 15) & ~15) + 4), lds(bt + 4), BT(bt), G1(levels > 1 ? bt / 2 : 0),
+        L(levels) {}
+  __host__ __device__ int rows() const { return up8(BT * ld); }      // BT rows of a head dim
+  __host__ __device__ int scores() const { return up8(BT * lds); }   // BT x BT scores
+  __host__ __device__ int level_rows() const { return up8(G1 * ld); }
+  __host__ __device__ int grid_off(int l) const {  // offset of level l's G x G grid
+    int o = 0;
+    for (int m = 1; m < l; ++m) o += up8((BT >> m) * (BT >> m));
+    return o;
   }
-  __host__ __device__ int fwd_elems() const { return 2 * BT * ld + 2 * G1 * ld + sumG2 + BT * (BT + 1); }
+  __host__ __device__ int acc_row(int l) const {  // first row of level l's coarse accumulator
+    int r = 0;
+    for (int m = 1; m < l; ++m) r += BT >> m;
+    return r;
+  }
+  __host__ __device__ int fwd_elems() const { return 4 * rows() + scores() + 2 * level_rows() + grid_off(L) + up8(BT); }
   __host__ __device__ int bwd_elems() const {
-    return 4 * BT * ld + 2 * G1 * ld + 2 * sumG2 + 2 * BT * (BT + 1) + sumG * ld + 2 * BT;
+    return 6 * rows() + 2 * scores() + 2 * level_rows() + 2 * grid_off(L) + up8(acc_row(L) * ld) + 2 * up8(BT);
   }
 };
 
-// dst[r * ld + d] = rows[first + r][d] for r < count (zero outside [0, n)).
+// Carves consecutive buffers out of dynamic shared memory.
 template <class T>
-__device__ void load_rows(T* dst, int ld, const T* rows, int64_t first, int count, int64_t n, int dh) {
-  for (int e = threadIdx.x; e < count * dh; e += blockDim.x) {
-    const int r = e / dh, d = e - r * dh;
-    const int64_t src = first + r;
-    dst[r * ld + d] = (src >= 0 && src < n) ? rows[src * dh + d] : T(0);
+struct Carver {
+  T* p;
+  __device__ T* take(int elems) {
+    T* r = p;
+    p += elems;
+    return r;
+  }
+};
+
+// dst[r * ld + d] = rows[first + r][d] for r < count, d < dh (zero outside
+// [0, n) and in the padding columns dh <= d < dhp). Each thread issues kLoadBatch
+// independent loads before it stores any (a plain loop waits for every load in
+// turn), with float4 accesses when rows allow them.
+constexpr int kLoadBatch = 8;
+template <class T>
+struct RowCopy {  // count rows from rows[first] on into dst (see load_rows)
+  T* dst;
+  const T* rows;
+  int64_t first;
+};
+// c[which] without a runtime index into c (which would put c in local memory).
+template <class T, int N>
+__device__ inline RowCopy<T> pick(const RowCopy<T> (&c)[N], int which) {
+  RowCopy<T> r = c[0];
+#pragma unroll
+  for (int i = 1; i < N; ++i)
+    if (which == i) r = c[i];
+  return r;
+}
+template <class V, class T, int N>
+__device__ void load_rows_as(const RowCopy<T> (&c)[N], int ld, int count, int64_t n, int dh, int dhp) {
+  constexpr int W = sizeof(V) / sizeof(T);
+  const int per_row = dhp / W, live = dh / W, each = count * per_row, total = N * each;
+  for (int base = threadIdx.x; base < total; base += kLoadBatch * blockDim.x) {
+    V v[kLoadBatch];
+#pragma unroll
+    for (int u = 0; u < kLoadBatch; ++u) {
+      const int e = base + u * blockDim.x;
+      v[u] = V{};
+      if (e < total) {
+        const int which = e / each, x = e - which * each, r = x / per_row, col = x - r * per_row;
+        const RowCopy<T> cw = pick(c, which);
+        const int64_t src = cw.first + r;
+        if (col < live && src >= 0 && src < n) v[u] = reinterpret_cast<const V*>(cw.rows + src * dh)[col];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kLoadBatch; ++u) {
+      const int e = base + u * blockDim.x;
+      if (e < total) {
+        const int which = e / each, x = e - which * each, r = x / per_row, col = x - r * per_row;
+        reinterpret_cast<V*>(pick(c, which).dst + r * ld)[col] = v[u];
+      }
+    }
   }
 }
-
+// Copies N groups of count rows at once (all loads of a batch in flight together).
+template <class T, int N>
+__device__ void load_rows(const RowCopy<T> (&c)[N], int ld, int count, int64_t n, int dh, int dhp) {
+  if constexpr (std::is_same_v<T, float>) {
+    // dhp and ld are multiples of 4, every dst is 32-byte aligned (Layout).
+    bool aligned = dh % 4 == 0;
+    for (int i = 0; i < N; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(c[i].rows) % 16 == 0;
+    if (aligned) {
+      load_rows_as<float4>(c, ld, count, n, dh, dhp);
+      return;
+    }
+  }
+  load_rows_as<T>(c, ld, count, n, dh, dhp);
+}
 template <class T>
-__device__ inline T dot(const T* a, const T* b, int dh) {
-  T s = 0;
-  for (int d = 0; d < dh; ++d) s += a[d] * b[d];
-  return s;
+__device__ void load_rows(T* dst, int ld, const T* rows, int64_t first, int count, int64_t n, int dh, int dhp) {
+  const RowCopy<T> c[1] = {{dst, rows, first}};
+  load_rows(c, ld, count, n, dh, dhp);
 }
 
-// Level-l rows of (b, h) for level l, and the first coarse row of tile t.
+template <class T>
+__device__ void zero(T* p, int n) {
+  for (int e = threadIdx.x; e < n; e += blockDim.x) p[e] = T(0);
+}
+
+// Level-l rows of (b, h), and the first coarse row of tile t.
 template <class T>
 __device__ inline const T* level_rows(const Params& P, const void* const* base, int l, int64_t bh) {
   return static_cast<const T*>(base[l]) + bh * level_len(P.T, l) * P.dh;
@@ -102,25 +187,22 @@ __device__ inline int64_t coarse_first(const Params& P, int t, int l, int BT) {
   return ((int64_t(t) * BT) >> l) - P.off;
 }
 
-// Cg_l = Q_l[tile tq] K_l[tile tk]^T for l = 1..L-1 (unscaled), all levels
-// one after the other in Cg. Uses Ql, Kl as staging. Ends with a barrier.
+// Cg_l = Q_l[tile tq] K_l[tile tk]^T for l = 1..L-1 (unscaled), level l's
+// grid at lay.grid_off(l) in Cg. Uses Ql, Kl as staging. Starts and ends with
+// a barrier.
 template <class T>
-__device__ void level_grids(const Params& P, int64_t bh, int tq, int tk, int BT, const Layout& lay, T* Ql, T* Kl,
-                            T* Cg) {
-  int goff = 0;
+__device__ void level_grids(const Params& P, int64_t bh, int tq, int tk, const Layout& lay, T* Ql, T* Kl, T* Cg) {
   for (int l = 1; l < P.L; ++l) {
-    const int G = BT >> l;
+    const int G = lay.BT >> l;
     const int64_t n = level_len(P.T, l);
-    load_rows(Ql, lay.ld, level_rows<T>(P, P.q, l, bh), coarse_first(P, tq, l, BT), G, n, int(P.dh));
-    load_rows(Kl, lay.ld, level_rows<T>(P, P.k, l, bh), coarse_first(P, tk, l, BT), G, n, int(P.dh));
+    __syncthreads();  // Ql, Kl free
+    const RowCopy<T> c[2] = {{Ql, level_rows<T>(P, P.q, l, bh), coarse_first(P, tq, l, lay.BT)},
+                             {Kl, level_rows<T>(P, P.k, l, bh), coarse_first(P, tk, l, lay.BT)}};
+    load_rows(c, lay.ld, G, n, int(P.dh), lay.dhp);
     __syncthreads();
-    for (int e = threadIdx.x; e < G * G; e += blockDim.x) {
-      const int a = e / G, c = e - a * G;
-      Cg[goff + e] = dot(Ql + a * lay.ld, Kl + c * lay.ld, int(P.dh));
-    }
-    __syncthreads();
-    goff += G * G;
+    tile_mm<true, false>(Cg + lay.grid_off(l), G, Ql, lay.ld, Kl, lay.ld, G, G, lay.dhp, false);
   }
+  __syncthreads();
 }
 
 __device__ inline bool key_masked(const Params& P, int64_t b, int64_t i, int64_t j) {
@@ -136,13 +218,16 @@ __device__ inline T weight(const Params& P, int64_t h, int l) {
 
 // Combined score of local (p, p2) given the level-0 dot c0.
 template <class T>
-__device__ inline T combine(const Params& P, const T* w, const T* Cg, int BT, int p, int p2, T c0) {
+__device__ inline T combine(const Params& P, const Layout& lay, const T* w, const T* Cg, int p, int p2, T c0) {
   T s = w[0] * c0;
-  int goff = 0;
-  for (int l = 1; l < P.L; ++l) {
-    const int G = BT >> l;
-    s += w[l] * Cg[goff + (p >> l) * G + (p2 >> l)];
-    goff += G * G;
+  int off = 0;  // lay.grid_off(l)
+  // Unrolled to kMaxLevels so that w[] stays in registers (a runtime index puts it in local memory).
+#pragma unroll
+  for (int l = 1; l < kMaxLevels; ++l) {
+    if (l >= P.L) break;
+    const int G = lay.BT >> l;
+    s += w[l] * Cg[off + (p >> l) * G + (p2 >> l)];
+    off += Layout::up8(G * G);
   }
   return s;
 }
@@ -150,43 +235,44 @@ __device__ inline T combine(const Params& P, const T* w, const T* Cg, int BT, in
 // ---------------------------------------------------------------------------
 template <class T, int BT>
 __global__ void __launch_bounds__(4 * BT) attn_fwd(const Params P, T* O, T* LSE) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* sm = reinterpret_cast<T*>(smem_raw);
+  extern __shared__ __align__(32) unsigned char smem_raw[];
   const Layout lay(BT, int(P.dh), P.L);
-  const int ld = lay.ld, dh = int(P.dh);
-  T* Q0 = sm;
-  T* Ks = Q0 + BT * ld;
-  T* Ql = Ks + BT * ld;
-  T* Kl = Ql + lay.G1 * ld;
-  T* Cg = Kl + lay.G1 * ld;
-  T* Ps = Cg + lay.sumG2;
+  const int ld = lay.ld, lds = lay.lds, dh = int(P.dh), dhp = lay.dhp;
+  Carver<T> cv{reinterpret_cast<T*>(smem_raw)};
+  T* Q0 = cv.take(lay.rows());
+  T* Ks = cv.take(lay.rows());
+  T* Vs = cv.take(lay.rows());
+  T* Os = cv.take(lay.rows());
+  T* Ss = cv.take(lay.scores());
+  T* Ql = cv.take(lay.level_rows());
+  T* Kl = cv.take(lay.level_rows());
+  T* Cg = cv.take(lay.grid_off(P.L));
 
   const int tq = blockIdx.x;
   const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
   const int p = threadIdx.x >> 2, r4 = threadIdx.x & 3;
-  constexpr int M = BT / 4, C = kMaxDh / 4;
+  constexpr int M = BT / 4;
   const int64_t i = int64_t(tq) * BT - P.off + p;
   T w[kMaxLevels];
-  for (int l = 0; l < P.L; ++l) w[l] = weight<T>(P, h, l);
+#pragma unroll
+  for (int l = 0; l < kMaxLevels; ++l) w[l] = l < P.L ? weight<T>(P, h, l) : T(0);
 
-  const T* q0 = level_rows<T>(P, P.q, 0, bh);
   const T* k0 = level_rows<T>(P, P.k, 0, bh);
   const T* vv = static_cast<const T*>(P.v) + bh * P.T * P.dh;
-  load_rows(Q0, ld, q0, int64_t(tq) * BT - P.off, BT, P.T, dh);
+  load_rows(Q0, ld, level_rows<T>(P, P.q, 0, bh), int64_t(tq) * BT - P.off, BT, P.T, dh, dhp);
+  zero(Os, BT * ld);
 
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   T m_run = kNegInf, l_run = 0;
-  T acc[C];
-#pragma unroll
-  for (int c = 0; c < C; ++c) acc[c] = 0;
-
   const int last = P.causal ? tq : P.nt - 1;
   for (int tk = 0; tk <= last; ++tk) {
     const int64_t j0 = int64_t(tk) * BT - P.off;
-    __syncthreads();  // previous tile's readers of Ks, Ps are done
-    load_rows(Ks, ld, k0, j0, BT, P.T, dh);
+    __syncthreads();  // the previous tile's readers of Ks, Vs, Ss are done
+    const RowCopy<T> kv[2] = {{Ks, k0, j0}, {Vs, vv, j0}};
+    load_rows(kv, ld, BT, P.T, dh, dhp);
+    level_grids<T>(P, bh, tq, tk, lay, Ql, Kl, Cg);  // barriers before and after
+    tile_mm<true, false>(Ss, lds, Q0, ld, Ks, ld, BT, BT, dhp, false);  // Q_0 K_0^T
     __syncthreads();
-    level_grids<T>(P, bh, tq, tk, BT, lay, Ql, Kl, Cg);
     T s[M];
     T mx = kNegInf;
 #pragma unroll
@@ -195,7 +281,7 @@ __global__ void __launch_bounds__(4 * BT) attn_fwd(const Params P, T* O, T* LSE)
       if (key_masked(P, b, i, j0 + p2)) {
         s[m] = kNegInf;
       } else {
-        s[m] = combine(P, w, Cg, BT, p, p2, dot(Q0 + p * ld, Ks + p2 * ld, dh));
+        s[m] = combine(P, lay, w, Cg, p, p2, Ss[p * lds + p2]);
         mx = s[m] > mx ? s[m] : mx;
       }
     }
@@ -218,30 +304,18 @@ __global__ void __launch_bounds__(4 * BT) attn_fwd(const Params P, T* O, T* LSE)
     rs += __shfl_xor_sync(0xffffffffu, rs, 2);
     l_run = l_run * alpha + rs;
     m_run = m_new;
+    // Each thread rewrites only its own scores and its own quarter of row p of O.
 #pragma unroll
-    for (int c = 0; c < C; ++c) acc[c] *= alpha;
-#pragma unroll
-    for (int m = 0; m < M; ++m) Ps[p * (BT + 1) + r4 + 4 * m] = s[m];
-    __syncthreads();  // Ps complete; everyone is done with K in Ks
-    load_rows(Ks, ld, vv, j0, BT, P.T, dh);
+    for (int m = 0; m < M; ++m) Ss[p * lds + r4 + 4 * m] = s[m];
+    for (int d = r4; d < dhp; d += 4) Os[p * ld + d] *= alpha;
     __syncthreads();
-    for (int p2 = 0; p2 < BT; ++p2) {
-      const T pv = Ps[p * (BT + 1) + p2];
-#pragma unroll
-      for (int c = 0; c < C; ++c) {
-        const int d = r4 + 4 * c;
-        if (d < dh) acc[c] += pv * Ks[p2 * ld + d];
-      }
-    }
+    tile_mm<true, true>(Os, ld, Ss, lds, Vs, ld, BT, dhp, BT, true);  // O += P V
   }
+  __syncthreads();
   if (i >= 0 && i < P.T) {
     const T inv = l_run > 0 ? T(1) / l_run : T(0);
     T* orow = O + (bh * P.T + i) * P.dh;
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const int d = r4 + 4 * c;
-      if (d < dh) orow[d] = acc[c] * inv;
-    }
+    for (int d = r4; d < dh; d += 4) orow[d] = Os[p * ld + d] * inv;
     if (r4 == 0) LSE[bh * P.T + i] = l_run > 0 ? m_run + log(l_run) : std::numeric_limits<T>::infinity();
   }
 }
@@ -256,35 +330,39 @@ __global__ void attn_rowdot(const T* dO, const T* O, int64_t rows, int64_t dh, T
   }
 }
 
-// Shared state of one backward block: the loaded tiles and the recomputed P, dS.
-template <class T, int BT>
+// Shared state of one backward block. A0, A1: the side's two accumulators
+// (key side: dK_0, dV; query side: dQ_0 and unused).
+template <class T>
 struct BwdTiles {
-  T *Q0, *K0, *Vs, *dO, *Ql, *Kl, *Cg, *dSg, *Ps, *dSs, *Acc, *lse, *Dq;
+  T *Q0, *K0, *Vs, *dO, *A0, *A1, *Ss, *dSs, *Ql, *Kl, *Cg, *dSg, *Acc, *lse, *Dq;
   __device__ BwdTiles(T* sm, const Layout& lay) {
-    const int ld = lay.ld;
-    Q0 = sm;
-    K0 = Q0 + BT * ld;
-    Vs = K0 + BT * ld;
-    dO = Vs + BT * ld;
-    Ql = dO + BT * ld;
-    Kl = Ql + lay.G1 * ld;
-    Cg = Kl + lay.G1 * ld;
-    dSg = Cg + lay.sumG2;
-    Ps = dSg + lay.sumG2;
-    dSs = Ps + BT * (BT + 1);
-    Acc = dSs + BT * (BT + 1);  // coarse-level accumulators (dK_l or dQ_l), sumG rows
-    lse = Acc + lay.sumG * ld;
-    Dq = lse + BT;
+    Carver<T> cv{sm};
+    Q0 = cv.take(lay.rows());
+    K0 = cv.take(lay.rows());
+    Vs = cv.take(lay.rows());
+    dO = cv.take(lay.rows());
+    A0 = cv.take(lay.rows());
+    A1 = cv.take(lay.rows());
+    Ss = cv.take(lay.scores());
+    dSs = cv.take(lay.scores());
+    Ql = cv.take(lay.level_rows());
+    Kl = cv.take(lay.level_rows());
+    Cg = cv.take(lay.grid_off(lay.L));
+    dSg = cv.take(lay.grid_off(lay.L));
+    Acc = cv.take(Layout::up8(lay.acc_row(lay.L) * lay.ld));  // coarse accumulators (dK_l or dQ_l)
+    lse = cv.take(Layout::up8(lay.BT));
+    Dq = cv.take(Layout::up8(lay.BT));
   }
 };
 
 // Loads query tile tq's Q_0, dO, LSE, D (zeros / +inf on virtual rows).
-template <class T, int BT>
-__device__ void load_query_side(const Params& P, const BwdTiles<T, BT>& t, int ld, int64_t bh, int tq, const T* dO,
-                                const T* LSE, const T* D) {
+template <class T>
+__device__ void load_query_side(const Params& P, const BwdTiles<T>& t, const Layout& lay, int64_t bh, int tq,
+                                const T* dO, const T* LSE, const T* D) {
+  const int BT = lay.BT;
   const int64_t i0 = int64_t(tq) * BT - P.off;
-  load_rows(t.Q0, ld, level_rows<T>(P, P.q, 0, bh), i0, BT, P.T, int(P.dh));
-  load_rows(t.dO, ld, dO + bh * P.T * P.dh, i0, BT, P.T, int(P.dh));
+  const RowCopy<T> c[2] = {{t.Q0, level_rows<T>(P, P.q, 0, bh), i0}, {t.dO, dO + bh * P.T * P.dh, i0}};
+  load_rows(c, lay.ld, BT, P.T, int(P.dh), lay.dhp);
   for (int p = threadIdx.x; p < BT; p += blockDim.x) {
     const int64_t i = i0 + p;
     const bool in = i >= 0 && i < P.T;
@@ -293,40 +371,45 @@ __device__ void load_query_side(const Params& P, const BwdTiles<T, BT>& t, int l
   }
 }
 
-// Recomputes P and dS of tile pair (tq, tk) into Ps, dSs (after the level
-// grids); adds dS * C_0 into dl0. Thread mapping: row p = tid / 4.
+// Tile pair (tq, tk) with Q_0, K_0, V, dO, lse, D loaded: level grids, then
+// P into Ss and dS into dSs; adds dS * C_0 into dl0. Ends with a barrier.
 template <class T, int BT>
-__device__ void recompute(const Params& P, const BwdTiles<T, BT>& t, int ld, int64_t b, int tq, int tk, const T* w,
-                          double& dl0) {
-  const int p = threadIdx.x >> 2, r4 = threadIdx.x & 3, dh = int(P.dh);
+__device__ void recompute(const Params& P, const BwdTiles<T>& t, const Layout& lay, int64_t b, int64_t bh, int tq,
+                          int tk, const T* w, double& dl0) {
+  const int lds = lay.lds;
+  level_grids<T>(P, bh, tq, tk, lay, t.Ql, t.Kl, t.Cg);
+  tile_mm<true, false>(t.Ss, lds, t.Q0, lay.ld, t.K0, lay.ld, BT, BT, lay.dhp, false);   // Q_0 K_0^T
+  tile_mm<true, false>(t.dSs, lds, t.dO, lay.ld, t.Vs, lay.ld, BT, BT, lay.dhp, false);  // dO V^T
+  __syncthreads();
+  const int p = threadIdx.x >> 2, r4 = threadIdx.x & 3;
   const int64_t i = int64_t(tq) * BT - P.off + p, j0 = int64_t(tk) * BT - P.off;
 #pragma unroll 4
   for (int m = 0; m < BT / 4; ++m) {
-    const int p2 = r4 + 4 * m;
+    const int p2 = r4 + 4 * m, e = p * lds + p2;
     T pv = 0, ds = 0;
     if (!key_masked(P, b, i, j0 + p2)) {
-      const T c0 = dot(t.Q0 + p * ld, t.K0 + p2 * ld, dh);
-      const T s = combine(P, w, t.Cg, BT, p, p2, c0);
-      pv = exp(s - t.lse[p]);  // 0 when lse = +inf
-      const T dp = dot(t.dO + p * ld, t.Vs + p2 * ld, dh);
-      ds = pv * (dp - t.Dq[p]);
+      const T c0 = t.Ss[e];
+      pv = exp(combine(P, lay, w, t.Cg, p, p2, c0) - t.lse[p]);  // 0 when lse = +inf
+      ds = pv * (t.dSs[e] - t.Dq[p]);
       dl0 += static_cast<double>(ds) * static_cast<double>(c0);
     }
-    t.Ps[p * (BT + 1) + p2] = pv;
-    t.dSs[p * (BT + 1) + p2] = ds;
+    t.Ss[e] = pv;
+    t.dSs[e] = ds;
   }
+  __syncthreads();
 }
 
-// dSg_l = 2^l x 2^l block sums of dSs, for level l (offset goff in dSg).
-template <class T, int BT>
-__device__ void block_sums(const BwdTiles<T, BT>& t, int l, int goff) {
-  const int G = BT >> l, s = 1 << l;
+// dSg_l = 2^l x 2^l block sums of dSs, for level l.
+template <class T>
+__device__ void block_sums(const BwdTiles<T>& t, const Layout& lay, int l) {
+  const int G = lay.BT >> l, s = 1 << l;
+  T* out = t.dSg + lay.grid_off(l);
   for (int e = threadIdx.x; e < G * G; e += blockDim.x) {
     const int a = e / G, c = e - a * G;
     T sum = 0;
     for (int x = 0; x < s; ++x)
-      for (int y = 0; y < s; ++y) sum += t.dSs[(a * s + x) * (BT + 1) + c * s + y];
-    t.dSg[goff + e] = sum;
+      for (int y = 0; y < s; ++y) sum += t.dSs[(a * s + x) * lay.lds + c * s + y];
+    out[e] = sum;
   }
 }
 
@@ -334,81 +417,56 @@ __device__ void block_sums(const BwdTiles<T, BT>& t, int l, int goff) {
 template <class T, int BT>
 __global__ void __launch_bounds__(4 * BT)
     attn_bwd_kv(const Params P, const T* dO, const T* LSE, const T* D, const LevelPtrs<T> dK, T* dV) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
+  extern __shared__ __align__(32) unsigned char smem_raw[];
   const Layout lay(BT, int(P.dh), P.L);
-  const int ld = lay.ld, dh = int(P.dh);
-  const BwdTiles<T, BT> t(reinterpret_cast<T*>(smem_raw), lay);
+  const int ld = lay.ld, lds = lay.lds, dh = int(P.dh), dhp = lay.dhp;
+  const BwdTiles<T> t(reinterpret_cast<T*>(smem_raw), lay);
   const int tk = blockIdx.x;
   const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
-  const int kp = threadIdx.x >> 2, r4 = threadIdx.x & 3;  // key row owned in the accumulation
-  constexpr int C = kMaxDh / 4;
   T w[kMaxLevels];
-  for (int l = 0; l < P.L; ++l) w[l] = weight<T>(P, h, l);
-  const int64_t j0 = int64_t(tk) * BT - P.off;
-  load_rows(t.K0, ld, level_rows<T>(P, P.k, 0, bh), j0, BT, P.T, dh);
-  load_rows(t.Vs, ld, static_cast<const T*>(P.v) + bh * P.T * P.dh, j0, BT, P.T, dh);
-  for (int e = threadIdx.x; e < lay.sumG * ld; e += blockDim.x) t.Acc[e] = 0;
-  T dv[C], dk[C];
 #pragma unroll
-  for (int c = 0; c < C; ++c) dv[c] = dk[c] = 0;
+  for (int l = 0; l < kMaxLevels; ++l) w[l] = l < P.L ? weight<T>(P, h, l) : T(0);
+  const int64_t j0 = int64_t(tk) * BT - P.off;
+  const RowCopy<T> kv[2] = {{t.K0, level_rows<T>(P, P.k, 0, bh), j0}, {t.Vs, static_cast<const T*>(P.v) + bh * P.T * P.dh, j0}};
+  load_rows(kv, ld, BT, P.T, dh, dhp);
+  zero(t.A0, BT * ld);  // dK_0 / w_0
+  zero(t.A1, BT * ld);  // dV
+  zero(t.Acc, lay.acc_row(P.L) * ld);
   double unused = 0;
   for (int tq = P.causal ? tk : 0; tq < P.nt; ++tq) {
     __syncthreads();
-    load_query_side<T, BT>(P, t, ld, bh, tq, dO, LSE, D);
-    __syncthreads();
-    level_grids<T>(P, bh, tq, tk, BT, lay, t.Ql, t.Kl, t.Cg);
-    recompute<T, BT>(P, t, ld, b, tq, tk, w, unused);
-    __syncthreads();
-    for (int p = 0; p < BT; ++p) {
-      const T pv = t.Ps[p * (BT + 1) + kp], ds = t.dSs[p * (BT + 1) + kp];
-#pragma unroll
-      for (int c = 0; c < C; ++c) {
-        const int d = r4 + 4 * c;
-        if (d < dh) {
-          dv[c] += pv * t.dO[p * ld + d];
-          dk[c] += ds * t.Q0[p * ld + d];
-        }
-      }
-    }
-    int goff = 0, aoff = 0;
+    load_query_side<T>(P, t, lay, bh, tq, dO, LSE, D);
+    recompute<T, BT>(P, t, lay, b, bh, tq, tk, w, unused);
+    tile_mm<false, true>(t.A1, ld, t.Ss, lds, t.dO, ld, BT, dhp, BT, true);   // dV += P^T dO
+    tile_mm<false, true>(t.A0, ld, t.dSs, lds, t.Q0, ld, BT, dhp, BT, true);  // dK_0 += dS^T Q_0
     for (int l = 1; l < P.L; ++l) {
       const int G = BT >> l;
       __syncthreads();  // Ql free
-      block_sums<T, BT>(t, l, goff);
-      load_rows(t.Ql, ld, level_rows<T>(P, P.q, l, bh), coarse_first(P, tq, l, BT), G, level_len(P.T, l), dh);
+      block_sums<T>(t, lay, l);
+      load_rows(t.Ql, ld, level_rows<T>(P, P.q, l, bh), coarse_first(P, tq, l, BT), G, level_len(P.T, l), dh, dhp);
       __syncthreads();
-      for (int e = threadIdx.x; e < G * dh; e += blockDim.x) {
-        const int c = e / dh, d = e - c * dh;
-        T sum = 0;
-        for (int a = 0; a < G; ++a) sum += t.dSg[goff + a * G + c] * t.Ql[a * ld + d];
-        t.Acc[(aoff + c) * ld + d] += w[l] * sum;
-      }
-      goff += G * G;
-      aoff += G;
+      tile_mm<false, true>(t.Acc + lay.acc_row(l) * ld, ld, t.dSg + lay.grid_off(l), G, t.Ql, ld, G, dhp, G,
+                           true);  // dK_l += dSg_l^T Q_l
     }
   }
   __syncthreads();
-  const int64_t j = j0 + kp;
-  if (j >= 0 && j < P.T) {
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const int d = r4 + 4 * c;
-      if (d >= dh) continue;
-      if (dV) dV[(bh * P.T + j) * P.dh + d] = dv[c];
-      if (dK.on) dK.p[0][(bh * P.T + j) * P.dh + d] = w[0] * dk[c];
-    }
+  for (int e = threadIdx.x; e < BT * dh; e += blockDim.x) {
+    const int r = e / dh, d = e - r * dh;
+    const int64_t j = j0 + r;
+    if (j < 0 || j >= P.T) continue;
+    if (dV) dV[(bh * P.T + j) * P.dh + d] = t.A1[r * ld + d];
+    if (dK.on) dK.p[0][(bh * P.T + j) * P.dh + d] = w[0] * t.A0[r * ld + d];
   }
   if (!dK.on) return;
-  int aoff = 0;
   for (int l = 1; l < P.L; ++l) {
     const int G = BT >> l;
     const int64_t n = level_len(P.T, l), first = coarse_first(P, tk, l, BT);
+    const T* acc = t.Acc + lay.acc_row(l) * ld;
     for (int e = threadIdx.x; e < G * dh; e += blockDim.x) {
       const int c = e / dh, d = e - c * dh;
       const int64_t row = first + c;
-      if (row >= 0 && row < n) dK.p[l][(bh * n + row) * P.dh + d] = t.Acc[(aoff + c) * ld + d];
+      if (row >= 0 && row < n) dK.p[l][(bh * n + row) * P.dh + d] = w[l] * acc[c * ld + d];
     }
-    aoff += G;
   }
 }
 
@@ -416,86 +474,69 @@ __global__ void __launch_bounds__(4 * BT)
 template <class T, int BT>
 __global__ void __launch_bounds__(4 * BT)
     attn_bwd_q(const Params P, const T* dO, const T* LSE, const T* D, const LevelPtrs<T> dQ, double* dlam_part) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
+  extern __shared__ __align__(32) unsigned char smem_raw[];
   const Layout lay(BT, int(P.dh), P.L);
-  const int ld = lay.ld, dh = int(P.dh);
-  const BwdTiles<T, BT> t(reinterpret_cast<T*>(smem_raw), lay);
+  const int ld = lay.ld, lds = lay.lds, dh = int(P.dh), dhp = lay.dhp;
+  const BwdTiles<T> t(reinterpret_cast<T*>(smem_raw), lay);
   const int tq = blockIdx.x;
   const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
-  const int p = threadIdx.x >> 2, r4 = threadIdx.x & 3;
-  constexpr int C = kMaxDh / 4;
   T w[kMaxLevels];
-  for (int l = 0; l < P.L; ++l) w[l] = weight<T>(P, h, l);
-  load_query_side<T, BT>(P, t, ld, bh, tq, dO, LSE, D);
-  for (int e = threadIdx.x; e < lay.sumG * ld; e += blockDim.x) t.Acc[e] = 0;
-  T dq[C];
 #pragma unroll
-  for (int c = 0; c < C; ++c) dq[c] = 0;
+  for (int l = 0; l < kMaxLevels; ++l) w[l] = l < P.L ? weight<T>(P, h, l) : T(0);
+  load_query_side<T>(P, t, lay, bh, tq, dO, LSE, D);
+  zero(t.A0, BT * ld);  // dQ_0 / w_0
+  zero(t.Acc, lay.acc_row(P.L) * ld);
   double dl[kMaxLevels];
   for (int l = 0; l < kMaxLevels; ++l) dl[l] = 0;
   const int last = P.causal ? tq : P.nt - 1;
   for (int tk = 0; tk <= last; ++tk) {
     const int64_t j0 = int64_t(tk) * BT - P.off;
     __syncthreads();
-    load_rows(t.K0, ld, level_rows<T>(P, P.k, 0, bh), j0, BT, P.T, dh);
-    load_rows(t.Vs, ld, static_cast<const T*>(P.v) + bh * P.T * P.dh, j0, BT, P.T, dh);
-    __syncthreads();
-    level_grids<T>(P, bh, tq, tk, BT, lay, t.Ql, t.Kl, t.Cg);
-    recompute<T, BT>(P, t, ld, b, tq, tk, w, dl[0]);
-    __syncthreads();
-    for (int p2 = 0; p2 < BT; ++p2) {
-      const T ds = t.dSs[p * (BT + 1) + p2];
+    const RowCopy<T> kv[2] = {{t.K0, level_rows<T>(P, P.k, 0, bh), j0},
+                              {t.Vs, static_cast<const T*>(P.v) + bh * P.T * P.dh, j0}};
+    load_rows(kv, ld, BT, P.T, dh, dhp);
+    recompute<T, BT>(P, t, lay, b, bh, tq, tk, w, dl[0]);
+    tile_mm<true, true>(t.A0, ld, t.dSs, lds, t.K0, ld, BT, dhp, BT, true);  // dQ_0 += dS K_0
 #pragma unroll
-      for (int c = 0; c < C; ++c) {
-        const int d = r4 + 4 * c;
-        if (d < dh) dq[c] += ds * t.K0[p2 * ld + d];
-      }
-    }
-    int goff = 0, aoff = 0;
-    for (int l = 1; l < P.L; ++l) {
+    for (int l = 1; l < kMaxLevels; ++l) {  // unrolled: dl[] stays in registers
+      if (l >= P.L) break;
       const int G = BT >> l;
       __syncthreads();  // Kl, dSg free
-      block_sums<T, BT>(t, l, goff);
-      load_rows(t.Kl, ld, level_rows<T>(P, P.k, l, bh), coarse_first(P, tk, l, BT), G, level_len(P.T, l), dh);
+      block_sums<T>(t, lay, l);
+      load_rows(t.Kl, ld, level_rows<T>(P, P.k, l, bh), coarse_first(P, tk, l, BT), G, level_len(P.T, l), dh, dhp);
       __syncthreads();
+      const T* dsg = t.dSg + lay.grid_off(l);
+      const T* cg = t.Cg + lay.grid_off(l);
       for (int e = threadIdx.x; e < G * G; e += blockDim.x)
-        dl[l] += static_cast<double>(t.dSg[goff + e]) * static_cast<double>(t.Cg[goff + e]);
-      for (int e = threadIdx.x; e < G * dh; e += blockDim.x) {
-        const int a = e / dh, d = e - a * dh;
-        T sum = 0;
-        for (int c = 0; c < G; ++c) sum += t.dSg[goff + a * G + c] * t.Kl[c * ld + d];
-        t.Acc[(aoff + a) * ld + d] += w[l] * sum;
-      }
-      goff += G * G;
-      aoff += G;
+        dl[l] += static_cast<double>(dsg[e]) * static_cast<double>(cg[e]);
+      tile_mm<true, true>(t.Acc + lay.acc_row(l) * ld, ld, dsg, G, t.Kl, ld, G, dhp, G, true);  // dQ_l += dSg_l K_l
     }
   }
   __syncthreads();
   if (dlam_part) {
-    for (int l = 0; l < P.L; ++l) {
+#pragma unroll
+    for (int l = 0; l < kMaxLevels; ++l) {
+      if (l >= P.L) break;
       const double s = block_reduce(dl[l], 0.0, SumOp{});
       if (threadIdx.x == 0) dlam_part[(bh * P.nt + tq) * P.L + l] = s * P.scale;
     }
   }
   if (!dQ.on) return;
-  const int64_t i = int64_t(tq) * BT - P.off + p;
-  if (i >= 0 && i < P.T) {
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const int d = r4 + 4 * c;
-      if (d < dh) dQ.p[0][(bh * P.T + i) * P.dh + d] = w[0] * dq[c];
-    }
+  const int64_t i0 = int64_t(tq) * BT - P.off;
+  for (int e = threadIdx.x; e < BT * dh; e += blockDim.x) {
+    const int r = e / dh, d = e - r * dh;
+    const int64_t i = i0 + r;
+    if (i >= 0 && i < P.T) dQ.p[0][(bh * P.T + i) * P.dh + d] = w[0] * t.A0[r * ld + d];
   }
-  int aoff = 0;
   for (int l = 1; l < P.L; ++l) {
     const int G = BT >> l;
     const int64_t n = level_len(P.T, l), first = coarse_first(P, tq, l, BT);
+    const T* acc = t.Acc + lay.acc_row(l) * ld;
     for (int e = threadIdx.x; e < G * dh; e += blockDim.x) {
       const int a = e / dh, d = e - a * dh;
       const int64_t row = first + a;
-      if (row >= 0 && row < n) dQ.p[l][(bh * n + row) * P.dh + d] = t.Acc[(aoff + a) * ld + d];
+      if (row >= 0 && row < n) dQ.p[l][(bh * n + row) * P.dh + d] = w[l] * acc[a * ld + d];
     }
-    aoff += G;
   }
 }
 

@@ -1,7 +1,11 @@
-// sum and max over a set of dims. One block per output element (threads
-// stride over the reduced elements, then a block reduction), or one thread per
-// output when few elements are reduced. Floats accumulate in double, as on the
+// sum and max over a set of dims. Blocks per output element (threads stride
+// over the reduced elements, then a block reduction), or one thread per output
+// when few elements are reduced. When there are few outputs (a loss, bias
+// gradients) each output's range is split into chunks reduced by separate
+// blocks, whose partial results a second kernel merges in chunk order: the
+// bits do not depend on timing. Floats accumulate in double, as on the
 // CPU. max propagates NaN like the CPU's MaxReducer.
+#include <algorithm>
 #include <limits>
 
 #include "kernels/cuda/common.cuh"
@@ -26,20 +30,33 @@ struct MaxR {
   __device__ static Acc from(T v) { return v; }
 };
 
-// Block per output; out[o] = reduce over the inner index of x[outer(o) + inner(i)].
+// Block (o, c) reduces chunk c of output o's elements x[outer(o) + inner(i)],
+// i in [c * chunk, (c + 1) * chunk); part[o * chunks + c] = its result.
 template <class T, class R>
-__global__ void reduce_block(const T* x, T* out, int64_t n_in, StridedIndex<1> outer, StridedIndex<1> inner) {
+__global__ void reduce_block(const T* x, typename R::Acc* part, int64_t n_in, int64_t chunk, StridedIndex<1> outer,
+                             StridedIndex<1> inner) {
   const R r;
   int64_t base[1];
   outer.offsets(blockIdx.x, base);
   typename R::Acc a = R::init();
-  for (int64_t i = threadIdx.x; i < n_in; i += blockDim.x) {
+  const int64_t begin = blockIdx.y * chunk, end = begin + chunk < n_in ? begin + chunk : n_in;
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     int64_t off[1];
     inner.offsets(i, off);
     a = r(a, R::from(x[base[0] + off[0]]));
   }
   a = block_reduce(a, R::init(), r);
-  if (threadIdx.x == 0) out[blockIdx.x] = static_cast<T>(a);
+  if (threadIdx.x == 0) part[int64_t(blockIdx.x) * gridDim.y + blockIdx.y] = a;
+}
+// out[o] = merge of part[o * chunks + c] over c in order.
+template <class T, class R>
+__global__ void reduce_parts(const typename R::Acc* part, T* out, int64_t n_out, int chunks) {
+  const R r;
+  HKT_CUDA_LOOP(o, n_out) {
+    typename R::Acc a = R::init();
+    for (int c = 0; c < chunks; ++c) a = r(a, part[o * chunks + c]);
+    out[o] = static_cast<T>(a);
+  }
 }
 template <class T, class R>
 __global__ void reduce_thread(const T* x, T* out, int64_t n_out, int64_t n_in, StridedIndex<1> outer,
@@ -74,7 +91,16 @@ void reduce(const void* xv, const Shape& shape, const Strides& strides, const st
   const T* x = static_cast<const T*>(xv);
   T* out = static_cast<T*>(outv);
   if (n_in >= 64 && n_out <= (int64_t{1} << 31) - 1) {
-    reduce_block<T, R><<<static_cast<unsigned>(n_out), kThreads, 0, stream()>>>(x, out, n_in, outer, inner);
+    // About 2048 blocks in all, chunks of at least 4096 elements (one chunk when there are many outputs).
+    const int64_t want = std::max<int64_t>(1, 2048 / n_out), most = std::max<int64_t>(1, n_in / 4096);
+    const int chunks = static_cast<int>(std::min<int64_t>({want, most, 65535}));
+    const int64_t chunk = (n_in + chunks - 1) / chunks;
+    using Acc = typename R::Acc;
+    Scratch part(static_cast<size_t>(n_out * chunks) * sizeof(Acc));
+    const dim3 grid(static_cast<unsigned>(n_out), static_cast<unsigned>(chunks));
+    reduce_block<T, R><<<grid, kThreads, 0, stream()>>>(x, part.as<Acc>(), n_in, chunk, outer, inner);
+    CUDA_CHECK_LAUNCH();
+    reduce_parts<T, R><<<blocks_for(n_out), kThreads, 0, stream()>>>(part.as<Acc>(), out, n_out, chunks);
   } else {
     reduce_thread<T, R><<<blocks_for(n_out), kThreads, 0, stream()>>>(x, out, n_out, n_in, outer, inner);
   }
