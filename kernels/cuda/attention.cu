@@ -33,6 +33,9 @@
 // Every sum has a fixed order: the bits are reproducible.
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
 #include <limits>
 #include <type_traits>
 
@@ -45,6 +48,7 @@ namespace {
 
 constexpr int kMaxLevels = 7;
 constexpr int kMaxDh = 128;
+constexpr int kBwdTile = 64;  // the backward's preferred tile (pick_tile)
 
 struct Params {
   int64_t B, H, T, dh;
@@ -569,7 +573,18 @@ template <class T>
 int pick_tile(const AttnShape& s, bool bwd, size_t* bytes) {
   HKT_CHECK(s.L >= 1 && s.L <= kMaxLevels, "hkt_attention: the CUDA kernel takes 1 to ", kMaxLevels,
             " levels, got L = ", s.L);
-  for (int bt : {64, 32}) {
+  // The preferred tile of the forward and of the backward; HKT_CUDA_ATTN_TILE="FWD,BWD"
+  // (each 64 or 32) overrides them, for the benchmark's comparisons.
+  static const std::pair<int, int> preferred = [] {
+    std::pair<int, int> p{64, kBwdTile};
+    if (const char* e = std::getenv("HKT_CUDA_ATTN_TILE")) {
+      int f = 0, b = 0;
+      if (std::sscanf(e, "%d,%d", &f, &b) == 2 && (f == 32 || f == 64) && (b == 32 || b == 64)) p = {f, b};
+    }
+    return p;
+  }();
+  const int first = bwd ? preferred.second : preferred.first;
+  for (int bt : {first, 32}) {
     if ((int64_t{1} << (s.L - 1)) > bt) continue;
     const Layout lay(bt, int(s.dh), int(s.L));
     *bytes = static_cast<size_t>(bwd ? lay.bwd_elems() : lay.fwd_elems()) * sizeof(T);
