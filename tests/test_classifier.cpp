@@ -474,6 +474,48 @@ TEST_CASE("classifier: a short training run learns a task that needs attention")
   CHECK(ctl.after > 0.7 * chance);
 }
 
+TEST_CASE("model_flops: every product of the classifier, by part") {
+  ClassifierConfig m = ClassifierConfig::preset("mha-small");
+  m.vocab = 256;
+  m.classes = 10;
+  m.max_len = 4096;
+  const double D = 128, Ly = 2;  // dim, layers of the small presets
+  const int64_t B = 3, T = 100;
+  const double n = B * T;
+  const ModelFlops a = model_flops(m, B, T);
+  CHECK(a.projections == Ly * 4 * 2 * n * D * D);
+  CHECK(a.scores == Ly * 2 * B * double(T * T) * D);
+  CHECK(a.values == a.scores);
+  CHECK(a.ffn == Ly * 2 * 2 * n * D * 4 * D);
+  CHECK(a.downsample == 0);
+  CHECK(a.hybrid == 0);
+  CHECK(a.other == 2 * B * D * 10);
+  // HKT L = 3 at T = 100: T_l = 100, 50, 25.
+  ClassifierConfig h = m;
+  h.attention = "hkt";
+  const ModelFlops c = model_flops(h, B, T);
+  CHECK(c.projections == Ly * (2 * 2 * n * D * D + 2 * 2 * B * D * D * (100 + 50 + 25)));
+  CHECK(c.scores == Ly * 2 * B * D * (100.0 * 100 + 50 * 50 + 25 * 25));
+  CHECK(c.values == a.values);
+  CHECK(c.downsample == Ly * (2 * B * D * 3 * (50 + 25) + 2 * B * D * D * (50 + 25)));
+  CHECK(c.hybrid == Ly * 2 * n * D * 3);
+  CHECK(c.ffn == a.ffn);
+  CHECK(c.total() > a.total());
+  // HKT with one level, no hybrid branch, is MHA's arithmetic.
+  h.levels = 1;
+  h.hybrid = false;
+  CHECK(model_flops(h, B, T).total() == a.total());
+  // Real-valued inputs add their input map.
+  ClassifierConfig r = m;
+  r.vocab = 0;
+  r.input_features = 3;
+  CHECK(model_flops(r, B, T).other == 2 * n * 3 * D + 2 * B * D * 10);
+  check_error([&] { model_flops(m, 0, 8); }, "B and T must be >= 1");
+  ClassifierConfig bad = m;
+  bad.dim = 130;
+  check_error([&] { model_flops(bad, 1, 8); }, "divisible by heads");
+}
+
 TEST_CASE("score_flops: the cost model") {
   for (int64_t L = 1; L <= 4; ++L)
     for (int64_t T : {8, 64, 1024}) {

@@ -169,6 +169,18 @@ int run_step(const std::string& preset, int64_t T, int64_t B, int reps) {
   return 0;
 }
 
+// hkt-small / mha-small FLOPs of all products (nn::model_flops), as run_step configures them.
+double step_flop_ratio(int64_t T, int64_t B) {
+  auto flops = [&](const char* preset) {
+    nn::ClassifierConfig cfg = nn::ClassifierConfig::preset(preset);
+    cfg.vocab = 256;
+    cfg.classes = 10;
+    cfg.max_len = T;
+    return nn::model_flops(cfg, B, T).total();
+  };
+  return flops("hkt-small") / flops("mha-small");
+}
+
 int run_sgemm(int m, int n, int kd) {
   std::vector<float> a(static_cast<size_t>(m) * kd, 0.5f), b(static_cast<size_t>(kd) * n, 0.25f),
       c(static_cast<size_t>(m) * n);
@@ -294,8 +306,8 @@ int main(int argc, char** argv) {
   // Whole training steps of the presets (fused attention, dropout on).
   std::printf("\n## training step: hkt-small (L = 3) vs mha-small, forward + cross-entropy + backward + clip + "
               "AdamW, vocab 256, 10 classes\n\n");
-  std::printf("| T | B | hkt-small ms | mha-small ms | hkt / mha | hkt peak RSS MiB | mha peak RSS MiB |\n");
-  std::printf("|--:|--:|-------------:|-------------:|----------:|-----------------:|-----------------:|\n");
+  std::printf("| T | B | hkt-small ms | mha-small ms | hkt / mha | FLOP ratio | hkt peak RSS MiB | mha peak RSS MiB |\n");
+  std::printf("|--:|--:|-------------:|-------------:|----------:|-----------:|-----------------:|-----------------:|\n");
   std::vector<std::pair<int64_t, int64_t>> steps{{1024, 8}};
   if (full)
     for (int64_t T : {1024, 2048, 4096, 8192}) steps.emplace_back(T, 1);  // memory against T
@@ -305,11 +317,11 @@ int main(int argc, char** argv) {
     const bool ok = std::sscanf(run_child("--step hkt-small" + args).c_str(), "%lf %lf", &th, &mh) == 2 &&
                     std::sscanf(run_child("--step mha-small" + args).c_str(), "%lf %lf", &tm, &mm) == 2;
     if (!ok) {
-      std::printf("| %lld | %lld | failed | | | | |\n", static_cast<long long>(T), static_cast<long long>(B));
+      std::printf("| %lld | %lld | failed | | | | | |\n", static_cast<long long>(T), static_cast<long long>(B));
       continue;
     }
-    std::printf("| %lld | %lld | %.0f | %.0f | %.3f | %.0f | %.0f |\n", static_cast<long long>(T),
-                static_cast<long long>(B), th * 1e3, tm * 1e3, th / tm, mh, mm);
+    std::printf("| %lld | %lld | %.0f | %.0f | %.3f | %.3f | %.0f | %.0f |\n", static_cast<long long>(T),
+                static_cast<long long>(B), th * 1e3, tm * 1e3, th / tm, step_flop_ratio(T, B), mh, mm);
     std::fflush(stdout);
   }
   return 0;

@@ -1,5 +1,7 @@
-// The cost model of HKT.md: FLOPs of the Q K^T score products.
+// The cost model of HKT.md: FLOPs of the Q K^T score products, and of all the
+// products of a classifier (the whole-model ratio of HKT to MHA).
 #include "hkt/models/attention.hpp"
+#include "hkt/models/classifier.hpp"
 
 namespace hkt::nn {
 
@@ -19,6 +21,36 @@ ScoreCost score_flops(int64_t B, int64_t T, int64_t D, int64_t H, int64_t L) {
   c.mha = 2.0 * bhd * static_cast<double>(T) * static_cast<double>(T);
   c.ratio = c.total / c.mha;
   return c;
+}
+
+ModelFlops model_flops(const ClassifierConfig& cfg, int64_t B, int64_t T) {
+  HKT_CHECK(B >= 1 && T >= 1, "model_flops: B and T must be >= 1, got B = ", B, ", T = ", T);
+  cfg.validate();
+  const double D = static_cast<double>(cfg.dim), b = static_cast<double>(B), t = static_cast<double>(T);
+  const double n = b * t;  // tokens
+  const bool hkt = cfg.attention == "hkt";
+  const int64_t L = hkt ? cfg.levels : 1;
+  const int64_t kDownKernel = 3;  // Downsample: causal depthwise conv, kernel 3, stride 2
+  ModelFlops f;
+  for (int64_t layer = 0; layer < cfg.layers; ++layer) {
+    f.projections += 2 * 2.0 * n * D * D;  // Wv, Wo
+    for (int64_t l = 0; l < L; ++l) {
+      const int64_t block = int64_t{1} << l;
+      const double tl = static_cast<double>(T / block + (T % block != 0));
+      f.projections += 2 * 2.0 * b * tl * D * D;  // Wq_l, Wk_l
+      f.scores += 2.0 * b * tl * tl * D;          // sum over heads of T_l^2 dh
+      if (l > 0) {
+        f.downsample += 2.0 * b * tl * D * static_cast<double>(kDownKernel);
+        if (cfg.pointwise) f.downsample += 2.0 * b * tl * D * D;
+      }
+    }
+    f.values += 2.0 * b * t * t * D;
+    if (hkt && cfg.hybrid) f.hybrid += 2.0 * n * D * 3.0;  // AttentionConfig::conv_kernel = 3
+    f.ffn += 2 * 2.0 * n * D * D * static_cast<double>(cfg.ffn_mult);
+  }
+  if (cfg.input_features > 0) f.other += 2.0 * n * static_cast<double>(cfg.input_features) * D;
+  f.other += 2.0 * b * D * static_cast<double>(cfg.classes);
+  return f;
 }
 
 }  // namespace hkt::nn

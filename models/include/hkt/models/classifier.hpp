@@ -102,4 +102,21 @@ class SequenceClassifier : public Module {
   ClassifierConfig cfg_;
 };
 
+// Forward FLOPs (multiply-adds counted as 2) of the classifier's products on
+// one batch of B sequences of length T, dense (causal masks not discounted),
+// by part. The backward of each product costs twice its forward, so a
+// training step's products cost about 3x total(). Elementwise work (layer
+// norms, softmax, GELU, the optimizer) is not counted.
+struct ModelFlops {
+  double projections = 0;  // Wq, Wk, Wv, Wo; HKT: Wq_l, Wk_l at every level
+  double scores = 0;       // Q_l K_l^T, all levels
+  double values = 0;       // P V
+  double downsample = 0;   // HKT: the stride-2 depthwise convolutions and pointwise maps
+  double hybrid = 0;       // HKT: the depthwise convolution of V (hybrid branch)
+  double ffn = 0;
+  double other = 0;        // input map of real-valued inputs, classifier head
+  double total() const { return projections + scores + values + downsample + hybrid + ffn + other; }
+};
+ModelFlops model_flops(const ClassifierConfig& cfg, int64_t B, int64_t T);
+
 }  // namespace hkt::nn
