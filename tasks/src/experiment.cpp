@@ -111,15 +111,31 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
   for (auto m = models.begin(); m != models.end(); ++m) e.models.push_back(m.key());
   HKT_CHECK(e.baseline.empty() || models.contains(e.baseline), "experiment: baseline \"", e.baseline,
             "\" is not one of the models");
+  // A task's "per_model": {"<model key>": {fields}} applies after the model's fields.
+  for (auto t = tasks.begin(); t != tasks.end(); ++t) {
+    if (!t.value().is_object() || !t.value().contains("per_model")) continue;
+    const json& pm = t.value().at("per_model");
+    HKT_CHECK(pm.is_object(), "experiment: task \"", t.key(), "\": \"per_model\" must be an object");
+    for (auto m = pm.begin(); m != pm.end(); ++m) {
+      HKT_CHECK(models.contains(m.key()), "experiment: task \"", t.key(), "\": per_model names \"", m.key(),
+                "\", which is not one of the models");
+      HKT_CHECK(m.value().is_object(), "experiment: task \"", t.key(), "\": per_model \"", m.key(),
+                "\" must be an object");
+    }
+  }
   for (auto t = tasks.begin(); t != tasks.end(); ++t)
     for (auto m = models.begin(); m != models.end(); ++m)
       for (uint64_t seed : e.seeds) {
         const std::string where = "experiment run " + t.key() + "/" + m.key() + "/seed" + std::to_string(seed);
         HKT_CHECK(t.value().is_object() && m.value().is_object(), where, ": task and model entries must be objects");
         json c = base;
-        merge(c, t.value());
+        json task_fields = t.value();
+        task_fields.erase("per_model");
+        merge(c, task_fields);
         if (!t.value().contains("task")) c["task"] = t.key();
         merge(c, m.value());
+        if (t.value().contains("per_model") && t.value().at("per_model").contains(m.key()))
+          merge(c, t.value().at("per_model").at(m.key()));
         c["seed"] = seed;
         c["run_dir"] = (fs::path(e.out_dir) / t.key() / m.key() / ("seed" + std::to_string(seed))).string();
         ExperimentRun r;

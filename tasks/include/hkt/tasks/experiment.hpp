@@ -15,9 +15,11 @@
 //                 "hkt-L1": { "model": "hkt-small", "model_overrides": { "levels": 1 } }, ... },
 //     "seeds":  [1, 2, 3]
 //   }
-// A run's config is base, then the task's fields, then the model's fields
-// (objects such as "data" and "model_overrides" are merged key by key), then
-// "seed" and "run_dir" = out_dir/<task>/<model>/seed<seed>. A task entry
+// A run's config is base, then the task's fields, then the model's fields,
+// then the task's "per_model" fields for that model if any (e.g. a learning
+// rate tuned per task and model: "listops": {..., "per_model": {"mha": {"lr":
+// 5e-4}}}); objects such as "data" and "model_overrides" are merged key by
+// key. Then "seed" and "run_dir" = out_dir/<task>/<model>/seed<seed>. A task entry
 // without "task" uses its key as the task name. Configs are validated when
 // the file is read (hkt::Error naming the run and the field).
 #pragma once
