@@ -1,7 +1,6 @@
 // The analysis statistics (tools/analysis) on inputs with known answers, and a
 // report from a tiny trained checkpoint.
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +8,7 @@
 #include <fstream>
 #include <random>
 
+#include "helpers/temp_dir.hpp"
 #include "hkt/analysis/report.hpp"
 #include "hkt/analysis/stats.hpp"
 #include "hkt/hkt.hpp"
@@ -17,6 +17,7 @@
 
 using namespace hkt;
 using namespace hkt::analysis;
+using hkt::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
@@ -36,16 +37,6 @@ std::vector<double> orthogonal(int64_t n, uint64_t seed) {
     for (int64_t j = 0; j < i; ++j) a[j * n + i] = a[i * n + j];
   return sym_eig(a, n, true).vectors;
 }
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    path = fs::temp_directory_path() / ("hkt_analysis_" + tag + "_" + std::to_string(getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 }  // namespace
 
@@ -161,7 +152,7 @@ TEST_CASE("the symmetric / antisymmetric split") {
 }
 
 TEST_CASE("a report from a tiny trained checkpoint has every section") {
-  TempDir tmp("e2e");
+  TempDir tmp("analysis_e2e");
   tasks::TrainConfig c;
   c.task = "synthetic";
   c.data.train_size = 64;

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "gradcheck_util.hpp"
+#include "helpers/temp_dir.hpp"
 
 using namespace hkt;
 using namespace hkt::nn;
@@ -51,25 +52,18 @@ float train_step(TinyNet& net, AdamW& opt, const LRSchedule& sched, int64_t step
   return l.item<float>();
 }
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    path = std::filesystem::temp_directory_path() / ("hkt_ckpt_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
-
 }  // namespace
 
 TEST_CASE("resume from a checkpoint: the next 10 losses are bit-identical") {
-  TempDir tmp;
+  // save_checkpoint creates the folder: "ckpt" does not exist yet.
+  TempDir tmp("ckpt");
+  const std::string dir = tmp.str("ckpt");
   const LRSchedule sched = LRSchedule::warmup_cosine(3, 20, 0.1);
   manual_seed(5);
   TinyNet net;
   AdamW opt(decay_groups(net, 1e-2, 0.01));
   for (int64_t s = 0; s < 5; ++s) train_step(net, opt, sched, s);
-  save_checkpoint(tmp.path.string(), net, opt, 5, {{"config", R"({"dim": 8})"}});
+  save_checkpoint(dir, net, opt, 5, {{"config", R"({"dim": 8})"}});
   std::vector<float> uninterrupted;
   for (int64_t s = 5; s < 15; ++s) uninterrupted.push_back(train_step(net, opt, sched, s));
 
@@ -77,7 +71,7 @@ TEST_CASE("resume from a checkpoint: the next 10 losses are bit-identical") {
   TinyNet fresh;
   AdamW fresh_opt(decay_groups(fresh, 1e-2, 0.01));
   (void)randn({123});
-  const Metadata md = load_checkpoint(tmp.path.string(), fresh, fresh_opt);
+  const Metadata md = load_checkpoint(dir, fresh, fresh_opt);
   CHECK(md.at("config") == R"({"dim": 8})");
   CHECK(md.at("hkt.step") == "5");
   CHECK(fresh_opt.steps() == 5);
@@ -87,20 +81,20 @@ TEST_CASE("resume from a checkpoint: the next 10 losses are bit-identical") {
   for (size_t i = 0; i < net.parameters().size(); ++i)
     CHECK(net.parameters()[i].to_vector<float>() == fresh.parameters()[i].to_vector<float>());
   // The model file holds the parameters under their hierarchical names.
-  const SafetensorsFile f = load_safetensors((tmp.path / "model.safetensors").string());
+  const SafetensorsFile f = load_safetensors(dir + "/model.safetensors");
   REQUIRE(f.find("ff.fc1.weight"));
   CHECK(f.find("ff.fc1.weight")->shape() == Shape{32, 8});
-  CHECK(!std::filesystem::exists(tmp.path / "model.safetensors.tmp"));
+  CHECK(!std::filesystem::exists(dir + "/model.safetensors.tmp"));
 }
 
 TEST_CASE("checkpoint errors name the file and the tensor, and change nothing") {
-  TempDir tmp;
+  TempDir tmp("ckpt");
   manual_seed(1);
   TinyNet net;
   AdamW opt(decay_groups(net, 1e-2, 0.01));
   train_step(net, opt, LRSchedule::constant(), 0);
-  save_checkpoint(tmp.path.string(), net, opt, 1);
-  const std::string dir = tmp.path.string();
+  const std::string dir = tmp.str("ckpt");
+  save_checkpoint(dir, net, opt, 1);
 
   struct Other : Module {
     Other() : Module("Other") { register_module("head", std::make_shared<Linear>(8, 5)); }

@@ -1,51 +1,19 @@
 // The fused CUDA attention kernel (kernels/cuda/attention.cu) against the CPU
-// fused kernel and the composite reference (plain ops, T x T, float64), on
-// random shapes: T not a power of two (1 .. 1000), L = 1..4, causal or not,
-// with and without key padding; outputs and every gradient.
+// fused kernel and the composite reference (plain ops, T x T, float64;
+// tests/helpers/composite_attention.hpp), on random shapes: T not a power of
+// two (1 .. 1000), L = 1..4, causal or not, with and without key padding;
+// outputs and every gradient.
 #include "cuda_test_main.hpp"
 
 #include <cmath>
 
+#include "helpers/composite_attention.hpp"
+
 using namespace hkt;
+using hkt::test::composite_attention;
+using hkt::test::level_len;
 
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-int64_t level_len(int64_t T, int64_t l) { return (T + (int64_t{1} << l) - 1) >> l; }
-
-// softmax(sum_l lambda_l Up_l(Q_l K_l^T * scale) + mask) V from plain ops (as in test_fused_attention.cpp).
-Tensor composite(const std::vector<Tensor>& q, const std::vector<Tensor>& k, const Tensor& v, const Tensor& lam,
-                 const Tensor& valid, bool causal, double scale) {
-  const int64_t H = v.size(1), T = v.size(2);
-  const Device dev = v.device();
-  Tensor s_hier;
-  for (size_t l = 0; l < q.size(); ++l) {
-    Tensor s = matmul(q[l], transpose(k[l], -2, -1)) * scale;
-    if (l > 0) {
-      std::vector<int64_t> id(static_cast<size_t>(T)), miss(static_cast<size_t>(T));
-      for (int64_t i = 0; i < T; ++i) {
-        const int64_t c = causal ? ((i + 1) >> l) - 1 : (i >> l);
-        id[static_cast<size_t>(i)] = std::max<int64_t>(c, 0);
-        miss[static_cast<size_t>(i)] = c < 0;
-      }
-      const Tensor idx = from_vector(id, {T}, {DType::Int64, dev});
-      s = index_select(index_select(s, 2, idx), 3, idx);
-      if (causal) {
-        const Tensor mf = to_dtype(gt(from_vector(miss, {T}, {DType::Int64, dev}), 0.0), v.dtype());
-        s = masked_fill(s, gt(reshape(mf, {T, 1}) + reshape(mf, {1, T}), 0.5), 0.0);
-      }
-    }
-    const Tensor term = reshape(select(lam, 1, static_cast<int64_t>(l)), {1, H, 1, 1}) * s;
-    s_hier = l == 0 ? term : s_hier + term;
-  }
-  if (valid.defined()) s_hier = masked_fill(s_hier, unsqueeze(unsqueeze(eq(valid, 0.0), 1), 1), -kInf);
-  if (causal) {
-    const Tensor i = arange(T, {DType::Int64, dev});
-    s_hier = masked_fill(s_hier, gt(reshape(i, {1, T}), reshape(i, {T, 1})), -kInf);
-  }
-  return matmul(softmax(s_hier, -1), v);
-}
 
 struct Inputs {
   std::vector<Tensor> q, k;
@@ -86,7 +54,7 @@ std::vector<Tensor> run(const Inputs& src, Device dev, DType dt, bool causal, do
   for (const Tensor& t : src.k) k.push_back(leaf(t));
   const Tensor v = leaf(src.v), lam = leaf(src.lam);
   const Tensor valid = src.valid.defined() ? to_device(src.valid, dev) : Tensor();
-  const Tensor o = use_composite ? composite(q, k, v, lam, valid, causal, scale)
+  const Tensor o = use_composite ? composite_attention(q, k, v, lam, valid, causal, scale)
                                  : hkt_attention(q, k, v, lam, valid, causal, scale);
   Generator g(3);
   const Tensor w = to_device(uniform(o.shape(), -1, 1, {dt}, &g), dev);

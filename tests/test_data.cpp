@@ -9,12 +9,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <set>
 
-#include <unistd.h>
-
 #include "gradcheck_util.hpp"
+#include "helpers/temp_dir.hpp"
 #include "hkt/tasks/images.hpp"
 #include "hkt/tasks/imdb.hpp"
 
@@ -24,20 +22,6 @@ using namespace hkt::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() / ("hkt_test_data_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path / name; }
-};
 
 using Bytes = std::vector<uint8_t>;
 
@@ -109,7 +93,7 @@ Bytes encode(const std::vector<CifarRecord>& recs) {
 
 // 5 train batches of 2 records (g = 0..9, labels g % 10) and a test batch of 3 (g = 100..102).
 struct CifarFixture {
-  TempDir tmp;
+  TempDir tmp{"data_cifar"};
   fs::path dir = tmp / "cifar-10-batches-bin";
   std::vector<CifarRecord> train, test;
   CifarFixture() {
@@ -251,7 +235,7 @@ TEST_CASE("cifar10: max_train and validation carving") {
 TEST_CASE("cifar10: bad data") {
   check_error([] { load_cifar10("/nonexistent/hkt_cifar", ImageEncoding::RGB); }, "'/nonexistent/hkt_cifar' does not exist");
   {
-    TempDir empty;
+    TempDir empty("data_empty");
     check_error([&] { load_cifar10(empty.path.string(), ImageEncoding::RGB, 0); }, "holds neither data_batch_1.bin");
   }
   {
@@ -316,7 +300,7 @@ Bytes pixels_for(int count, int per_image, int salt) {
 
 // Fashion-MNIST-shaped files: 12 training and 4 test images of 28 x 28.
 struct FashionFixture {
-  TempDir tmp;
+  TempDir tmp{"data_fashion"};
   fs::path dir = tmp / "fashion-mnist";
   Bytes train_px = pixels_for(12, 784, 1), test_px = pixels_for(4, 784, 2);
   Bytes train_lab = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 0}, test_lab = {3, 1, 4, 1};
@@ -335,7 +319,7 @@ struct FashionFixture {
 }  // namespace
 
 TEST_CASE("idx: plain and gzipped files") {
-  TempDir tmp;
+  TempDir tmp("data_idx");
   const Bytes px = pixels_for(5, 3 * 4, 3);
   const Bytes lab = {7, 0, 9, 2, 2};
   write_file(tmp / "im", idx_images(5, 3, 4, px));
@@ -363,7 +347,7 @@ TEST_CASE("idx: plain and gzipped files") {
 }
 
 TEST_CASE("idx: bad files") {
-  TempDir tmp;
+  TempDir tmp("data_idx");
   const Bytes px = pixels_for(5, 12, 3);
   const std::string im = (tmp / "im").string(), lab = (tmp / "lab").string();
   check_error([&] { read_idx_images(im); }, "read_idx_images: no such file '" + im + "'");
@@ -494,7 +478,7 @@ namespace {
 
 // aclImdb with 4 pos and 4 neg training reviews and 2 + 2 test reviews.
 struct ImdbFixture {
-  TempDir tmp;
+  TempDir tmp{"data_imdb"};
   fs::path root = tmp / "aclImdb";
   ImdbFixture() {
     write_text(root / "train/pos/10_9.txt", "Great film!");
@@ -602,7 +586,7 @@ TEST_CASE("imdb: validation carving and the balanced max_train subset") {
 TEST_CASE("imdb: bad data") {
   check_error([] { load_imdb("/nonexistent/hkt_imdb"); }, "'/nonexistent/hkt_imdb' does not exist");
   {
-    TempDir t;
+    TempDir t("data_empty");
     check_error([&] { load_imdb(t.path.string()); }, "holds neither train/ and test/ nor an aclImdb folder");
   }
   {

@@ -2,29 +2,20 @@
 // strict errors, run states, aggregation, and a tiny grid run end to end
 // with an interrupted run that is resumed.
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <string>
 
+#include "helpers/temp_dir.hpp"
 #include "hkt/tasks/experiment.hpp"
 
 using namespace hkt;
 using namespace hkt::tasks;
+using hkt::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    path = fs::temp_directory_path() / ("hkt_experiment_" + tag + "_" + std::to_string(getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 std::string grid(const std::string& out) {
   return R"({
@@ -94,6 +85,39 @@ TEST_CASE("experiment file: errors name the problem") {
   CHECK_THROWS_AS(Experiment::from_file("/nonexistent/e.json"), Error);
 }
 
+TEST_CASE("experiment file: per_model fields of a task apply last, to that model only") {
+  const std::string text = R"({
+    "base": {"lr": 0.001, "steps": 10},
+    "tasks": {"synthetic": {"steps": 20, "per_model": {"mha": {"lr": 0.0005, "data": {"seq_len": 9}}}},
+              "listops": {"steps": 30}},
+    "models": {"hkt": {"model": "hkt-tiny"}, "mha": {"model": "mha-tiny", "lr": 0.002}},
+    "seeds": [1]
+  })";
+  const Experiment e = Experiment::from_json(text);
+  REQUIRE(e.runs.size() == 4);
+  CHECK(e.runs[0].model == "hkt");
+  CHECK(e.runs[0].cfg.lr == 0.001);       // base
+  CHECK(e.runs[1].model == "mha");
+  CHECK(e.runs[1].cfg.lr == 0.0005);      // per_model beats the model's own 0.002
+  CHECK(e.runs[1].cfg.steps == 20);
+  CHECK(e.runs[1].cfg.data.seq_len == 9);
+  CHECK(e.runs[3].cfg.lr == 0.002);       // another task: the model's value
+  auto err = [&](const std::string& per_model) {
+    std::string t = text;
+    t.replace(t.find(R"({"mha": {"lr": 0.0005, "data": {"seq_len": 9}}})"), 47, per_model);
+    try {
+      Experiment::from_json(t);
+    } catch (const Error& ex) {
+      return std::string(ex.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(err(R"({"gru": {"lr": 0.1}})").find("per_model names \"gru\"") != std::string::npos);
+  CHECK(err(R"({"mha": 3})").find("per_model \"mha\" must be an object") != std::string::npos);
+  CHECK(err(R"([1])").find("\"per_model\" must be an object") != std::string::npos);
+  CHECK(err(R"({"mha": {"lrr": 0.1}})").find("lrr") != std::string::npos);
+}
+
 TEST_CASE("mean and sample standard deviation") {
   const MeanStd a = mean_std({0.5, 0.7});
   CHECK(a.n == 2);
@@ -104,7 +128,7 @@ TEST_CASE("mean and sample standard deviation") {
 }
 
 TEST_CASE("a tiny grid runs, resumes an interrupted run and aggregates") {
-  TempDir tmp("grid");
+  TempDir tmp("experiment_grid");
   const Experiment e = Experiment::from_json(grid(tmp.path.string()));
   for (const ExperimentRun& r : e.runs) CHECK(run_state(r.cfg.run_dir) == RunState::New);
   // The first run is interrupted after 5 steps, then resumed; the others run whole.

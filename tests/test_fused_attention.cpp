@@ -1,12 +1,12 @@
 // The fused attention op (hkt_attention, mha_attention) against a composite
-// reference built from plain ops in this file (the same formulas as
-// models/src/attention.cpp: combined_scores + masked_attention), plus float64
-// gradchecks of the fused op itself.
+// reference built from plain ops (tests/helpers/composite_attention.hpp, the
+// same formulas as models/src/attention.cpp: combined_scores +
+// masked_attention), plus float64 gradchecks of the fused op itself.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "gradcheck_util.hpp"
+#include "helpers/composite_attention.hpp"
 #include "hkt/ops/attention.hpp"
 #include "hkt/ops/threads.hpp"
 
@@ -14,50 +14,6 @@ using namespace hkt;
 using namespace hkt::test;
 
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-int64_t level_len(int64_t T, int64_t l) { return (T + (int64_t{1} << l) - 1) >> l; }
-
-// Up_l as an index map over [T] (and, causal, the [T, T] mask of missing terms).
-void level_index(int64_t T, int64_t l, bool causal, Tensor& idx, Tensor& drop) {
-  std::vector<int64_t> id(static_cast<size_t>(T)), miss(static_cast<size_t>(T));
-  for (int64_t i = 0; i < T; ++i) {
-    const int64_t c = causal ? ((i + 1) >> l) - 1 : (i >> l);
-    id[static_cast<size_t>(i)] = std::max<int64_t>(c, 0);
-    miss[static_cast<size_t>(i)] = c < 0;
-  }
-  idx = from_vector(id, {T});
-  drop = Tensor();
-  if (causal) {
-    const Tensor mf = to_dtype(gt(from_vector(miss, {T}), 0.0), DType::Float32);
-    drop = gt(reshape(mf, {T, 1}) + reshape(mf, {1, T}), 0.5);
-  }
-}
-
-// softmax(sum_l lambda_l Up_l(Q_l K_l^T * scale) + mask) V from plain ops (forms T x T).
-Tensor composite(const std::vector<Tensor>& q, const std::vector<Tensor>& k, const Tensor& v, const Tensor& lam,
-                 const Tensor& valid, bool causal, double scale) {
-  const int64_t H = v.size(1), T = v.size(2);
-  Tensor s_hier;
-  for (size_t l = 0; l < q.size(); ++l) {
-    Tensor s = matmul(q[l], transpose(k[l], -2, -1)) * scale;
-    if (l > 0) {
-      Tensor idx, drop;
-      level_index(T, static_cast<int64_t>(l), causal, idx, drop);
-      s = index_select(index_select(s, 2, idx), 3, idx);
-      if (drop.defined()) s = masked_fill(s, drop, 0.0);
-    }
-    const Tensor term = reshape(select(lam, 1, static_cast<int64_t>(l)), {1, H, 1, 1}) * s;
-    s_hier = l == 0 ? term : s_hier + term;
-  }
-  if (valid.defined()) s_hier = masked_fill(s_hier, unsqueeze(unsqueeze(eq(valid, 0.0), 1), 1), -kInf);
-  if (causal) {
-    const Tensor i = arange(T);
-    s_hier = masked_fill(s_hier, gt(reshape(i, {1, T}), reshape(i, {T, 1})), -kInf);
-  }
-  return matmul(softmax(s_hier, -1), v);
-}
 
 // Batch 0: random keys valid with the first two padded (causal rows 0, 1 see
 // no key); batch 1: right padding to ceil(T / 2); batch 2: fully padded.
@@ -152,7 +108,7 @@ void check_case(const Case& c, uint64_t seed, Worst& worst) {
   INFO("B=" << c.B << " H=" << c.H << " T=" << c.T << " dh=" << c.dh << " L=" << c.L << " causal=" << c.causal
             << " pad=" << c.pad);
   const Inputs in = make_inputs(c, seed);
-  const std::vector<Tensor> ref = run(&composite, leaves(in, DType::Float64), c, in, DType::Float64);
+  const std::vector<Tensor> ref = run(&composite_attention, leaves(in, DType::Float64), c, in, DType::Float64);
   const std::vector<Tensor> got = run(&hkt_attention, leaves(in, DType::Float32), c, in, DType::Float32);
   REQUIRE(got.size() == ref.size());
   const double ef = rel_err(got[0], ref[0]);
@@ -206,7 +162,7 @@ TEST_CASE("mha_attention is the L = 1 case with lambda = 1") {
   const Case c{2, 3, 37, 16, 1, true, true};
   Inputs in = make_inputs(c, 7);
   in.lam = ones({c.H, 1}, {DType::Float64});
-  const std::vector<Tensor> ref = run(&composite, leaves(in, DType::Float64), c, in, DType::Float64);
+  const std::vector<Tensor> ref = run(&composite_attention, leaves(in, DType::Float64), c, in, DType::Float64);
   const double scale = 0.25;
   const Tensor q = to_dtype(in.q[0], DType::Float32), k = to_dtype(in.k[0], DType::Float32);
   const Tensor v = to_dtype(in.v, DType::Float32);
@@ -243,7 +199,7 @@ TEST_CASE("fused attention: gradients only where needed; non-contiguous inputs")
   Tensor k0 = transpose(clone(transpose(in.k[0], 2, 3)), 2, 3).detach().set_requires_grad(true);
   REQUIRE(!k0.is_contiguous());
   const Tensor out = hkt_attention({q0, in.q[1]}, {k0, in.k[1]}, in.v, in.lam, in.valid, false, 0.5);
-  const Tensor ref = composite({in.q[0], in.q[1]}, {in.k[0], in.k[1]}, in.v, in.lam, in.valid, false, 0.5);
+  const Tensor ref = composite_attention({in.q[0], in.q[1]}, {in.k[0], in.k[1]}, in.v, in.lam, in.valid, false, 0.5);
   CHECK(rel_err(out, ref) < 1e-12);
   sum(out * in.w).backward();
   CHECK(q0.grad().defined());

@@ -1,6 +1,4 @@
 // ListOps: tokenizer, evaluator, generator, TSV files.
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -11,30 +9,17 @@
 #include <vector>
 
 #include "gradcheck_util.hpp"
+#include "helpers/temp_dir.hpp"
 #include "hkt/tasks/listops.hpp"
 
 using namespace hkt;
 using namespace hkt::tasks;
 using hkt::test::check_error;
+using hkt::test::TempDir;
 
 namespace {
 
 namespace fs = std::filesystem;
-
-// A fresh temporary folder, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    path = fs::temp_directory_path() / ("hkt_listops_" + tag + "_" + std::to_string(::getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string str(const std::string& name = "") const { return name.empty() ? path.string() : (path / name).string(); }
-};
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
@@ -294,7 +279,7 @@ TEST_CASE("listops: generator option errors") {
 }
 
 TEST_CASE("listops: TSV round trip and loading") {
-  TempDir dir("rt");
+  TempDir dir("listops_rt");
   const std::vector<std::pair<std::string, int64_t>> rows = {
       {"( ( ( [MAX 2 ) 9 ) ] )", 9}, {"[SM 5 6 [MED 1 2 3 4 ] ]", 3}, {"[MIN 4 7 ]", 4}};
   write_listops_tsv(dir.str("a.tsv"), rows);
@@ -339,7 +324,7 @@ TEST_CASE("listops: TSV round trip and loading") {
 }
 
 TEST_CASE("listops: bad files") {
-  TempDir dir("bad");
+  TempDir dir("listops_bad");
   const std::string f = dir.str("f.tsv");
   check_error([&] { read_listops_tsv(dir.str("missing.tsv")); }, "missing.tsv' not found");
   write_text(f, "");

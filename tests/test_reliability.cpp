@@ -4,30 +4,20 @@
 // regression inputs found by fuzzing the readers (tests/fuzz).
 #include <doctest/doctest.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 
+#include "helpers/temp_dir.hpp"
 #include "hkt/hkt.hpp"
 
 using namespace hkt;
+using hkt::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    path = fs::temp_directory_path() / ("hkt_reliability_" + tag + "_" + std::to_string(getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string sub(const std::string& s) const { return (path / s).string(); }
-};
 
 // While alive, files of this process cannot grow past `bytes`: a write past
 // the limit fails with EFBIG (SIGXFSZ, which would kill the process, is
@@ -97,8 +87,8 @@ TEST_CASE("composite attention with a T x T matrix too large fails with the byte
 }
 
 TEST_CASE("save_safetensors on a full disk names the file and keeps the previous one") {
-  TempDir dir("st");
-  const std::string path = dir.sub("w.safetensors");
+  TempDir dir("reliability_st");
+  const std::string path = dir.str("w.safetensors");
   const Tensor small = arange(0.0, 8.0, 1.0, {DType::Float32});
   save_safetensors(path, {{"w", small}});
   const Tensor big = randn({256, 256});  // 256 KiB
@@ -118,7 +108,7 @@ TEST_CASE("save_safetensors on a full disk names the file and keeps the previous
 }
 
 TEST_CASE("a checkpoint that cannot be written keeps the previous checkpoint and says so") {
-  TempDir dir("ck");
+  TempDir dir("reliability_ck");
   tasks::TrainConfig c;
   c.task = "synthetic";
   c.data.train_size = 64;
@@ -132,12 +122,12 @@ TEST_CASE("a checkpoint that cannot be written keeps the previous checkpoint and
   c.eval_every = 0;
   c.log_every = 0;
   c.seed = 3;
-  c.run_dir = dir.sub("run");
+  c.run_dir = dir.str("run");
   tasks::RunOptions o;
   o.quiet = true;
   o.stop_after = 2;  // checkpoint at step 2, then stop as if killed
   tasks::train(c, o);
-  REQUIRE(fs::exists(dir.sub("run/checkpoint/model.safetensors")));
+  REQUIRE(fs::exists(dir.str("run/checkpoint/model.safetensors")));
   std::string msg;
   {
     FileSizeLimit limit(2048);  // smaller than either checkpoint file
@@ -148,10 +138,10 @@ TEST_CASE("a checkpoint that cannot be written keeps the previous checkpoint and
   INFO(msg);
   CHECK(contains(msg, "checkpoint of step 4 could not be written"));
   CHECK(contains(msg, "File too large"));
-  CHECK(contains(msg, "previous checkpoint '" + dir.sub("run/checkpoint") + "' is kept"));
-  CHECK_FALSE(fs::exists(dir.sub("run/checkpoint.tmp")));
+  CHECK(contains(msg, "previous checkpoint '" + dir.str("run/checkpoint") + "' is kept"));
+  CHECK_FALSE(fs::exists(dir.str("run/checkpoint.tmp")));
   // The kept checkpoint loads, and the run resumes from it to the end.
-  const SafetensorsFile m = load_safetensors(dir.sub("run/checkpoint/model.safetensors"));
+  const SafetensorsFile m = load_safetensors(dir.str("run/checkpoint/model.safetensors"));
   CHECK(m.metadata.at("hkt.step") == "2");
   tasks::RunOptions go;
   go.quiet = true;
@@ -159,19 +149,19 @@ TEST_CASE("a checkpoint that cannot be written keeps the previous checkpoint and
 }
 
 TEST_CASE("bad input before the first step is an InputError (hkt-train exits 2)") {
-  TempDir dir("in");
+  TempDir dir("reliability_in");
   tasks::TrainConfig c;
   c.task = "cifar10";
-  c.data.data_dir = dir.sub("no-such-folder");
+  c.data.data_dir = dir.str("no-such-folder");
   c.steps = 1;
-  c.run_dir = dir.sub("run");
+  c.run_dir = dir.str("run");
   tasks::RunOptions o;
   o.quiet = true;
   CHECK_THROWS_AS(tasks::train(c, o), tasks::InputError);
   c.task = "synthetic";
   c.set_override("levels", "0");
   CHECK_THROWS_AS(tasks::train(c, o), tasks::InputError);
-  CHECK_THROWS_AS(tasks::resume(dir.sub("nothing-here"), o), tasks::InputError);
+  CHECK_THROWS_AS(tasks::resume(dir.str("nothing-here"), o), tasks::InputError);
 }
 
 // Found by tests/fuzz/fuzz_config: a number too large for a double made

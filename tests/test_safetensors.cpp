@@ -8,11 +8,10 @@
 #include <random>
 #include <sstream>
 
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 
 #include "gradcheck_util.hpp"
+#include "helpers/temp_dir.hpp"
 #include "hkt/core/safetensors.hpp"
 
 using namespace hkt;
@@ -24,22 +23,6 @@ namespace fs = std::filesystem;
 static_assert(std::endian::native == std::endian::little, "these tests assume a little-endian host");
 
 namespace {
-
-// A fresh folder under the system temp dir, removed with everything in it.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() /
-           ("hkt_test_safetensors_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
 
 std::string read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -152,8 +135,8 @@ TEST_CASE("safetensors: round trip of every dtype, 0-d, empty and strided tensor
   REQUIRE(!ts[7].second.is_contiguous());
   REQUIRE(!ts[8].second.is_contiguous());
   const std::map<std::string, std::string> meta{{"format", "pt"}, {"step", "1200"}, {"note", "quote \" é \n"}};
-  TempDir dir;
-  const std::string path = dir / "model.safetensors";
+  TempDir dir("safetensors");
+  const std::string path = dir.str("model.safetensors");
   save_safetensors(path, ts, meta);
   for (const auto& f : {load_safetensors(path), parse_safetensors(serialize_safetensors(ts, meta))}) {
     CHECK(f.metadata == meta);
@@ -192,8 +175,8 @@ TEST_CASE("safetensors: round trip of every dtype, 0-d, empty and strided tensor
 TEST_CASE("safetensors: an independent reader checks the layout of a saved file") {
   const auto ts = sample_tensors();
   const std::map<std::string, std::string> meta{{"framework", "hkt"}};
-  TempDir dir;
-  const std::string path = dir / "check.safetensors";
+  TempDir dir("safetensors");
+  const std::string path = dir.str("check.safetensors");
   save_safetensors(path, ts, meta);
   const std::string bytes = read_bytes(path);
 
@@ -277,8 +260,8 @@ TEST_CASE("safetensors: reads a file written by hand as another tool would") {
   data += std::string("\x01\x00\x01", 3);      // keep
   const std::string bytes = file_of(header, data);
 
-  TempDir dir;
-  const std::string path = dir / "foreign.safetensors";
+  TempDir dir("safetensors");
+  const std::string path = dir.str("foreign.safetensors");
   write_bytes(path, bytes);
   for (const auto& f : {load_safetensors(path), parse_safetensors(bytes)}) {
     CHECK(f.metadata == std::map<std::string, std::string>{{"format", "np"}, {"epoch", "3"}});
@@ -417,14 +400,14 @@ TEST_CASE("safetensors: malformed input is rejected with a clear error") {
   }
 
   // The same through a file: the message names the path.
-  TempDir dir;
-  const std::string path = dir / "truncated.safetensors";
+  TempDir dir("safetensors");
+  const std::string path = dir.str("truncated.safetensors");
   const std::string good = serialize_safetensors(sample_tensors());
   write_bytes(path, good.substr(0, good.size() - 1));
   check_error([&] { (void)load_safetensors(path); }, "safetensors '" + path + "': ");
   check_error([&] { (void)load_safetensors(path); }, "run past the end of the data buffer");
-  check_error([&] { (void)load_safetensors(dir / "missing.safetensors"); },
-              "load_safetensors: cannot open '" + (dir / "missing.safetensors") + "': No such file or directory");
+  check_error([&] { (void)load_safetensors(dir.str("missing.safetensors")); },
+              "load_safetensors: cannot open '" + dir.str("missing.safetensors") + "': No such file or directory");
   check_error([&] { (void)load_safetensors(dir.path.string()); }, "is not a regular file");
 }
 
@@ -462,8 +445,8 @@ TEST_CASE("safetensors: truncated and mutated files never escape as anything but
 }
 
 TEST_CASE("safetensors: writer rejects bad input before touching the disk") {
-  TempDir dir;
-  const std::string path = dir / "x.safetensors";
+  TempDir dir("safetensors");
+  const std::string path = dir.str("x.safetensors");
   const Tensor t = zeros({2});
   check_error([&] { save_safetensors(path, {{"a", t}, {"a", t}}); }, "duplicate tensor name 'a'");
   check_error([&] { save_safetensors(path, {{"__metadata__", t}}); }, "'__metadata__' is reserved");
@@ -475,7 +458,7 @@ TEST_CASE("safetensors: writer rejects bad input before touching the disk") {
 }
 
 TEST_CASE("safetensors: save is atomic") {
-  TempDir dir;
+  TempDir dir("safetensors");
   auto leftovers = [&] {
     int n = 0;
     for (const auto& e : fs::recursive_directory_iterator(dir.path))
@@ -483,13 +466,13 @@ TEST_CASE("safetensors: save is atomic") {
     return n;
   };
   // A folder that does not exist: throws naming the path, creates nothing.
-  const std::string bad = dir / "no/such/folder/m.safetensors";
+  const std::string bad = dir.str("no/such/folder/m.safetensors");
   check_error([&] { save_safetensors(bad, {{"a", zeros({2})}}); }, "save_safetensors '" + bad + "'");
   check_error([&] { save_safetensors(bad, {{"a", zeros({2})}}); }, "No such file or directory");
   CHECK(fs::is_empty(dir.path));
 
   // A successful save leaves only the file.
-  const std::string path = dir / "m.safetensors";
+  const std::string path = dir.str("m.safetensors");
   save_safetensors(path, {{"a", from_vector(std::vector<float>{1, 2}, {2})}});
   CHECK(leftovers() == 0);
   CHECK(fs::exists(path));
@@ -506,7 +489,7 @@ TEST_CASE("safetensors: save is atomic") {
 
   // The final rename fails (the target is a non-empty folder): the old folder
   // stays and the temporary file is removed.
-  const std::string folder = dir / "taken";
+  const std::string folder = dir.str("taken");
   fs::create_directories(folder + "/inside");
   check_error([&] { save_safetensors(folder, {{"a", zeros({2})}}); }, "save_safetensors '" + folder + "': cannot rename");
   CHECK(fs::is_directory(folder));

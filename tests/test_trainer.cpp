@@ -1,35 +1,24 @@
 // The trainer and the task registry: learning, config JSON, checkpoints,
 // exact resume, non-finite detection, best-checkpoint selection.
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "helpers/temp_dir.hpp"
 #include "hkt/hkt.hpp"
 #include "hkt/tasks/registry.hpp"
 #include "hkt/tasks/train.hpp"
 
 using namespace hkt;
 using namespace hkt::tasks;
+using hkt::test::TempDir;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-// A fresh temporary folder, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    path = fs::temp_directory_path() / ("hkt_trainer_" + tag + "_" + std::to_string(getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string sub(const std::string& s) const { return (path / s).string(); }
-};
 
 TrainConfig small_config() {
   TrainConfig c;
@@ -174,10 +163,10 @@ TEST_CASE("TrainConfig: JSON round trip and strict errors") {
 }
 
 TEST_CASE("train: the loss falls and the run folder is complete") {
-  TempDir tmp("learn");
+  TempDir tmp("trainer_learn");
   TrainConfig c = small_config();
   c.steps = 60;
-  c.run_dir = tmp.sub("run");
+  c.run_dir = tmp.str("run");
   const TrainResult r = train(c, quiet());
   CHECK(r.completed);
   CHECK(r.steps == 60);
@@ -201,10 +190,10 @@ TEST_CASE("train: the loss falls and the run folder is complete") {
 }
 
 TEST_CASE("train: checkpoint round trip") {
-  TempDir tmp("ckpt");
+  TempDir tmp("trainer_ckpt");
   TrainConfig c = small_config();
   c.steps = 20;
-  c.run_dir = tmp.sub("run");
+  c.run_dir = tmp.str("run");
   const TrainResult r = train(c, quiet());
   const Splits data = load_task(c.task, c.data);
   const nn::ClassifierConfig mc = c.model_config(data.train);
@@ -226,19 +215,19 @@ TEST_CASE("train: checkpoint round trip") {
 }
 
 TEST_CASE("resume after an interruption ends with the same weights bit for bit") {
-  TempDir tmp("resume");
+  TempDir tmp("trainer_resume");
   TrainConfig c = small_config();
   c.steps = 30;
   c.checkpoint_every = 5;
   c.warmup = 4;
   c.set_override("dropout", "0.1");  // so that the dropout generator must be restored too
-  c.run_dir = tmp.sub("full");
+  c.run_dir = tmp.str("full");
   const TrainResult full = train(c, quiet());
   REQUIRE(full.completed);
 
   SUBCASE("stop between checkpoints") {
     TrainConfig b = c;
-    b.run_dir = tmp.sub("cut");
+    b.run_dir = tmp.str("cut");
     RunOptions stop = quiet();
     stop.stop_after = 13;  // checkpoint at 10; steps 11-13 are lost and redone
     const TrainResult part = train(b, stop);
@@ -262,7 +251,7 @@ TEST_CASE("resume after an interruption ends with the same weights bit for bit")
   }
   SUBCASE("stop before the first checkpoint: resume starts over") {
     TrainConfig b = c;
-    b.run_dir = tmp.sub("early");
+    b.run_dir = tmp.str("early");
     RunOptions stop = quiet();
     stop.stop_after = 3;
     train(b, stop);
@@ -273,7 +262,7 @@ TEST_CASE("resume after an interruption ends with the same weights bit for bit")
   }
   SUBCASE("killed between the renames of a checkpoint save") {
     TrainConfig b = c;
-    b.run_dir = tmp.sub("renames");
+    b.run_dir = tmp.str("renames");
     RunOptions stop = quiet();
     stop.stop_after = 17;
     train(b, stop);
@@ -290,13 +279,13 @@ TEST_CASE("resume after an interruption ends with the same weights bit for bit")
 }
 
 TEST_CASE("a non-finite loss or gradient stops the run, naming the step, and keeps the last checkpoint") {
-  TempDir tmp("nan");
+  TempDir tmp("trainer_nan");
   TrainConfig c = small_config();
   c.lr = 1e30;
   c.clip_norm = 0;
   c.checkpoint_every = 1;
   c.steps = 50;
-  c.run_dir = tmp.sub("run");
+  c.run_dir = tmp.str("run");
   const std::string e = error_of([&] { train(c, quiet()); });
   INFO(e);
   REQUIRE(!e.empty());
@@ -316,14 +305,14 @@ TEST_CASE("a non-finite loss or gradient stops the run, naming the step, and kee
 }
 
 TEST_CASE("the best checkpoint is chosen by validation accuracy") {
-  TempDir tmp("best");
+  TempDir tmp("trainer_best");
   TrainConfig c = small_config();
   c.steps = 40;
   c.eval_every = 5;
   c.lr = 1e-2;
   c.data.val_size = 16;  // small sets: validation and test accuracies disagree often
   c.data.test_size = 16;
-  c.run_dir = tmp.sub("run");
+  c.run_dir = tmp.str("run");
   const TrainResult r = train(c, quiet());
   double best_val = -1;
   int64_t best_step = -1;

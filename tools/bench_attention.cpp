@@ -49,10 +49,13 @@
 #include "hkt/ops/view.hpp"
 #include "hkt/models/classifier.hpp"
 #include "hkt/models/optim.hpp"
+#include "helpers/composite_attention.hpp"  // tests/helpers: the composite reference
 
 namespace {
 
 using namespace hkt;
+using hkt::test::composite_attention;
+using hkt::test::level_len;
 using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kB = 1, kH = 4, kD = 128, kDh = kD / kH;
@@ -82,39 +85,6 @@ double peak_rss_mib() {
   return -1;
 }
 
-int64_t level_len(int64_t T, int64_t l) { return (T + (int64_t{1} << l) - 1) >> l; }
-
-// The composite reference (as models/src/attention.cpp): forms T x T scores.
-Tensor composite(const std::vector<Tensor>& q, const std::vector<Tensor>& k, const Tensor& v, const Tensor& lam,
-                 bool causal, double scale) {
-  const int64_t H = v.size(1), T = v.size(2);
-  Tensor s_hier;
-  for (size_t l = 0; l < q.size(); ++l) {
-    Tensor s = matmul(q[l], transpose(k[l], -2, -1)) * scale;
-    if (l > 0) {
-      std::vector<int64_t> id(static_cast<size_t>(T)), miss(static_cast<size_t>(T));
-      for (int64_t i = 0; i < T; ++i) {
-        const int64_t c = causal ? ((i + 1) >> l) - 1 : (i >> l);
-        id[static_cast<size_t>(i)] = std::max<int64_t>(c, 0);
-        miss[static_cast<size_t>(i)] = c < 0;
-      }
-      const Tensor idx = from_vector(id, {T});
-      s = index_select(index_select(s, 2, idx), 3, idx);
-      if (causal) {
-        const Tensor mf = to_dtype(gt(from_vector(miss, {T}), 0.0), DType::Float32);
-        s = masked_fill(s, gt(reshape(mf, {T, 1}) + reshape(mf, {1, T}), 0.5), 0.0);
-      }
-    }
-    const Tensor term = reshape(select(lam, 1, static_cast<int64_t>(l)), {1, H, 1, 1}) * s;
-    s_hier = l == 0 ? term : s_hier + term;
-  }
-  if (causal) {
-    const Tensor i = arange(T);
-    s_hier = masked_fill(s_hier, gt(reshape(i, {1, T}), reshape(i, {T, 1})), -std::numeric_limits<double>::infinity());
-  }
-  return matmul(softmax(s_hier, -1), v);
-}
-
 // One configuration: prints "fwd_s fwdbwd_s peak_mib".
 int run_one(bool fused, int64_t T, int64_t L, bool causal, int reps) {
   manual_seed(1);
@@ -128,7 +98,7 @@ int run_one(bool fused, int64_t T, int64_t L, bool causal, int reps) {
   const Tensor w = randn({kB, kH, T, kDh});
   const double scale = 1.0 / std::sqrt(static_cast<double>(kDh));
   auto fwd = [&] {
-    return fused ? hkt_attention(q, k, v, lam, Tensor(), causal, scale) : composite(q, k, v, lam, causal, scale);
+    return fused ? hkt_attention(q, k, v, lam, Tensor(), causal, scale) : composite_attention(q, k, v, lam, Tensor(), causal, scale);
   };
   const double t_fwd = best_time(
       [&] {

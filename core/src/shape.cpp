@@ -53,4 +53,13 @@ Strides broadcast_strides(const Shape& s, const Strides& st, const Shape& target
   return out;
 }
 
+ReduceDims split_reduce_dims(const Shape& shape, const Strides& strides, const std::vector<bool>& red) {
+  ReduceDims r;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    (red[d] ? r.reduced_shape : r.kept_shape).push_back(shape[d]);
+    (red[d] ? r.reduced_strides : r.kept_strides).push_back(strides[d]);
+  }
+  return r;
+}
+
 }  // namespace hkt

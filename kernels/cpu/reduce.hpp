@@ -28,12 +28,9 @@ inline int64_t offset_of(int64_t linear, const Shape& shape, const Strides& stri
 template <class T, class R>
 void reduce(const T* x, const Shape& shape, const Strides& strides, const std::vector<bool>& red, T* out, R r) {
   using Acc = typename R::Acc;
-  Shape os, is;
-  Strides ost, ist;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    (red[d] ? is : os).push_back(shape[d]);
-    (red[d] ? ist : ost).push_back(strides[d]);
-  }
+  const ReduceDims dims = split_reduce_dims(shape, strides, red);
+  const Shape &os = dims.kept_shape, &is = dims.reduced_shape;
+  const Strides &ost = dims.kept_strides, &ist = dims.reduced_strides;
   const int64_t n_out = numel_of(os), n_in = numel_of(is);
   if (n_out == 0) return;
   const Layout<1> L = coalesce<1>(is, {ist});

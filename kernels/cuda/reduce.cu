@@ -32,8 +32,8 @@ struct MaxR {
 
 // Block (o, c) reduces chunk c of output o's elements x[outer(o) + inner(i)],
 // i in [c * chunk, (c + 1) * chunk); part[o * chunks + c] = its result.
-template <class T, class R>
-__global__ void reduce_block(const T* x, typename R::Acc* part, int64_t n_in, int64_t chunk, StridedIndex<1> outer,
+template <class T, class R, class Out>
+__global__ void reduce_block(const T* x, Out* part, int64_t n_in, int64_t chunk, StridedIndex<1> outer,
                              StridedIndex<1> inner) {
   const R r;
   int64_t base[1];
@@ -46,7 +46,7 @@ __global__ void reduce_block(const T* x, typename R::Acc* part, int64_t n_in, in
     a = r(a, R::from(x[base[0] + off[0]]));
   }
   a = block_reduce(a, R::init(), r);
-  if (threadIdx.x == 0) part[int64_t(blockIdx.x) * gridDim.y + blockIdx.y] = a;
+  if (threadIdx.x == 0) part[int64_t(blockIdx.x) * gridDim.y + blockIdx.y] = static_cast<Out>(a);
 }
 // out[o] = merge of part[o * chunks + c] over c in order.
 template <class T, class R>
@@ -77,12 +77,9 @@ __global__ void reduce_thread(const T* x, T* out, int64_t n_out, int64_t n_in, S
 
 template <class T, class R>
 void reduce(const void* xv, const Shape& shape, const Strides& strides, const std::vector<bool>& red, void* outv) {
-  Shape os, is;
-  Strides ost, ist;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    (red[d] ? is : os).push_back(shape[d]);
-    (red[d] ? ist : ost).push_back(strides[d]);
-  }
+  const ReduceDims dims = split_reduce_dims(shape, strides, red);
+  const Shape &os = dims.kept_shape, &is = dims.reduced_shape;
+  const Strides &ost = dims.kept_strides, &ist = dims.reduced_strides;
   const int64_t n_out = numel_of(os), n_in = numel_of(is);
   if (n_out == 0) return;
   const Strides* so[1] = {&ost};
@@ -95,12 +92,16 @@ void reduce(const void* xv, const Shape& shape, const Strides& strides, const st
     const int64_t want = std::max<int64_t>(1, 2048 / n_out), most = std::max<int64_t>(1, n_in / 4096);
     const int chunks = static_cast<int>(std::min<int64_t>({want, most, 65535}));
     const int64_t chunk = (n_in + chunks - 1) / chunks;
-    using Acc = typename R::Acc;
-    Scratch part(static_cast<size_t>(n_out * chunks) * sizeof(Acc));
     const dim3 grid(static_cast<unsigned>(n_out), static_cast<unsigned>(chunks));
-    reduce_block<T, R><<<grid, kThreads, 0, stream()>>>(x, part.as<Acc>(), n_in, chunk, outer, inner);
-    CUDA_CHECK_LAUNCH();
-    reduce_parts<T, R><<<blocks_for(n_out), kThreads, 0, stream()>>>(part.as<Acc>(), out, n_out, chunks);
+    if (chunks == 1) {  // one block per output writes it
+      reduce_block<T, R, T><<<grid, kThreads, 0, stream()>>>(x, out, n_in, chunk, outer, inner);
+    } else {
+      using Acc = typename R::Acc;
+      Scratch part(static_cast<size_t>(n_out * chunks) * sizeof(Acc));
+      reduce_block<T, R, Acc><<<grid, kThreads, 0, stream()>>>(x, part.as<Acc>(), n_in, chunk, outer, inner);
+      CUDA_CHECK_LAUNCH();
+      reduce_parts<T, R><<<blocks_for(n_out), kThreads, 0, stream()>>>(part.as<Acc>(), out, n_out, chunks);
+    }
   } else {
     reduce_thread<T, R><<<blocks_for(n_out), kThreads, 0, stream()>>>(x, out, n_out, n_in, outer, inner);
   }

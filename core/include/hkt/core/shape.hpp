@@ -25,4 +25,12 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 // (stride 0 on broadcast dims). `s` must broadcast to `target`.
 Strides broadcast_strides(const Shape& s, const Strides& st, const Shape& target);
 
+// A reduction's dims split, in order, into the kept dims (red[d] false; they
+// form the output) and the reduced dims (red[d] true), with their strides.
+struct ReduceDims {
+  Shape kept_shape, reduced_shape;
+  Strides kept_strides, reduced_strides;
+};
+ReduceDims split_reduce_dims(const Shape& shape, const Strides& strides, const std::vector<bool>& red);
+
 }  // namespace hkt
