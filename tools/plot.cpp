@@ -92,8 +92,14 @@ void plot_runs(const std::vector<fs::path>& runs, const fs::path& out, Plotter& 
     std::string label = runs[r].filename().string();
     if (fs::exists(runs[r] / "config.json")) {
       const json c = json::parse(read_text(runs[r] / "config.json"), nullptr, false);
-      if (c.is_object() && c.contains("model") && c["model"].get<std::string>() != label)
-        label = c["model"].get<std::string>() + " (" + label + ")";
+      if (c.is_object() && c.contains("model") && c["model"].get<std::string>() != label) {
+        // The preset and its overrides (e.g. "hkt-small levels=1"): runs of one preset stay apart.
+        std::string model = c["model"].get<std::string>();
+        if (c.contains("model_overrides") && c["model_overrides"].is_object())
+          for (auto it = c["model_overrides"].begin(); it != c["model_overrides"].end(); ++it)
+            model += " " + it.key() + "=" + it.value().dump();
+        label = model + " (" + label + ")";
+      }
       if (c.is_object() && c.contains("task") && task.empty()) task = c["task"].get<std::string>();
     }
     labels.push_back(label);
