@@ -37,34 +37,27 @@ class TrainOptions {
  public:
   // Adds the flags to `app`. with_model: also --model (the preset).
   void add(CLI::App& app, bool with_model = true) {
-    auto& c = tmp_;
+    using C = tasks::TrainConfig;
+    using D = tasks::TaskOptions;
     // A flag given twice takes the last value (tools/quickstart.sh appends the user's flags).
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     app.add_option("--config", config_file_, "JSON file with TrainConfig values (the flags override them)")
         ->check(CLI::ExistingFile);
-    flag(app, "--task", c.task, "task: synthetic, listops, listops-tsv, cifar10, cifar10-rgb, fashion-mnist, imdb",
-         [](auto& d, auto& s) { d.task = s.task; });
-    flag(app, "--data-dir", c.data.data_dir,
-         "data folder for file-based tasks (default ${HKT_DATA:-$HOME/.cache/hkt/data})",
-         [](auto& d, auto& s) { d.data.data_dir = s.data.data_dir; });
-    flag(app, "--seq-len", c.data.seq_len, "sequence length of generated/text tasks (0 = task default)",
-         [](auto& d, auto& s) { d.data.seq_len = s.data.seq_len; });
-    flag(app, "--train-size", c.data.train_size,
-         "generated tasks: training examples; file tasks: at most this many (0 = default/all)",
-         [](auto& d, auto& s) { d.data.train_size = s.data.train_size; });
-    flag(app, "--val-size", c.data.val_size, "validation examples (0 = task default)",
-         [](auto& d, auto& s) { d.data.val_size = s.data.val_size; });
-    flag(app, "--test-size", c.data.test_size, "test examples: generated tasks make this many; file tasks use a seeded subset of their test split (0 = default/all)",
-         [](auto& d, auto& s) { d.data.test_size = s.data.test_size; });
-    flag(app, "--max-depth", c.data.max_depth, "ListOps nesting depth (0 = default)",
-         [](auto& d, auto& s) { d.data.max_depth = s.data.max_depth; });
-    flag(app, "--max-args", c.data.max_args, "ListOps arguments per operator (0 = default)",
-         [](auto& d, auto& s) { d.data.max_args = s.data.max_args; });
-    flag(app, "--data-seed", c.data.seed, "seed of data generation and the validation split",
-         [](auto& d, auto& s) { d.data.seed = s.data.seed; });
+    flag(app, "--task", &C::task, "task: synthetic, listops, listops-tsv, cifar10, cifar10-rgb, fashion-mnist, imdb");
+    data_flag(app, "--data-dir", &D::data_dir,
+              "data folder for file-based tasks (default ${HKT_DATA:-$HOME/.cache/hkt/data})");
+    data_flag(app, "--seq-len", &D::seq_len, "sequence length of generated/text tasks (0 = task default)");
+    data_flag(app, "--train-size", &D::train_size,
+              "generated tasks: training examples; file tasks: at most this many (0 = default/all)");
+    data_flag(app, "--val-size", &D::val_size, "validation examples (0 = task default)");
+    data_flag(app, "--test-size", &D::test_size,
+              "test examples: generated tasks make this many; file tasks use a seeded subset of their test "
+              "split (0 = default/all)");
+    data_flag(app, "--max-depth", &D::max_depth, "ListOps nesting depth (0 = default)");
+    data_flag(app, "--max-args", &D::max_args, "ListOps arguments per operator (0 = default)");
+    data_flag(app, "--data-seed", &D::seed, "seed of data generation and the validation split");
     if (with_model) {
-      flag(app, "--model", c.model, "model preset: hkt-small, mha-small, hkt-tiny, mha-tiny",
-           [](auto& d, auto& s) { d.model = s.model; });
+      flag(app, "--model", &C::model, "model preset: hkt-small, mha-small, hkt-tiny, mha-tiny");
     }
     {
       override_flag<int64_t>(app, "--levels", "levels", "HKT resolution levels L (overrides the preset)");
@@ -74,31 +67,21 @@ class TrainOptions {
       override_flag<double>(app, "--dropout", "dropout", "dropout probability (overrides the preset)");
       override_flag<std::string>(app, "--attention", "attention", "\"hkt\" or \"mha\" (overrides the preset)");
     }
-    flag(app, "--batch-size", c.batch_size, "examples per step", [](auto& d, auto& s) { d.batch_size = s.batch_size; });
-    flag(app, "--steps", c.steps, "optimizer steps (wins over --epochs)", [](auto& d, auto& s) { d.steps = s.steps; });
-    flag(app, "--epochs", c.epochs, "epochs, used when --steps is 0 (both 0: one epoch)", [](auto& d, auto& s) { d.epochs = s.epochs; });
-    flag(app, "--lr", c.lr, "peak learning rate (AdamW)", [](auto& d, auto& s) { d.lr = s.lr; });
-    flag(app, "--weight-decay", c.weight_decay, "AdamW weight decay (matrices only)",
-         [](auto& d, auto& s) { d.weight_decay = s.weight_decay; });
-    flag(app, "--warmup", c.warmup, "linear warm-up steps", [](auto& d, auto& s) { d.warmup = s.warmup; });
-    flag(app, "--schedule", c.schedule, "learning-rate decay: constant, cosine, linear",
-         [](auto& d, auto& s) { d.schedule = s.schedule; });
-    flag(app, "--min-lr-factor", c.min_lr_factor, "final learning rate as a fraction of --lr",
-         [](auto& d, auto& s) { d.min_lr_factor = s.min_lr_factor; });
-    flag(app, "--clip-norm", c.clip_norm, "gradient clipping max norm (0 = off)",
-         [](auto& d, auto& s) { d.clip_norm = s.clip_norm; });
-    flag(app, "--log-every", c.log_every, "steps between train-metric lines (0 = none)",
-         [](auto& d, auto& s) { d.log_every = s.log_every; });
-    flag(app, "--eval-every", c.eval_every, "steps between evaluations (0 = only at the end)",
-         [](auto& d, auto& s) { d.eval_every = s.eval_every; });
-    flag(app, "--eval-batches", c.eval_batches, "batches per periodic evaluation (0 = all)",
-         [](auto& d, auto& s) { d.eval_batches = s.eval_batches; });
-    flag(app, "--checkpoint-every", c.checkpoint_every, "steps between checkpoints (0 = only at the end)",
-         [](auto& d, auto& s) { d.checkpoint_every = s.checkpoint_every; });
-    flag(app, "--seed", c.seed, "seed of initial values, data order and dropout",
-         [](auto& d, auto& s) { d.seed = s.seed; });
-    flag(app, "--threads", c.threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)",
-         [](auto& d, auto& s) { d.threads = s.threads; });
+    flag(app, "--batch-size", &C::batch_size, "examples per step");
+    flag(app, "--steps", &C::steps, "optimizer steps (wins over --epochs)");
+    flag(app, "--epochs", &C::epochs, "epochs, used when --steps is 0 (both 0: one epoch)");
+    flag(app, "--lr", &C::lr, "peak learning rate (AdamW)");
+    flag(app, "--weight-decay", &C::weight_decay, "AdamW weight decay (matrices only)");
+    flag(app, "--warmup", &C::warmup, "linear warm-up steps");
+    flag(app, "--schedule", &C::schedule, "learning-rate decay: constant, cosine, linear");
+    flag(app, "--min-lr-factor", &C::min_lr_factor, "final learning rate as a fraction of --lr");
+    flag(app, "--clip-norm", &C::clip_norm, "gradient clipping max norm (0 = off)");
+    flag(app, "--log-every", &C::log_every, "steps between train-metric lines (0 = none)");
+    flag(app, "--eval-every", &C::eval_every, "steps between evaluations (0 = only at the end)");
+    flag(app, "--eval-batches", &C::eval_batches, "batches per periodic evaluation (0 = all)");
+    flag(app, "--checkpoint-every", &C::checkpoint_every, "steps between checkpoints (0 = only at the end)");
+    flag(app, "--seed", &C::seed, "seed of initial values, data order and dropout");
+    flag(app, "--threads", &C::threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)");
     // Not part of the config: a run may be resumed on another device.
     app.add_option("--device", device_, "where to train: cpu, or cuda (needs a GPU and a CUDA build)")
         ->check(CLI::IsMember({"cpu", "cuda"}))
@@ -150,10 +133,17 @@ class TrainOptions {
 
  private:
   using Setter = std::function<void(tasks::TrainConfig&)>;
-  template <class T, class F>
-  void flag(CLI::App& app, const std::string& name, T& target, const std::string& help, F f) {
-    CLI::Option* o = app.add_option(name, target, help)->capture_default_str();
-    setters_.emplace_back(o, [this, f](tasks::TrainConfig& d) { f(d, tmp_); });
+  // A flag bound to a TrainConfig field (data_flag: a field of its TaskOptions):
+  // parsed into tmp_, copied into the resolved config only when given.
+  template <class T>
+  void flag(CLI::App& app, const std::string& name, T tasks::TrainConfig::*field, const std::string& help) {
+    CLI::Option* o = app.add_option(name, tmp_.*field, help)->capture_default_str();
+    setters_.emplace_back(o, [this, field](tasks::TrainConfig& d) { d.*field = tmp_.*field; });
+  }
+  template <class T>
+  void data_flag(CLI::App& app, const std::string& name, T tasks::TaskOptions::*field, const std::string& help) {
+    CLI::Option* o = app.add_option(name, tmp_.data.*field, help)->capture_default_str();
+    setters_.emplace_back(o, [this, field](tasks::TrainConfig& d) { d.data.*field = tmp_.data.*field; });
   }
   template <class T>
   void override_flag(CLI::App& app, const std::string& name, const std::string& key, const std::string& help) {
