@@ -11,7 +11,6 @@
 
 using namespace hkt;
 using hkt::test::composite_attention;
-using hkt::test::level_len;
 
 namespace {
 
@@ -24,8 +23,8 @@ Inputs make_inputs(int64_t B, int64_t H, int64_t T, int64_t dh, int64_t L, bool 
   Generator g(seed);
   Inputs in;
   for (int64_t l = 0; l < L; ++l) {
-    in.q.push_back(uniform({B, H, level_len(T, l), dh}, -1, 1, {}, &g));
-    in.k.push_back(uniform({B, H, level_len(T, l), dh}, -1, 1, {}, &g));
+    in.q.push_back(uniform({B, H, hkt_level_len(T, l), dh}, -1, 1, {}, &g));
+    in.k.push_back(uniform({B, H, hkt_level_len(T, l), dh}, -1, 1, {}, &g));
   }
   in.v = uniform({B, H, T, dh}, -1, 1, {}, &g);
   in.lam = softmax(uniform({H, L}, -1, 1, {}, &g), -1);

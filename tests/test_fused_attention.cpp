@@ -64,8 +64,8 @@ Inputs make_inputs(const Case& c, uint64_t seed) {
   Inputs in;
   const TensorOptions f64{DType::Float64};
   for (int64_t l = 0; l < c.L; ++l) {
-    in.q.push_back(randn({c.B, c.H, level_len(c.T, l), c.dh}, f64, &g) * 1.5);
-    in.k.push_back(randn({c.B, c.H, level_len(c.T, l), c.dh}, f64, &g) * 1.5);
+    in.q.push_back(randn({c.B, c.H, hkt_level_len(c.T, l), c.dh}, f64, &g) * 1.5);
+    in.k.push_back(randn({c.B, c.H, hkt_level_len(c.T, l), c.dh}, f64, &g) * 1.5);
   }
   in.v = randn({c.B, c.H, c.T, c.dh}, f64, &g);
   in.lam = uniform({c.H, c.L}, 0.1, 1.0, f64, &g);
@@ -233,4 +233,12 @@ TEST_CASE("fused attention errors") {
               "but v is");
   check_error([&] { hkt_attention({q}, {q}, zeros({2, 8, 4}, f32), ones({2, 1}, f32), Tensor(), false, 1.0); },
               "v must be [B, H, T, dh]");
+}
+
+TEST_CASE("hkt_level_len is ceil(T / 2^l)") {
+  static_assert(hkt_level_len(1024, 3) == 128);
+  for (int64_t T : {1, 2, 7, 63, 64, 100, 257, 1000})
+    for (int64_t l = 0; l <= 10; ++l)
+      CHECK(hkt_level_len(T, l) == static_cast<int64_t>(std::ceil(static_cast<double>(T) / std::ldexp(1.0, int(l)))));
+  CHECK(hkt_level_len(0, 2) == 0);
 }

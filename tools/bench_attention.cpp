@@ -55,7 +55,6 @@ namespace {
 
 using namespace hkt;
 using hkt::test::composite_attention;
-using hkt::test::level_len;
 using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kB = 1, kH = 4, kD = 128, kDh = kD / kH;
@@ -90,8 +89,8 @@ int run_one(bool fused, int64_t T, int64_t L, bool causal, int reps) {
   manual_seed(1);
   std::vector<Tensor> q, k;
   for (int64_t l = 0; l < L; ++l) {
-    q.push_back(randn({kB, kH, level_len(T, l), kDh}).set_requires_grad(true));
-    k.push_back(randn({kB, kH, level_len(T, l), kDh}).set_requires_grad(true));
+    q.push_back(randn({kB, kH, hkt_level_len(T, l), kDh}).set_requires_grad(true));
+    k.push_back(randn({kB, kH, hkt_level_len(T, l), kDh}).set_requires_grad(true));
   }
   const Tensor v = randn({kB, kH, T, kDh}).set_requires_grad(true);
   const Tensor lam = full({kH, L}, 1.0 / static_cast<double>(L)).set_requires_grad(true);

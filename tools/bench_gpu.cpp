@@ -46,8 +46,6 @@ void row(const std::string& t, const std::string& b, const std::string& what, co
   std::fflush(stdout);
 }
 
-int64_t level_len(int64_t T, int64_t l) { return (T + (int64_t{1} << l) - 1) >> l; }
-
 void bench_attention(int64_t T, int reps) {
   const int64_t D = 512, H = 8, dh = D / H, B = std::max<int64_t>(1, 16384 / T);
   const Device dev = Device::cuda();
@@ -57,8 +55,8 @@ void bench_attention(int64_t T, int reps) {
   for (int64_t L = 1; L <= 4; ++L) {
     std::vector<Tensor> q, k;
     for (int64_t l = 0; l < L; ++l) {
-      q.push_back(randn({B, H, level_len(T, l), dh}, {DType::Float32, dev}, &g).set_requires_grad(true));
-      k.push_back(randn({B, H, level_len(T, l), dh}, {DType::Float32, dev}, &g).set_requires_grad(true));
+      q.push_back(randn({B, H, hkt_level_len(T, l), dh}, {DType::Float32, dev}, &g).set_requires_grad(true));
+      k.push_back(randn({B, H, hkt_level_len(T, l), dh}, {DType::Float32, dev}, &g).set_requires_grad(true));
     }
     const Tensor v = randn({B, H, T, dh}, {DType::Float32, dev}, &g).set_requires_grad(true);
     const Tensor lam = full({H, L}, 1.0 / static_cast<double>(L), {DType::Float32, dev}).set_requires_grad(true);

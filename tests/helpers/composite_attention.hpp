@@ -10,6 +10,7 @@
 #include <limits>
 #include <vector>
 
+#include "hkt/ops/attention.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/index.hpp"
@@ -18,9 +19,6 @@
 #include "hkt/ops/view.hpp"
 
 namespace hkt::test {
-
-// T_l = ceil(T / 2^l), the length of level l.
-inline int64_t level_len(int64_t T, int64_t l) { return (T + (int64_t{1} << l) - 1) >> l; }
 
 // softmax(sum_l lambda_l Up_l(Q_l K_l^T * scale) + mask) V.
 // q[l], k[l]: [B, H, T_l, dh]; v: [B, H, T, dh]; lam: [H, L]; valid: [B, T]

@@ -1,11 +1,16 @@
 // Fused attention: multi-scale (HKT) attention and, as its L = 1 case,
 // standard multi-head attention, without any T x T matrix.
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "hkt/core/tensor.hpp"
 
 namespace hkt {
+
+// T_l = ceil(T / 2^l), the length of level l of a length-T sequence (the
+// shape of q[l] and k[l] below; the downsampling convolution's output length).
+constexpr int64_t hkt_level_len(int64_t T, int64_t l) { return (T + (int64_t{1} << l) - 1) >> l; }
 
 // Fused multi-scale attention, per batch b and head h:
 //   O = softmax( sum_l lambda[h, l] * Up_l(Q_l K_l^T * scale) + mask ) V
