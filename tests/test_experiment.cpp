@@ -4,10 +4,14 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "helpers/temp_dir.hpp"
+#include "hkt/models/classifier.hpp"
 #include "hkt/tasks/experiment.hpp"
 
 using namespace hkt;
@@ -16,6 +20,12 @@ using hkt::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
+
+std::string fmt_ratio(double x) {  // as the results table writes a ratio
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", x);
+  return b;
+}
 
 std::string grid(const std::string& out) {
   return R"({
@@ -155,4 +165,22 @@ TEST_CASE("a tiny grid runs, resumes an interrupted run and aggregates") {
   const std::string csv = results_csv(e);
   CHECK(csv.rfind("task,model,seeds_done", 0) == 0);
   CHECK(csv.find("synthetic,hkt,2,2,12,") != std::string::npos);
+  // FLOPs per batch from the cost model, for the run's model at its batch size and length.
+  const RunSummary sh = read_summary(e.runs[0].cfg.run_dir), sm = read_summary(e.runs[2].cfg.run_dir);
+  nn::ClassifierConfig mc;
+  {
+    std::ifstream f(fs::path(e.runs[0].cfg.run_dir) / "summary.json");
+    mc = nn::ClassifierConfig::from_json(nlohmann::json::parse(f).at("model_config").dump());
+  }
+  CHECK(mc.levels == 2);
+  CHECK(sh.flops_per_batch == doctest::Approx(nn::model_flops(mc, 16, mc.max_len).total()));
+  CHECK(sh.flops_per_batch > sm.flops_per_batch);
+  CHECK(sm.flops_per_batch > 0);
+  const std::string ratio = fmt_ratio(sh.flops_per_batch / sm.flops_per_batch);
+  CHECK(md.find("| FLOPs / mha |") != std::string::npos);
+  CHECK(md.find("| " + ratio + " |") != std::string::npos);
+  const std::string hkt_row = csv.substr(csv.find("synthetic,hkt,"), csv.find('\n', csv.find("synthetic,hkt,")) -
+                                                                         csv.find("synthetic,hkt,"));
+  CHECK(std::stod(hkt_row.substr(hkt_row.rfind(',') + 1)) ==
+        doctest::Approx(sh.flops_per_batch / sm.flops_per_batch).epsilon(1e-3));
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hkt/core/error.hpp"
+#include "hkt/models/classifier.hpp"
 
 namespace hkt::tasks {
 namespace {
@@ -46,7 +47,7 @@ std::string pct_ms(const MeanStd& m) {
 
 // Per (task, model): the finished runs' numbers.
 struct Cell {
-  std::vector<double> val, test, sps, wall;
+  std::vector<double> val, test, sps, wall, flops;
   int64_t steps = 0, params = 0, seeds = 0;
 };
 
@@ -61,10 +62,17 @@ std::map<std::pair<std::string, std::string>, Cell> cells(const Experiment& e) {
     c.test.push_back(s.test_acc);
     c.sps.push_back(s.s_per_step);
     c.wall.push_back(s.wall_s);
+    if (s.flops_per_batch > 0) c.flops.push_back(s.flops_per_batch);
     c.steps = s.steps;
     c.params = s.params;
   }
   return out;
+}
+
+// a / b of two cells' means, or nullopt-like -1 when either is missing.
+double ratio(const std::vector<double>& a, const std::vector<double>& b) {
+  const MeanStd ma = mean_std(a), mb = mean_std(b);
+  return ma.n > 0 && mb.n > 0 && mb.mean > 0 ? ma.mean / mb.mean : -1;
 }
 
 double sum(const std::vector<double>& x) {
@@ -184,6 +192,10 @@ RunSummary read_summary(const std::string& run_dir) {
     s.test_acc = j.at("test_acc").get<double>();
     s.wall_s = j.at("wall_s").get<double>();
     s.s_per_step = j.at("s_per_step").get<double>();
+    if (j.contains("model_config") && j.contains("config")) {
+      const nn::ClassifierConfig mc = nn::ClassifierConfig::from_json(j.at("model_config").dump());
+      s.flops_per_batch = nn::model_flops(mc, j.at("config").at("batch_size").get<int64_t>(), mc.max_len).total();
+    }
     s.done = true;
   } catch (const json::exception& ex) {
     throw Error(str_cat(run_dir, "/summary.json: unreadable: ", ex.what()));
@@ -206,26 +218,26 @@ MeanStd mean_std(const std::vector<double>& x) {
 
 std::string results_markdown(const Experiment& e) {
   const auto cs = cells(e);
+  const std::string bl = e.baseline.empty() ? "baseline" : e.baseline;
   std::ostringstream o;
-  o << "| task | model | seeds done | steps | best val acc % | test acc % | test - " << (e.baseline.empty() ? "baseline" : e.baseline)
-    << " (points) | params | ms / step | time / " << (e.baseline.empty() ? "baseline" : e.baseline)
-    << " | wall s (all seeds) |\n";
-  o << "|------|-------|-----------:|------:|---------------:|-----------:|------:|-------:|----------:|------:|------:|\n";
+  o << "| task | model | seeds done | steps | best val acc % | test acc % | test - " << bl
+    << " (points) | params | ms / step | time / " << bl << " | FLOPs / " << bl << " | wall s (all seeds) |\n";
+  o << "|------|-------|-----------:|------:|---------------:|-----------:|------:|-------:|----------:|------:|------:|"
+       "------:|\n";
   for (const std::string& t : e.tasks) {
     const Cell* base = e.baseline.empty() ? nullptr : &cs.at({t, e.baseline});
     const MeanStd bt = base ? mean_std(base->test) : MeanStd{};
-    const MeanStd bs = base ? mean_std(base->sps) : MeanStd{};
     for (const std::string& m : e.models) {
       const Cell& c = cs.at({t, m});
       const MeanStd test = mean_std(c.test), sps = mean_std(c.sps);
+      const double tr = base ? ratio(c.sps, base->sps) : -1, fr = base ? ratio(c.flops, base->flops) : -1;
       o << "| " << t << " | " << m << " | " << c.test.size() << "/" << c.seeds << " | "
         << (c.test.empty() ? "-" : std::to_string(c.steps)) << " | " << pct_ms(mean_std(c.val)) << " | "
         << pct_ms(test) << " | "
         << (test.n > 0 && bt.n > 0 ? fmt(100 * (test.mean - bt.mean), 2) : "-") << " | "
         << (c.test.empty() ? "-" : std::to_string(c.params)) << " | "
-        << (sps.n > 0 ? fmt(1e3 * sps.mean, 1) : "-") << " | "
-        << (sps.n > 0 && bs.n > 0 && bs.mean > 0 ? fmt(sps.mean / bs.mean, 3) : "-") << " | "
-        << (c.wall.empty() ? "-" : fmt(sum(c.wall), 1)) << " |\n";
+        << (sps.n > 0 ? fmt(1e3 * sps.mean, 1) : "-") << " | " << (tr > 0 ? fmt(tr, 3) : "-") << " | "
+        << (fr > 0 ? fmt(fr, 3) : "-") << " | " << (c.wall.empty() ? "-" : fmt(sum(c.wall), 1)) << " |\n";
     }
   }
   return o.str();
@@ -235,16 +247,17 @@ std::string results_csv(const Experiment& e) {
   const auto cs = cells(e);
   std::ostringstream o;
   o << "task,model,seeds_done,seeds,steps,val_acc_mean,val_acc_std,test_acc_mean,test_acc_std,params,s_per_step,"
-       "time_ratio_to_baseline,wall_s\n";
+       "time_ratio_to_baseline,wall_s,flop_ratio_to_baseline\n";
   for (const std::string& t : e.tasks) {
-    const MeanStd bs = e.baseline.empty() ? MeanStd{} : mean_std(cs.at({t, e.baseline}).sps);
+    const Cell* base = e.baseline.empty() ? nullptr : &cs.at({t, e.baseline});
     for (const std::string& m : e.models) {
       const Cell& c = cs.at({t, m});
       const MeanStd val = mean_std(c.val), test = mean_std(c.test), sps = mean_std(c.sps);
+      const double tr = base ? ratio(c.sps, base->sps) : -1, fr = base ? ratio(c.flops, base->flops) : -1;
       o << t << "," << m << "," << c.test.size() << "," << c.seeds << "," << c.steps << "," << fmt(val.mean, 6)
         << "," << fmt(val.std, 6) << "," << fmt(test.mean, 6) << "," << fmt(test.std, 6) << "," << c.params << ","
-        << fmt(sps.mean, 6) << "," << (bs.n > 0 && bs.mean > 0 && sps.n > 0 ? fmt(sps.mean / bs.mean, 4) : "")
-        << "," << fmt(sum(c.wall), 1) << "\n";
+        << fmt(sps.mean, 6) << "," << (tr > 0 ? fmt(tr, 4) : "") << "," << fmt(sum(c.wall), 1) << ","
+        << (fr > 0 ? fmt(fr, 4) : "") << "\n";
     }
   }
   return o.str();

@@ -58,6 +58,10 @@ struct RunSummary {
   bool done = false;
   int64_t steps = 0, params = 0, best_step = -1;
   double best_val_acc = -1, test_acc = -1, wall_s = 0, s_per_step = 0;
+  // Forward FLOPs of one training batch by the cost model (nn::model_flops of
+  // the run's model at its batch size and T = the model's max_len); the
+  // backward adds twice as much. 0 when the summary has no model_config.
+  double flops_per_batch = 0;
 };
 RunSummary read_summary(const std::string& run_dir);
 
@@ -71,7 +75,9 @@ MeanStd mean_std(const std::vector<double>& x);
 // The results table (markdown) of the finished runs: per task and model the
 // seeds done, steps, best validation and test accuracy (mean +- std, in %),
 // parameters, time per step, its ratio to the baseline model on the same
-// task, and the summed wall time. Runs not finished are counted as missing.
+// task, the ratio of their FLOPs per step (the cost model's expectation for
+// the time ratio) and the summed wall time. Runs not finished are counted as
+// missing.
 std::string results_markdown(const Experiment& e);
 // The same numbers, one line per task and model (CSV with a header).
 std::string results_csv(const Experiment& e);
