@@ -19,6 +19,7 @@
 //   hkt-bench-attention --one <fused|composite> T L causal   (one run; prints one line)
 //   hkt-bench-attention --sgemm M N K
 //   hkt-bench-attention --step <preset> T B reps                  (one training step; "step_s peak_mib")
+//   HKT_PROFILE=1 hkt-bench-attention --step ...   also prints the op profile of `reps` steps (stderr)
 //
 // After the kernel table it times one training step of hkt-small and
 // mha-small at T = 1024, B = 8 (with --full also B = 1 at T = 1024 .. 8192,
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "hkt/core/grad_mode.hpp"
+#include "hkt/core/profiler.hpp"
 #include "hkt/ops/attention.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
@@ -126,14 +128,22 @@ int run_step(const std::string& preset, int64_t T, int64_t B, int reps) {
   for (size_t i = 0; i < tok.size(); ++i) tok[i] = static_cast<int64_t>((i * 2654435761u) % 256);
   for (size_t i = 0; i < lab.size(); ++i) lab[i] = static_cast<int64_t>(i % 10);
   const Tensor x = from_vector(tok, {B, T}), y = from_vector(lab, {B});
-  const double t = best_time(
-      [&] {
-        opt.zero_grad();
-        cross_entropy(model.forward(x), y).backward();
-        nn::clip_grad_norm_(model.parameters(), 1.0);
-        opt.step();
-      },
-      reps);
+  auto step = [&] {
+    opt.zero_grad();
+    cross_entropy(model.forward(x), y).backward();
+    nn::clip_grad_norm_(model.parameters(), 1.0);
+    opt.step();
+  };
+  if (profiler::enabled()) {
+    // HKT_PROFILE=1: the op table (printed at exit) covers `reps` steps after a warm-up.
+    step();
+    profiler::reset();
+    for (int r = 0; r < reps; ++r) step();
+    profiler::enable(false);
+    std::fprintf(stderr, "%s, T = %lld, B = %lld: the profile below covers %d steps\n", preset.c_str(),
+                 static_cast<long long>(T), static_cast<long long>(B), reps);
+  }
+  const double t = best_time(step, reps);
   std::printf("%.6f %.1f\n", t, peak_rss_mib());
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "hkt/core/grad_mode.hpp"
+#include "hkt/core/profiler.hpp"
 
 namespace hkt {
 namespace {
@@ -116,7 +117,11 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       else grads[k] = math.full(n->output_meta[k], 0.0);
     }
     std::vector<Tensor> in_grads;
-    if (any) in_grads = n->apply(grads);
+    if (any) {
+      const std::string timed_name = profiler::enabled() ? n->name() : std::string();
+      profiler::Scope timed("bwd", timed_name.c_str());
+      in_grads = n->apply(grads);
+    }
     if (!retain_graph) n->release();
     for (size_t i = 0; i < n->next.size(); ++i) {
       const Edge& e = n->next[i];

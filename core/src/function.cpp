@@ -2,6 +2,7 @@
 #include "hkt/core/function.hpp"
 
 #include "hkt/core/grad_mode.hpp"
+#include "hkt/core/profiler.hpp"
 
 namespace hkt {
 namespace {
@@ -49,6 +50,7 @@ std::vector<Tensor> apply(const std::shared_ptr<Function>& fn, const std::vector
   std::vector<Tensor> outs;
   {
     NoGradGuard no_grad;
+    profiler::Scope timed("fwd", op);
     outs = fn->forward(inputs, metas);
   }
   HKT_CHECK(outs.size() == metas.size(), op, ": forward returned ", outs.size(), " outputs but the shape rule ",

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "hkt/core/grad_mode.hpp"
+#include "hkt/core/profiler.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/optim.hpp"
@@ -58,6 +59,7 @@ Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups)
 
 void Optimizer::step() {
   NoGradGuard no_grad;
+  profiler::Scope timed("optimizer.step");
   // Check every gradient first, so that a bad one leaves all parameters untouched.
   std::vector<Tensor> grads(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -253,6 +255,7 @@ void AdamW::finish_step() {
 // --- clipping ---------------------------------------------------------------
 
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
+  profiler::Scope timed("clip_grad_norm_");
   HKT_CHECK(std::isfinite(max_norm) && max_norm > 0.0, "clip_grad_norm_: max_norm must be positive and finite, got ",
             max_norm);
   NoGradGuard no_grad;

@@ -8,6 +8,7 @@
 #include "hkt/core/function.hpp"
 #include "hkt/core/grad_mode.hpp"
 #include "hkt/core/kernel_table.hpp"
+#include "hkt/core/profiler.hpp"
 #include "hkt/core/random.hpp"
 #include "hkt/core/safetensors.hpp"
 #include "hkt/core/shape.hpp"

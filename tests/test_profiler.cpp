@@ -1,0 +1,107 @@
+// The op profiler (hkt/core/profiler.hpp): entries for forward ops, backward
+// nodes and regions, self against total time, off by default, reset, table.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "hkt/core/profiler.hpp"
+#include "hkt/ops/elementwise.hpp"
+#include "hkt/ops/factory.hpp"
+#include "hkt/ops/linalg.hpp"
+#include "hkt/ops/reduce.hpp"
+
+using namespace hkt;
+
+namespace {
+
+const profiler::Entry* find(const std::vector<profiler::Entry>& es, const std::string& name) {
+  for (const profiler::Entry& e : es)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+// Off and empty for the cases below, whatever the environment says.
+struct Clean {
+  Clean() {
+    profiler::enable(false);
+    profiler::reset();
+  }
+  ~Clean() {
+    profiler::enable(false);
+    profiler::reset();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("profiler: off records nothing") {
+  Clean c;
+  Tensor a = randn({8, 8}).set_requires_grad(true);
+  sum(matmul(a, a)).backward();
+  CHECK(profiler::entries().empty());
+}
+
+TEST_CASE("profiler: forward ops, backward nodes and regions, with self and total time") {
+  Clean c;
+  profiler::enable();
+  CHECK(profiler::enabled());
+  Tensor a = randn({64, 64}).set_requires_grad(true);
+  Tensor b = randn({64, 64}).set_requires_grad(true);
+  {
+    profiler::Scope region("my region");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    Tensor loss = sum(matmul(a, b) * 2.0);
+    loss.backward();
+  }
+  profiler::enable(false);
+  sum(matmul(a, b)).backward();  // not recorded
+  const auto es = profiler::entries();
+  const profiler::Entry* mm = find(es, "fwd matmul");
+  const profiler::Entry* bmm = find(es, "bwd matmul");
+  const profiler::Entry* region = find(es, "region my region");
+  REQUIRE(mm != nullptr);
+  REQUIRE(bmm != nullptr);
+  REQUIRE(region != nullptr);
+  CHECK(find(es, "fwd sum") != nullptr);
+  CHECK(find(es, "bwd sum") != nullptr);
+  // The forward matmul, plus the two products of its backward (written with matmul).
+  CHECK(mm->calls == 3);
+  CHECK(bmm->calls == 1);
+  CHECK(region->calls == 1);
+  // The backward node's own time excludes the matmuls it ran; the region's
+  // excludes every op, but not the sleep.
+  CHECK(bmm->self_s <= bmm->total_s);
+  CHECK(bmm->total_s > bmm->self_s);
+  CHECK(region->total_s >= 0.02);
+  CHECK(region->self_s >= 0.02);
+  CHECK(region->self_s < region->total_s);
+  for (const profiler::Entry& e : es) {
+    CHECK(e.self_s >= 0.0);
+    CHECK(e.self_s <= e.total_s + 1e-12);
+  }
+  // Largest self time first: the region (it slept).
+  CHECK(es.front().name == "region my region");
+  const std::string t = profiler::table(2);
+  CHECK(t.find("| op | calls | self ms | total ms | self % |") != std::string::npos);
+  CHECK(t.find("| region my region | 1 |") != std::string::npos);
+  CHECK(t.find("more) |") != std::string::npos);  // the rest in one line
+  CHECK(t.find("| **all** |") != std::string::npos);
+  profiler::reset();
+  CHECK(profiler::entries().empty());
+}
+
+// Run by CTest a second time with HKT_PROFILE=1 (tests/CMakeLists.txt), which
+// checks that the table reaches stderr at exit.
+TEST_CASE("profiler: HKT_PROFILE turns it on at start-up") {
+  const char* v = std::getenv("HKT_PROFILE");
+  if (v == nullptr || std::string(v).empty() || std::string(v) == "0") {
+    CHECK_FALSE(profiler::enabled());
+    return;
+  }
+  CHECK(profiler::enabled());
+  Tensor a = randn({4, 4});
+  (void)matmul(a, a);
+}
