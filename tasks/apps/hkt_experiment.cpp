@@ -9,6 +9,7 @@
 //   hkt-experiment experiments/cpu.json --list          # the runs and where each stands
 //   hkt-experiment experiments/cpu.json --report        # only rebuild the table from finished runs
 //   hkt-experiment experiments/cpu.json --only listops  # runs whose "task/model/seed" contains the text
+//   hkt-experiment experiments/paper.json --device cuda # train on the GPU (exit 2 when there is none)
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
                "OUT/results.csv (mean +- std over seeds). The file format is documented in "
                "tasks/include/hkt/tasks/experiment.hpp and docs/results.md.",
                "hkt-experiment"};
-  std::string file, out_dir, only;
+  std::string file, out_dir, only, device = "cpu";
   bool list = false, report_only = false, quiet = false;
   app.add_option("experiment", file, "experiment file (JSON)")->required()->check(CLI::ExistingFile);
   app.add_option("--out-dir", out_dir, "folder of the runs and results (default: the file's out_dir)");
@@ -87,6 +88,7 @@ int main(int argc, char** argv) {
   app.add_flag("--list", list, "list the runs and their state, train nothing");
   app.add_flag("--report", report_only, "only rebuild results.md / results.csv from the finished runs");
   app.add_flag("--quiet", quiet, "no training output");
+  hkt::apps::add_device_flag(app, device);  // not part of a run's config: a run may resume on another device
   if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;
 
   Experiment e;
@@ -114,6 +116,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (!report_only) {
+      const hkt::Device dev = hkt::apps::device_from_flag(device);
       size_t i = 0;
       for (const ExperimentRun& r : e.runs) {
         ++i;
@@ -123,6 +126,7 @@ int main(int argc, char** argv) {
         if (st == RunState::Done) continue;
         RunOptions opt;
         opt.quiet = quiet;
+        opt.device = dev;
         if (st == RunState::Started)
           resume(r.cfg.run_dir, opt);
         else

@@ -33,6 +33,24 @@ inline int parse_command_line(CLI::App& app, int argc, char** argv) {
   return -1;
 }
 
+// The device named by a --device value ("cpu" or "cuda"); throws
+// tasks::InputError (exit status 2) when CUDA is asked for but not available
+// (no CUDA build, no driver or no GPU).
+inline Device device_from_flag(const std::string& name) {
+  if (name != "cuda") return Device::cpu();
+  if (!cuda_is_available())
+    throw tasks::InputError("--device cuda: CUDA is not available: " + cuda_unavailable_reason() +
+                            " (use --device cpu)");
+  return Device::cuda();
+}
+
+// Adds --device (cpu or cuda) to `app`, stored in `target`.
+inline void add_device_flag(CLI::App& app, std::string& target) {
+  app.add_option("--device", target, "where to train: cpu, or cuda (needs a GPU and a CUDA build)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+}
+
 class TrainOptions {
  public:
   // Adds the flags to `app`. with_model: also --model (the preset).
@@ -83,20 +101,12 @@ class TrainOptions {
     flag(app, "--seed", &C::seed, "seed of initial values, data order and dropout");
     flag(app, "--threads", &C::threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)");
     // Not part of the config: a run may be resumed on another device.
-    app.add_option("--device", device_, "where to train: cpu, or cuda (needs a GPU and a CUDA build)")
-        ->check(CLI::IsMember({"cpu", "cuda"}))
-        ->capture_default_str();
+    add_device_flag(app, device_);
   }
 
   // The --device given; throws tasks::InputError (exit status 2) when CUDA is
   // asked for but not available (no CUDA build, no driver or no GPU).
-  Device device() const {
-    if (device_ != "cuda") return Device::cpu();
-    if (!cuda_is_available())
-      throw tasks::InputError("--device cuda: CUDA is not available: " + cuda_unavailable_reason() +
-                              " (use --device cpu)");
-    return Device::cuda();
-  }
+  Device device() const { return device_from_flag(device_); }
 
   // Defaults, then --config, then the flags given.
   tasks::TrainConfig resolve() const {
