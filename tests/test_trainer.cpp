@@ -333,3 +333,37 @@ TEST_CASE("the best checkpoint is chosen by validation accuracy") {
   CHECK(nn::load_model(c.run_dir + "/best.safetensors", best).at("hkt.step") == std::to_string(best_step));
   CHECK(evaluate(best, data.test, 16).accuracy == r.test_acc);
 }
+
+TEST_CASE("evaluate with max_batches samples the whole set, not its first batches") {
+  // 400 examples stored by class (200 of class 1, then 200 of class 0), as IMDB's
+  // reader stores them, and a model that always answers class 0.
+  Dataset d;
+  d.name = "sorted";
+  d.seq_len = 8;
+  d.vocab = 5;
+  d.classes = 2;
+  d.pad_id = 0;
+  for (int i = 0; i < 400; ++i) d.add_tokens({1, 2, 3, 4}, i < 200 ? 1 : 0);
+  nn::ClassifierConfig mc = nn::ClassifierConfig::preset("mha-tiny");
+  mc.vocab = 5;
+  mc.classes = 2;
+  mc.max_len = 8;
+  nn::SequenceClassifier model(mc);
+  {
+    NoGradGuard ng;
+    for (auto& [name, p] : model.named_parameters())
+      if (name == "head.weight") copy_(p, zeros_like(p));
+      else if (name == "head.bias") copy_(p, from_vector(std::vector<float>{5.0f, -5.0f}, {2}));
+  }
+  CHECK(evaluate(model, d, 16).accuracy == 0.5);  // every example
+  const EvalResult part = evaluate(model, d, 16, 4);
+  CHECK(part.examples == 64);
+  // The first 4 batches are all class 1 (accuracy 0); a spread sample has both classes.
+  CHECK(part.accuracy > 0.25);
+  CHECK(part.accuracy < 0.75);
+  // The same examples at every call.
+  CHECK(evaluate(model, d, 16, 4).accuracy == part.accuracy);
+  CHECK(evaluate(model, d, 16, 4).loss == part.loss);
+  // More batches than the set holds: every example.
+  CHECK(evaluate(model, d, 16, 100).examples == 400);
+}

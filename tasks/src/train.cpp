@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -702,18 +703,28 @@ EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t 
   NoGradGuard no_grad;
   EvalResult r;
   double loss_sum = 0.0;
-  int64_t correct = 0, batches = 0;
-  for (int64_t lo = 0; lo < data.size(); lo += batch_size) {
-    if (max_batches > 0 && batches >= max_batches) break;
-    const int64_t hi = std::min(lo + batch_size, data.size());
-    std::vector<int64_t> idx(static_cast<size_t>(hi - lo));
-    std::iota(idx.begin(), idx.end(), lo);
+  int64_t correct = 0;
+  // Which examples: all, or a fixed seeded sample spread over the whole set (a set
+  // stored by class, as IMDB's, would be judged on one class by its first batches).
+  std::vector<int64_t> order;
+  const int64_t n = data.size();
+  if (max_batches > 0 && max_batches < (n + batch_size - 1) / batch_size) {
+    order = seeded_permutation(n, kEvalSampleSeed);
+    order.resize(static_cast<size_t>(max_batches * batch_size));
+    std::sort(order.begin(), order.end());
+  } else {
+    order.resize(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), int64_t{0});
+  }
+  const auto m = static_cast<int64_t>(order.size());
+  for (int64_t lo = 0; lo < m; lo += batch_size) {
+    const int64_t hi = std::min(lo + batch_size, m);
+    const std::vector<int64_t> idx(order.begin() + lo, order.begin() + hi);
     const Batch b = on_device(data.batch(idx), device);
     const Tensor logits = model.forward(b.inputs, b.valid);
     loss_sum += cross_entropy(logits, b.labels, -100, Reduction::Sum).item_double();
     correct += count_correct(logits, b.labels.to_vector<int64_t>());
     r.examples += hi - lo;
-    ++batches;
   }
   model.train(was_training);
   HKT_CHECK(r.examples > 0, "evaluate: ", data.name, " has no examples");

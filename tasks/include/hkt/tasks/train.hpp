@@ -52,7 +52,8 @@ struct TrainConfig {
   double clip_norm = 1.0;              // 0 = no clipping (the norm is still checked)
   int64_t log_every = 10;              // train-metrics events (0 = none)
   int64_t eval_every = 0;              // 0 = only at the end
-  int64_t eval_batches = 0;            // validation/test batches per periodic eval (0 = all)
+  int64_t eval_batches = 0;            // validation/test batches per periodic eval (0 = all; else a fixed
+                                       // seeded sample of that many batches' examples, see evaluate())
   int64_t checkpoint_every = 0;        // 0 = only at the end
   uint64_t seed = 0;
   int threads = 0;                     // 0 = the default (all cores or HKT_NUM_THREADS)
@@ -115,8 +116,13 @@ TrainResult train(const TrainConfig& cfg, const RunOptions& opt = {});
 // has none yet), reading run_dir/config.json.
 TrainResult resume(const std::string& run_dir, const RunOptions& opt = {});
 
-// Evaluates on up to max_batches batches of `data` in order (0 = all), in
-// eval mode without gradients; the model's mode is restored.
+// Evaluates on `data` in eval mode without gradients; the model's mode is
+// restored. max_batches = 0: every example, in order. max_batches > 0 (and
+// fewer than the set holds): max_batches x batch_size examples drawn from the
+// whole set by a fixed seeded sample (kEvalSampleSeed), the same at every call,
+// so that successive evaluations compare the same examples and a set stored
+// by class (IMDB: positive reviews, then negative) is not judged on one class.
+inline constexpr uint64_t kEvalSampleSeed = 0x65766131;  // "eva1"
 EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t batch_size, int64_t max_batches = 0);
 
 }  // namespace hkt::tasks
