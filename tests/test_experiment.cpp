@@ -184,3 +184,26 @@ TEST_CASE("a tiny grid runs, resumes an interrupted run and aggregates") {
   CHECK(std::stod(hkt_row.substr(hkt_row.rfind(',') + 1)) ==
         doctest::Approx(sh.flops_per_batch / sm.flops_per_batch).epsilon(1e-3));
 }
+
+TEST_CASE("the committed experiment files load, and every run's config is valid") {
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(HKT_EXPERIMENTS_DIR)) {
+    if (entry.path().extension() != ".json") continue;
+    ++files;
+    INFO(entry.path().string());
+    const Experiment e = Experiment::from_file(entry.path().string());
+    CHECK(!e.runs.empty());
+    CHECK(e.runs.size() == e.tasks.size() * e.models.size() * e.seeds.size());
+    for (const ExperimentRun& r : e.runs) CHECK_NOTHROW(r.cfg.validate());
+  }
+  CHECK(files >= 3);  // paper, cpu, cpu-tune
+  // What the cpu protocol's sweep chose, per task and model.
+  const Experiment cpu = Experiment::from_file(std::string(HKT_EXPERIMENTS_DIR) + "/cpu.json");
+  for (const ExperimentRun& r : cpu.runs) {
+    INFO(r.task << "/" << r.model);
+    const double want = r.task == "listops" ? (r.model == "mha" ? 5e-4 : 1e-3)
+                        : r.task == "cifar10" ? (r.model == "mha" ? 1e-3 : 5e-4)
+                                              : 5e-4;
+    CHECK(r.cfg.lr == want);
+  }
+}
