@@ -69,7 +69,7 @@ std::map<std::pair<std::string, std::string>, Cell> cells(const Experiment& e) {
   return out;
 }
 
-// a / b of two cells' means, or nullopt-like -1 when either is missing.
+// The ratio of the means of a and b; -1 when either has no value (printed "-").
 double ratio(const std::vector<double>& a, const std::vector<double>& b) {
   const MeanStd ma = mean_std(a), mb = mean_std(b);
   return ma.n > 0 && mb.n > 0 && mb.mean > 0 ? ma.mean / mb.mean : -1;
