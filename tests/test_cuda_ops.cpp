@@ -234,6 +234,13 @@ TEST_CASE("cuda ops: causal depthwise conv1d") {
               {rnd({3, T, 8}), rnd({8, 3}, -1, 1, 2), rnd({8}, -1, 1, 3)});
 }
 
+TEST_CASE("cuda ops: gated_mix") {
+  HKT_REQUIRE_GPU();
+  for (const Shape& s : {Shape{7}, Shape{3, 100, 8}, Shape{2, 1000, 40}})
+    compare("gated_mix " + shape_str(s), [](const std::vector<Tensor>& in) { return gated_mix(in[0], in[1], in[2]); },
+            {rnd(s), rnd(s, -1, 1, 2), rnd({s.back()}, 0, 1, 3)});
+}
+
 TEST_CASE("cuda ops: optimizer updates") {
   HKT_REQUIRE_GPU();
   NoGradGuard no_grad;

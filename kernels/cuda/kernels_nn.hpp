@@ -26,6 +26,14 @@ template <class T>
 void conv_backward(const void* x, const void* w, const void* g, int64_t B, int64_t len, int64_t C, int64_t k,
                    int64_t s, void* dx, void* dw, void* db);
 
+// --- gated_mix.cu: y = w a + (1 - w) b per channel (a, b, y [rows, C], w [C]) ---
+template <class T>
+void gated_mix_forward(const void* a, const void* b, const void* w, void* y, int64_t rows, int64_t C);
+// Any of da, db, dw may be null; a and b are read only for dw.
+template <class T>
+void gated_mix_backward(const void* a, const void* b, const void* w, const void* g, int64_t rows, int64_t C, void* da,
+                        void* db, void* dw);
+
 // --- optim.cu ---------------------------------------------------------------
 template <class T>
 void sgd_update(void* p, const void* g, void* buf, int64_t n, double lr, double momentum, double dampening, double wd,

@@ -221,6 +221,12 @@ Tensor HKTAttention::forward(const Tensor& x, const Tensor& valid) {
   }
   if (cfg_.hybrid) {
     // out_h = beta_h * A_h + (1 - beta_h) * CausalDepthwiseConv(V)_h
+    if (cfg_.fused) {
+      // One fused op on the merged heads [B, T, D]: beta repeated over each head's dh channels.
+      const int64_t dh = cfg_.dim / H;
+      const Tensor bc = reshape(expand(reshape(sigmoid(gate), {H, 1}), {H, dh}), {cfg_.dim});
+      return zero_padded(wo->forward(gated_mix(merge_heads(out), conv->forward(v), bc)), valid);
+    }
     const Tensor b = reshape(sigmoid(gate), {1, H, 1, 1});
     out = b * out + (1.0 - b) * split_heads(conv->forward(v), H);
   }

@@ -26,8 +26,9 @@ struct AttentionConfig {
   int64_t heads = 4;   // H; D must be divisible by H
   bool causal = false; // false: bidirectional (the default for classification)
   bool bias = false;   // biases on the q/k/v/output projections (the spec has none)
-  bool fused = true;   // the fused O(T)-memory kernel (hkt/ops/attention.hpp); false = the composite
-                       // reference built from plain ops, which forms the T x T matrices
+  bool fused = true;   // the fused O(T)-memory kernel (hkt/ops/attention.hpp) and, for HKT, the fused
+                       // hybrid gate (gated_mix); false = the composite reference built from plain
+                       // ops, which forms the T x T matrices
   DType dtype = DType::Float32;
   Generator* gen = nullptr;  // initial values; null = the global generator
 };

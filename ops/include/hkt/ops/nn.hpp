@@ -34,6 +34,14 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 // p outside [0, 1) is an error. When !training or p == 0, x itself is returned.
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullptr);
 
+// Per-channel gated mix, one fused op (the hybrid head's gate):
+//   y[..., c] = w[c] * a[..., c] + (1 - w[c]) * b[..., c]
+// a and b have the same shape (any strides); w is [C], C = the last dim.
+// Backward: da = w g, db = (1 - w) g, dw[c] = sum over the other dims of
+// g (a - b), reduced in fixed row chunks in double (bitwise reproducible for
+// any thread count). Saves a, b and w.
+Tensor gated_mix(const Tensor& a, const Tensor& b, const Tensor& w);
+
 enum class Reduction { Mean, Sum, None };
 // Cross-entropy of logits [N, C] against Int64 targets [N]. Targets equal to
 // ignore_index contribute nothing; Mean divides by the number of non-ignored
