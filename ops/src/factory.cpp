@@ -97,16 +97,17 @@ Tensor finish(Tensor t, const TensorOptions& opt) {
   return t;
 }
 
-// Contiguous copy with an optional dtype change. Gradient: cast back.
+// Contiguous copy with an optional dtype change. Gradient: cast back. Named
+// "copy" when the dtype stays (clone, contiguous), so that profiles tell
+// layout copies from casts.
 class CopyFn final : public Function {
  public:
-  explicit CopyFn(DType to) : to_(to) {}
-  const char* name() const override { return "to_dtype"; }
+  CopyFn(DType from, DType to) : to_(to), from_(from) {}
+  const char* name() const override { return from_ == to_ ? "copy" : "to_dtype"; }
   std::vector<TensorMeta> infer(const std::vector<Tensor>& in) const override {
     return {{in[0].shape(), to_, in[0].device()}};
   }
   std::vector<Tensor> forward(const std::vector<Tensor>& in, const std::vector<TensorMeta>& out) override {
-    from_ = in[0].dtype();
     Tensor y = Tensor::empty(out[0].shape, out[0].dtype, out[0].device);
     copy_into(y, in[0]);
     return {y};
@@ -116,8 +117,7 @@ class CopyFn final : public Function {
   }
 
  private:
-  DType to_;
-  DType from_ = DType::Float32;
+  DType to_, from_;
 };
 
 void check_inplace(const Tensor& dst, const char* op) {
@@ -188,8 +188,14 @@ Tensor from_vector(const std::vector<float>& v, const Shape& s, TensorOptions o)
 Tensor from_vector(const std::vector<double>& v, const Shape& s, TensorOptions o) { return from_host(v, s, o); }
 Tensor from_vector(const std::vector<int64_t>& v, const Shape& s, TensorOptions o) { return from_host(v, s, o); }
 
-Tensor to_dtype(const Tensor& t, DType dtype) { return apply_op<CopyFn>({t}, dtype); }
-Tensor clone(const Tensor& t) { return apply_op<CopyFn>({t}, t.dtype()); }
+Tensor to_dtype(const Tensor& t, DType dtype) {
+  HKT_CHECK(t.defined(), "to_dtype: the tensor is undefined");
+  return apply_op<CopyFn>({t}, t.dtype(), dtype);
+}
+Tensor clone(const Tensor& t) {
+  HKT_CHECK(t.defined(), "clone: the tensor is undefined");
+  return apply_op<CopyFn>({t}, t.dtype(), t.dtype());
+}
 Tensor contiguous(const Tensor& t) { return t.is_contiguous() ? t : clone(t); }
 
 namespace {
