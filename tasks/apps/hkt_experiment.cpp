@@ -9,13 +9,28 @@
 //   hkt-experiment experiments/cpu.json --list          # the runs and where each stands
 //   hkt-experiment experiments/cpu.json --report        # only rebuild the table from finished runs
 //   hkt-experiment experiments/cpu.json --only listops  # runs whose "task/model/seed" contains the text
+//   hkt-experiment experiments/cpu.json --jobs 2        # two runs at a time, each in its own process
 //   hkt-experiment experiments/paper.json --device cuda # train on the GPU (exit 2 when there is none)
+//
+// With --jobs N > 1 each run is a child process (this program with --run ID
+// --no-report) with 1/N of the threads (HKT_NUM_THREADS, OPENBLAS_NUM_THREADS)
+// and its output in OUT/logs/<task>-<model>-seed<N>.log; this process only
+// schedules and aggregates. Results do not depend on the thread count.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
+#include "hkt/ops/threads.hpp"
 #include "hkt/tasks/experiment.hpp"
 #include "train_options.hpp"
 
@@ -29,6 +44,42 @@ const char* state_name(RunState s) {
 }
 
 std::string run_id(const ExperimentRun& r) { return r.task + "/" + r.model + "/seed" + std::to_string(r.seed); }
+
+extern "C" char** environ;
+
+// Starts `exe args...` with stdout and stderr appended to `log` and
+// HKT_NUM_THREADS / OPENBLAS_NUM_THREADS set to `threads`. Returns the pid.
+pid_t spawn_child(const fs::path& exe, const std::vector<std::string>& args, const fs::path& log, int threads) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    if (kv.rfind("HKT_NUM_THREADS=", 0) != 0 && kv.rfind("OPENBLAS_NUM_THREADS=", 0) != 0) env.push_back(kv);
+  }
+  env.push_back("HKT_NUM_THREADS=" + std::to_string(threads));
+  env.push_back("OPENBLAS_NUM_THREADS=" + std::to_string(threads));
+  std::vector<std::string> argv_s{exe.string()};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv, envp;
+  for (std::string& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (std::string& kv : env) envp.push_back(kv.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  HKT_CHECK(rc == 0, "hkt-experiment: cannot start '", exe.string(), "': ", std::strerror(rc));
+  return pid;
+}
+
+std::string exit_text(int status) {
+  if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
 
 void write_file(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
@@ -80,11 +131,18 @@ int main(int argc, char** argv) {
                "OUT/results.csv (mean +- std over seeds). The file format is documented in "
                "tasks/include/hkt/tasks/experiment.hpp and docs/results.md.",
                "hkt-experiment"};
-  std::string file, out_dir, only, device = "cpu";
-  bool list = false, report_only = false, quiet = false;
+  std::string file, out_dir, only, exact, device = "cpu";
+  bool list = false, report_only = false, quiet = false, no_report = false;
+  int jobs = 1;
   app.add_option("experiment", file, "experiment file (JSON)")->required()->check(CLI::ExistingFile);
   app.add_option("--out-dir", out_dir, "folder of the runs and results (default: the file's out_dir)");
   app.add_option("--only", only, "run only the runs whose task/model/seed<N> contains this text");
+  app.add_option("--run", exact, "run only the run task/model/seed<N> (exactly this id, as --list prints it)");
+  app.add_option("--jobs", jobs,
+                 "runs at a time, each in its own process with 1/N of the threads and its output in "
+                 "OUT/logs/ (default 1: one after another, in this process)")
+      ->check(CLI::Range(1, 64));
+  app.add_flag("--no-report", no_report, "train only; do not rewrite results.md, results.csv or the plots");
   app.add_flag("--list", list, "list the runs and their state, train nothing");
   app.add_flag("--report", report_only, "only rebuild results.md / results.csv from the finished runs");
   app.add_flag("--quiet", quiet, "no training output");
@@ -108,43 +166,108 @@ int main(int argc, char** argv) {
     std::cerr << ex.what() << "\n";
     return hkt::apps::kExitUsage;
   }
-  const fs::path self_dir = fs::canonical("/proc/self/exe").parent_path();
+  const fs::path self_exe = fs::canonical("/proc/self/exe"), self_dir = self_exe.parent_path();
   if (list) {
     for (const ExperimentRun& r : e.runs)
       std::cout << run_id(r) << "  " << state_name(run_state(r.cfg.run_dir)) << "  " << r.cfg.run_dir << "\n";
     return 0;
   }
+  auto selected = [&](const ExperimentRun& r) {
+    const std::string id = run_id(r);
+    return (only.empty() || id.find(only) != std::string::npos) && (exact.empty() || id == exact);
+  };
+  if (!exact.empty()) {
+    bool found = false;
+    for (const ExperimentRun& r : e.runs) found = found || run_id(r) == exact;
+    if (!found) {
+      std::cerr << "hkt-experiment: --run " << exact << ": no such run in " << file
+                << " (hkt-experiment " << file << " --list shows the ids)\n";
+      return hkt::apps::kExitUsage;
+    }
+  }
+  const fs::path results_md = fs::path(e.out_dir) / "results.md";
+  std::vector<std::string> failed;
   try {
     if (!report_only) {
       const hkt::Device dev = hkt::apps::device_from_flag(device);
-      size_t i = 0;
-      for (const ExperimentRun& r : e.runs) {
-        ++i;
-        if (!only.empty() && run_id(r).find(only) == std::string::npos) continue;
-        const RunState st = run_state(r.cfg.run_dir);
-        std::cout << "[" << i << "/" << e.runs.size() << "] " << run_id(r) << ": " << state_name(st) << std::endl;
-        if (st == RunState::Done) continue;
-        RunOptions opt;
-        opt.quiet = quiet;
-        opt.device = dev;
-        if (st == RunState::Started)
-          resume(r.cfg.run_dir, opt);
-        else
-          train(r.cfg, opt);
-        write_file(fs::path(e.out_dir) / "results.md", report(e, file));  // after every run
+      if (jobs == 1) {
+        size_t i = 0;
+        for (const ExperimentRun& r : e.runs) {
+          ++i;
+          if (!selected(r)) continue;
+          const RunState st = run_state(r.cfg.run_dir);
+          std::cout << "[" << i << "/" << e.runs.size() << "] " << run_id(r) << ": " << state_name(st) << std::endl;
+          if (st == RunState::Done) continue;
+          RunOptions opt;
+          opt.quiet = quiet;
+          opt.device = dev;
+          if (st == RunState::Started)
+            resume(r.cfg.run_dir, opt);
+          else
+            train(r.cfg, opt);
+          if (!no_report) write_file(results_md, report(e, file));  // after every run
+        }
+      } else {
+        // Each run in a child process; at most `jobs` at a time.
+        const int threads = std::max(1, hkt::get_num_threads() / jobs);
+        const fs::path logs = fs::path(e.out_dir) / "logs";
+        fs::create_directories(logs);
+        std::deque<size_t> pending;
+        for (size_t i = 0; i < e.runs.size(); ++i)
+          if (selected(e.runs[i]) && run_state(e.runs[i].cfg.run_dir) != RunState::Done) pending.push_back(i);
+        std::cout << pending.size() << " run(s) to train, " << jobs << " at a time with " << threads
+                  << " thread(s) each; their output goes to " << logs.string() << "/" << std::endl;
+        std::map<pid_t, size_t> running;
+        while (!pending.empty() || !running.empty()) {
+          while (static_cast<int>(running.size()) < jobs && !pending.empty()) {
+            const ExperimentRun& r = e.runs[pending.front()];
+            const fs::path log = logs / (r.task + "-" + r.model + "-seed" + std::to_string(r.seed) + ".log");
+            const pid_t pid = spawn_child(self_exe,
+                                          {file, "--out-dir", e.out_dir, "--run", run_id(r), "--device", device,
+                                           "--no-report"},
+                                          log, threads);
+            std::cout << "[" << pending.front() + 1 << "/" << e.runs.size() << "] " << run_id(r) << ": "
+                      << state_name(run_state(r.cfg.run_dir)) << ", pid " << pid << ", log " << log.string()
+                      << std::endl;
+            running[pid] = pending.front();
+            pending.pop_front();
+          }
+          int status = 0;
+          const pid_t pid = waitpid(-1, &status, 0);
+          if (pid < 0) {
+            if (errno == EINTR) continue;
+            throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+          }
+          const auto it = running.find(pid);
+          if (it == running.end()) continue;
+          const ExperimentRun& r = e.runs[it->second];
+          running.erase(it);
+          const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+          std::cout << run_id(r) << ": " << (ok ? "finished" : "FAILED (" + exit_text(status) + ")") << std::endl;
+          if (!ok) failed.push_back(run_id(r));
+          if (!no_report) write_file(results_md, report(e, file));
+        }
       }
     }
-    write_file(fs::path(e.out_dir) / "results.md", report(e, file));
-    write_file(fs::path(e.out_dir) / "results.csv", results_csv(e));
-    plot(e, self_dir);
-    std::cout << "\n" << results_markdown(e) << "\nwritten: " << (fs::path(e.out_dir) / "results.md").string()
-              << "\n";
+    if (!no_report) {
+      write_file(results_md, report(e, file));
+      write_file(fs::path(e.out_dir) / "results.csv", results_csv(e));
+      plot(e, self_dir);
+      std::cout << "\n" << results_markdown(e) << "\nwritten: " << results_md.string() << "\n";
+    }
   } catch (const InputError& ex) {
     std::cerr << ex.what() << "\n";
     return hkt::apps::kExitUsage;
   } catch (const std::exception& ex) {
     std::cerr << "hkt-experiment: " << ex.what() << "\n";
     return 1;
+  }
+  if (!failed.empty()) {
+    std::cerr << "hkt-experiment: " << failed.size() << " run(s) failed:";
+    for (const std::string& id : failed) std::cerr << " " << id;
+    std::cerr << " (their logs are in " << (fs::path(e.out_dir) / "logs").string()
+              << "/; rerun the same command to resume them)\n";
+    return hkt::apps::kExitFailure;
   }
   return 0;
 }

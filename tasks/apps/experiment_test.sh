@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# hkt-experiment --jobs: runs train side by side in child processes, each run
+# gets the same results as when the grid runs one run after another, a failing
+# run is reported (exit status 1) without stopping the others, and bad --jobs
+# / --run values are refused (exit status 2).
+#   tasks/apps/experiment_test.sh BIN_DIR
+set -uo pipefail
+bin="$1"
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/hkt-experiment.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "experiment_test: $*" >&2; exit 1; }
+grid() {  # grid OUT_DIR [EXTRA_TASK_JSON]
+  cat <<JSON
+{"name": "jobs", "out_dir": "$1",
+ "base": {"steps": 6, "batch_size": 4, "eval_every": 3, "eval_batches": 1, "log_every": 2,
+          "data": {"train_size": 32, "val_size": 8, "test_size": 8}},
+ "tasks": {"synthetic": {}${2:-}}, "models": {"hkt": {"model": "hkt-tiny"}, "mha": {"model": "mha-tiny"}},
+ "seeds": [1, 2]}
+JSON
+}
+grid "$tmp/par" >"$tmp/par.json"
+grid "$tmp/seq" >"$tmp/seq.json"
+
+"$bin/hkt-experiment" "$tmp/par.json" --jobs 2 >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "--jobs 2 failed"; }
+cat "$tmp/out"
+grep -q "4 run(s) to train, 2 at a time" "$tmp/out" || fail "--jobs 2 did not say what it schedules"
+[[ $(grep -c ": finished" "$tmp/out") -eq 4 ]] || fail "not every run reported finished"
+"$bin/hkt-experiment" "$tmp/par.json" --list >"$tmp/list"
+[[ $(grep -c "  done  " "$tmp/list") -eq 4 ]] || { cat "$tmp/list"; fail "--list does not show 4 finished runs"; }
+for id in hkt-seed1 hkt-seed2 mha-seed1 mha-seed2; do
+  grep -q "^done: 6 steps" "$tmp/par/logs/synthetic-$id.log" || fail "the log of synthetic-$id lacks the run's output"
+done
+grep -q "| synthetic | hkt | 2/2 | 6 |" "$tmp/par/results.md" || fail "results.md lacks the hkt row"
+grep -q "^synthetic,mha,2,2,6," "$tmp/par/results.csv" || fail "results.csv lacks the mha row"
+
+# The same grid one run after another, in this process: the same numbers.
+"$bin/hkt-experiment" "$tmp/seq.json" --quiet >/dev/null 2>&1 || fail "the sequential grid failed"
+for r in hkt/seed1 hkt/seed2 mha/seed1 mha/seed2; do
+  for key in best_val_acc test_acc test_loss; do
+    a=$(grep -o "\"$key\": [^,]*" "$tmp/par/synthetic/$r/summary.json")
+    b=$(grep -o "\"$key\": [^,]*" "$tmp/seq/synthetic/$r/summary.json")
+    [[ -n "$a" && "$a" == "$b" ]] || fail "$r: $key differs: --jobs 2 gave '$a', one after another '$b'"
+  done
+done
+# A second call has nothing left to do.
+"$bin/hkt-experiment" "$tmp/par.json" --jobs 2 >"$tmp/out" 2>&1 || fail "rerunning a finished grid failed"
+grep -q "0 run(s) to train" "$tmp/out" || fail "a finished grid was trained again"
+
+# A run that cannot start (its data folder does not exist) fails alone.
+grid "$tmp/bad" ', "imdb": {"data": {"data_dir": "'"$tmp"'/no-such-folder"}}' >"$tmp/bad.json"
+"$bin/hkt-experiment" "$tmp/bad.json" --jobs 2 --only seed1 >"$tmp/out" 2>&1
+rc=$?
+cat "$tmp/out"
+[[ $rc -eq 1 ]] || fail "a failed run gave exit status $rc, expected 1"
+grep -q "imdb/hkt/seed1: FAILED (exit status 2)" "$tmp/out" || fail "the failed run was not named"
+grep -q "2 run(s) failed: imdb/hkt/seed1 imdb/mha/seed1" "$tmp/out" || fail "the summary of failures is missing"
+grep -q "no-such-folder" "$tmp/bad/logs/imdb-hkt-seed1.log" || fail "the failed run's log does not say why"
+"$bin/hkt-experiment" "$tmp/bad.json" --list | grep -q "synthetic/mha/seed1  done" ||
+  fail "the other runs did not finish"
+
+# Bad values.
+"$bin/hkt-experiment" "$tmp/par.json" --jobs 0 >"$tmp/out" 2>&1
+[[ $? -eq 2 ]] || fail "--jobs 0 was accepted"
+"$bin/hkt-experiment" "$tmp/par.json" --run synthetic/hkt/seed9 >"$tmp/out" 2>&1
+[[ $? -eq 2 ]] && grep -q "no such run" "$tmp/out" || { cat "$tmp/out"; fail "--run of an unknown id was accepted"; }
+echo "experiment_test: ok"
