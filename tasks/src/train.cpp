@@ -188,8 +188,10 @@ std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch) {
   return p;
 }
 
-// Correct predictions of logits [B, C] against labels.
-int64_t count_correct(const Tensor& logits, const std::vector<int64_t>& labels) {
+// Correct predictions (the first largest logit) of logits [B, C] against labels;
+// with `confusion` ([C * C], row = label), each example is also counted there.
+int64_t count_correct(const Tensor& logits, const std::vector<int64_t>& labels,
+                      std::vector<int64_t>* confusion = nullptr) {
   const std::vector<double> v = to_dtype(logits.detach(), DType::Float64).to_vector<double>();
   const int64_t B = logits.shape()[0], C = logits.shape()[1];
   int64_t correct = 0;
@@ -198,6 +200,7 @@ int64_t count_correct(const Tensor& logits, const std::vector<int64_t>& labels) 
     for (int64_t c = 1; c < C; ++c)
       if (v[r * C + c] > v[r * C + best]) best = c;
     correct += best == labels[r];
+    if (confusion) ++(*confusion)[static_cast<size_t>(labels[r] * C + best)];
   }
   return correct;
 }
@@ -702,6 +705,8 @@ EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t 
   model.eval();
   NoGradGuard no_grad;
   EvalResult r;
+  r.classes = data.classes;
+  r.confusion.assign(static_cast<size_t>(data.classes * data.classes), 0);
   double loss_sum = 0.0;
   int64_t correct = 0;
   // Which examples: all, or a fixed seeded sample spread over the whole set (a set
@@ -723,7 +728,9 @@ EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t 
     const Batch b = on_device(data.batch(idx), device);
     const Tensor logits = model.forward(b.inputs, b.valid);
     loss_sum += cross_entropy(logits, b.labels, -100, Reduction::Sum).item_double();
-    correct += count_correct(logits, b.labels.to_vector<int64_t>());
+    HKT_CHECK(logits.size(1) == data.classes, "evaluate: the model has ", logits.size(1), " classes but ",
+              data.name, " has ", data.classes);
+    correct += count_correct(logits, b.labels.to_vector<int64_t>(), &r.confusion);
     r.examples += hi - lo;
   }
   model.train(was_training);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# End-to-end check of hkt-analyze and hkt-plot (CTest: hkt_analyze_smoke):
-# trains a tiny run, analyses it, draws the figures (when gnuplot is
-# installed) and checks exit statuses of bad invocations.
+# End-to-end check of hkt-analyze, hkt-eval and hkt-plot (CTest:
+# hkt_analyze_smoke): trains a tiny run, analyses and evaluates it, draws the
+# figures (when gnuplot is installed) and checks exit statuses of bad
+# invocations.
 #
 #   tools/analysis/smoke_test.sh BIN_DIR
 set -euo pipefail
@@ -20,7 +21,21 @@ for f in report.json kurtosis.csv split.csv spectrum_ms.csv spectrum_combined.cs
 done
 [[ ! -e "$tmp/run/analysis.tmp" ]] || fail "analysis.tmp left behind"
 
+# hkt-eval on the run's own test split reproduces summary.json's test accuracy exactly.
+"$bin/hkt-eval" "$tmp/run" --json "$tmp/eval.json" >"$tmp/eval.txt"
+grep -q "confusion matrix" "$tmp/eval.txt" || fail "hkt-eval printed no confusion matrix"
+want=$(grep -o '"test_acc": [0-9.e-]*' "$tmp/run/summary.json" | cut -d' ' -f2)
+got=$(grep -o '"accuracy": [0-9.e-]*' "$tmp/eval.json" | cut -d' ' -f2)
+[[ -n "$want" && "$want" == "$got" ]] || fail "hkt-eval accuracy $got differs from the run's test_acc $want"
+grep -q '"examples": 32' "$tmp/eval.json" || fail "hkt-eval did not evaluate the 32 test examples"
+"$bin/hkt-eval" "$tmp/run" --weights final --split val --test-size 8 >"$tmp/eval.txt"
+grep -q "synthetic/val: 32 examples" "$tmp/eval.txt" || fail "hkt-eval --split val did not use the validation set"
+
 status() { set +e; "$@" >/dev/null 2>&1; echo $?; set -e; }
+[[ "$(status "$bin/hkt-eval" "$tmp/missing")" == 2 ]] || fail "hkt-eval of a missing path should exit 2"
+[[ "$(status "$bin/hkt-eval" "$tmp/run" --split nope)" == 2 ]] || fail "hkt-eval --split nope should exit 2"
+[[ "$(status "$bin/hkt-eval" "$tmp/run" --task listops)" == 2 ]] || fail "hkt-eval of another task's data should exit 2"
+[[ ! -e "$tmp/eval.json.tmp" ]] || fail "hkt-eval left eval.json.tmp behind"
 [[ "$(status "$bin/hkt-analyze" --help)" == 0 ]] || fail "--help should exit 0"
 [[ "$(status "$bin/hkt-analyze")" == 2 ]] || fail "no PATH should exit 2"
 [[ "$(status "$bin/hkt-analyze" "$tmp/run" --samples 0)" == 2 ]] || fail "--samples 0 should exit 2"

@@ -30,6 +30,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "hkt/models/classifier.hpp"
 #include "hkt/tasks/registry.hpp"
@@ -77,6 +78,8 @@ struct TrainConfig {
 struct EvalResult {
   double loss = 0.0, accuracy = 0.0;
   int64_t examples = 0;
+  int64_t classes = 0;
+  std::vector<int64_t> confusion;  // classes x classes: [label * classes + predicted] = examples
 };
 
 struct TrainResult {

@@ -1,0 +1,159 @@
+// hkt-eval: evaluates a trained classifier on a split of its task: loss,
+// accuracy with its 95% interval, per-class accuracy and the confusion matrix.
+// It runs the trainer's own evaluate(), so on the run's test split it gives
+// exactly the test accuracy of the run's summary.json.
+//
+//   hkt-eval runs/cpu/imdb/hkt/seed1                       # best.safetensors on the run's test split
+//   hkt-eval runs/cpu/imdb/hkt/seed1 --test-size 0         # the whole test split (file tasks)
+//   hkt-eval runs/x --weights final --split val --json r.json
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "hkt/analysis/report.hpp"
+#include "hkt/hkt.hpp"
+#include "hkt/tasks/registry.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string pct(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", 100.0 * x);
+  return buf;
+}
+
+void write_atomic(const fs::path& p, const std::string& text) {
+  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  const fs::path tmp = p.string() + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.flush();
+    HKT_CHECK(f.good(), "cannot write '", tmp.string(), "'");
+  }
+  fs::rename(tmp, p);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hkt-eval: evaluate a trained classifier on a split of its task: loss, accuracy (with a 95% "
+               "interval), per-class accuracy and the confusion matrix. Uses the trainer's evaluate(), so on the "
+               "run's own test split it reproduces the test accuracy of its summary.json.",
+               "hkt-eval"};
+  std::string path, weights = "best", split = "test", task, data_dir, device = "cpu", json_out;
+  int64_t test_size = -1, batch_size = 0, threads = 0;
+  app.add_option("path", path,
+                 "a run folder of hkt-train (best.safetensors, or checkpoint/ with --weights final), a checkpoint "
+                 "folder (model.safetensors) or a .safetensors file written by hkt")
+      ->required();
+  app.add_option("--weights", weights, "for a run folder: best (best.safetensors) or final (checkpoint/)")
+      ->check(CLI::IsMember({"best", "final"}))
+      ->capture_default_str();
+  app.add_option("--split", split, "which split: test, val or train")
+      ->check(CLI::IsMember({"test", "val", "train"}))
+      ->capture_default_str();
+  app.add_option("--test-size", test_size,
+                 "test examples (default: the run's; 0: the task's default, for file tasks the whole test split)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--task", task, "task of the data (default: the run's); see hkt-train --help");
+  app.add_option("--data-dir", data_dir, "data folder for file-based tasks (default: the run's)");
+  app.add_option("--batch-size", batch_size, "examples per forward pass (default: the run's, else 32)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_option("--threads", threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1024}));
+  app.add_option("--device", device, "where to evaluate: cpu, or cuda (needs a GPU and a CUDA build)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--json", json_out, "also write the result as JSON to this file");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  // Bad input (a missing path, data or device, a model that does not fit the data): exit 2.
+  hkt::analysis::LoadedModel lm;
+  hkt::tasks::Dataset data;
+  std::string task_name = task;
+  try {
+    if (threads > 0) hkt::set_num_threads(static_cast<int>(threads));
+    HKT_CHECK(fs::exists(path), "'", path, "' not found");
+    if (device == "cuda" && !hkt::cuda_is_available())
+      throw hkt::Error("--device cuda: CUDA is not available: " + hkt::cuda_unavailable_reason() +
+                       " (use --device cpu)");
+    lm = hkt::analysis::load_trained(path, weights);
+    hkt::tasks::TaskOptions topts;
+    if (lm.train) {
+      if (task.empty() || task == lm.train->task) topts = lm.train->data;
+      if (task.empty()) task_name = lm.train->task;
+    }
+    HKT_CHECK(!task_name.empty(), "'", lm.weights,
+              "' does not say which task it was trained on; give --task (see hkt-train --help)");
+    if (batch_size == 0) batch_size = lm.train ? lm.train->batch_size : 32;
+    if (!data_dir.empty()) topts.data_dir = data_dir;
+    if (test_size >= 0) topts.test_size = test_size;
+    hkt::tasks::Splits splits = hkt::tasks::load_task(task_name, topts);
+    data = std::move(split == "val" ? splits.val : split == "test" ? splits.test : splits.train);
+    const auto& mc = lm.config;
+    HKT_CHECK((mc.vocab > 0) == (data.vocab > 0) && data.vocab <= mc.vocab && data.features == mc.input_features &&
+                  data.seq_len <= mc.max_len && data.classes == mc.classes,
+              "'", data.name, "' (vocab ", data.vocab, ", features ", data.features, ", T ", data.seq_len,
+              ", classes ", data.classes, ") does not fit the model (vocab ", mc.vocab, ", features ",
+              mc.input_features, ", max_len ", mc.max_len, ", classes ", mc.classes, ")");
+  } catch (const std::exception& e) {
+    std::cerr << "hkt-eval: error: " << e.what() << "\n";
+    return 2;
+  }
+
+  try {
+    if (device == "cuda") lm.model->to(hkt::Device::cuda());
+    const hkt::tasks::EvalResult r = hkt::tasks::evaluate(*lm.model, data, batch_size);
+    const int64_t C = r.classes, n = r.examples;
+    const double half = 1.96 * std::sqrt(r.accuracy * (1.0 - r.accuracy) / static_cast<double>(n));
+    std::string step = "?";
+    if (auto it = lm.metadata.find("hkt.step"); it != lm.metadata.end()) step = it->second;
+    std::cout << "hkt-eval: " << lm.weights << " (step " << step << "), task " << task_name << ", " << data.name
+              << ": " << n << " examples\n"
+              << "loss " << r.loss << "  accuracy " << pct(r.accuracy) << "% (95% interval +- " << pct(half)
+              << " points)\n";
+    nlohmann::json per_class = nlohmann::json::array(), confusion = nlohmann::json::array();
+    std::cout << "class | examples | accuracy %\n";
+    for (int64_t c = 0; c < C; ++c) {
+      int64_t row = 0;
+      nlohmann::json cr = nlohmann::json::array();
+      for (int64_t p = 0; p < C; ++p) {
+        const int64_t v = r.confusion[static_cast<size_t>(c * C + p)];
+        row += v;
+        cr.push_back(v);
+      }
+      confusion.push_back(cr);
+      const double acc = row > 0 ? static_cast<double>(r.confusion[static_cast<size_t>(c * C + c)]) / row : NAN;
+      per_class.push_back(row > 0 ? nlohmann::json(acc) : nlohmann::json(nullptr));
+      std::cout << c << " | " << row << " | " << (row > 0 ? pct(acc) : "-") << "\n";
+    }
+    std::cout << "confusion matrix (rows: label, columns: predicted):\n";
+    for (const auto& cr : confusion) {
+      for (size_t p = 0; p < cr.size(); ++p) std::cout << (p ? " " : "") << cr[p].get<int64_t>();
+      std::cout << "\n";
+    }
+    if (!json_out.empty()) {
+      nlohmann::json j = {{"path", path},           {"weights", lm.weights},  {"step", step},
+                          {"task", task_name},      {"split", split},         {"data", data.name},
+                          {"examples", n},          {"loss", r.loss},         {"accuracy", r.accuracy},
+                          {"accuracy_ci95", half},  {"per_class_accuracy", per_class},
+                          {"confusion", confusion}};
+      write_atomic(json_out, j.dump(2) + "\n");
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "hkt-eval: error: " << e.what() << "\n";
+    return 1;
+  }
+}
