@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# hkt-experiment --jobs: runs train side by side in child processes, each run
+# hkt-experiment --jobs: runs train side by side in child processes, seed by
+# seed, each run
 # gets the same results as when the grid runs one run after another, a failing
 # run is reported (exit status 1) without stopping the others, and bad --jobs
 # / --run values are refused (exit status 2).
@@ -25,6 +26,9 @@ grid "$tmp/seq" >"$tmp/seq.json"
 cat "$tmp/out"
 grep -q "4 run(s) to train, 2 at a time" "$tmp/out" || fail "--jobs 2 did not say what it schedules"
 [[ $(grep -c ": finished" "$tmp/out") -eq 4 ]] || fail "not every run reported finished"
+# Seed by seed: both models of seed 1 start before seed 2 (a stop leaves whole seeds).
+[[ "$(grep -o '^\[[0-9]/4\] [a-z/0-9]*' "$tmp/out" | head -2 | tr '\n' ' ')" == \
+   "[1/4] synthetic/hkt/seed1 [3/4] synthetic/mha/seed1 " ]] || fail "runs were not started seed by seed"
 "$bin/hkt-experiment" "$tmp/par.json" --list >"$tmp/list"
 [[ $(grep -c "  done  " "$tmp/list") -eq 4 ]] || { cat "$tmp/list"; fail "--list does not show 4 finished runs"; }
 for id in hkt-seed1 hkt-seed2 mha-seed1 mha-seed2; do

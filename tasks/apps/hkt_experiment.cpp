@@ -1,6 +1,6 @@
 // hkt-experiment: runs a grid of trainings described by an experiment file
-// (tasks x models x seeds, hkt/tasks/experiment.hpp) one after another,
-// skipping finished runs and resuming interrupted ones, and aggregates them
+// (tasks x models x seeds, hkt/tasks/experiment.hpp) one after another, seed by
+// seed, skipping finished runs and resuming interrupted ones, and aggregates them
 // into OUT/results.md (mean +- std over seeds, time per step, the ratio to
 // the baseline model) and OUT/results.csv. With hkt-plot next to it, the
 // validation curves of each task go to OUT/plots/<task>/.
@@ -20,6 +20,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -185,18 +186,26 @@ int main(int argc, char** argv) {
       return hkt::apps::kExitUsage;
     }
   }
+  // Training order: seed by seed (every task and model of the first seed, then the next), so
+  // that a stop leaves whole seeds to compare; [i/n] keeps the grid's numbering (--list).
+  std::vector<size_t> order(e.runs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto seed_pos = [&](size_t i) {
+    return std::find(e.seeds.begin(), e.seeds.end(), e.runs[i].seed) - e.seeds.begin();
+  };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return seed_pos(a) < seed_pos(b); });
   const fs::path results_md = fs::path(e.out_dir) / "results.md";
   std::vector<std::string> failed;
   try {
     if (!report_only) {
       const hkt::Device dev = hkt::apps::device_from_flag(device);
       if (jobs == 1) {
-        size_t i = 0;
-        for (const ExperimentRun& r : e.runs) {
-          ++i;
+        for (const size_t i : order) {
+          const ExperimentRun& r = e.runs[i];
           if (!selected(r)) continue;
           const RunState st = run_state(r.cfg.run_dir);
-          std::cout << "[" << i << "/" << e.runs.size() << "] " << run_id(r) << ": " << state_name(st) << std::endl;
+          std::cout << "[" << i + 1 << "/" << e.runs.size() << "] " << run_id(r) << ": " << state_name(st)
+                    << std::endl;
           if (st == RunState::Done) continue;
           RunOptions opt;
           opt.quiet = quiet;
@@ -213,7 +222,7 @@ int main(int argc, char** argv) {
         const fs::path logs = fs::path(e.out_dir) / "logs";
         fs::create_directories(logs);
         std::deque<size_t> pending;
-        for (size_t i = 0; i < e.runs.size(); ++i)
+        for (const size_t i : order)
           if (selected(e.runs[i]) && run_state(e.runs[i].cfg.run_dir) != RunState::Done) pending.push_back(i);
         std::cout << pending.size() << " run(s) to train, " << jobs << " at a time with " << threads
                   << " thread(s) each; their output goes to " << logs.string() << "/" << std::endl;
