@@ -62,6 +62,30 @@ grep -q "no-such-folder" "$tmp/bad/logs/imdb-hkt-seed1.log" || fail "the failed 
 "$bin/hkt-experiment" "$tmp/bad.json" --list | grep -q "synthetic/mha/seed1  done" ||
   fail "the other runs did not finish"
 
+# SIGTERM to the parent stops the children too; their runs stay resumable.
+cat >"$tmp/slow.json" <<JSON
+{"name": "slow", "out_dir": "$tmp/slow",
+ "base": {"steps": 5000, "batch_size": 8, "log_every": 0, "checkpoint_every": 1000,
+          "data": {"seq_len": 128, "train_size": 64, "val_size": 8, "test_size": 8}},
+ "tasks": {"synthetic": {}}, "models": {"hkt": {"model": "hkt-small"}, "mha": {"model": "mha-small"}}, "seeds": [1]}
+JSON
+"$bin/hkt-experiment" "$tmp/slow.json" --jobs 2 >"$tmp/out" 2>&1 &
+parent=$!
+for _ in $(seq 100); do [[ $(grep -c ", pid " "$tmp/out") -eq 2 ]] && break; sleep 0.1; done
+sleep 1
+kill -TERM "$parent"
+wait "$parent"
+rc=$?
+cat "$tmp/out"
+[[ $rc -eq 143 ]] || fail "SIGTERM gave exit status $rc, expected 143"
+grep -q "stopped by signal 15 with 2 run(s) under way" "$tmp/out" || fail "the stop was not reported"
+sleep 0.5
+if pgrep -f -- "--run synthetic/.*/seed1 .*--no-report" | xargs -r ps -o args= -p | grep -q "$tmp/slow.json"; then
+  fail "children kept running after the parent was stopped"
+fi
+"$bin/hkt-experiment" "$tmp/slow.json" --list | grep -q "synthetic/hkt/seed1  started (will resume)" ||
+  fail "the stopped run is not resumable"
+
 # Bad values.
 "$bin/hkt-experiment" "$tmp/par.json" --jobs 0 >"$tmp/out" 2>&1
 [[ $? -eq 2 ]] || fail "--jobs 0 was accepted"

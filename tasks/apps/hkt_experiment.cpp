@@ -17,6 +17,7 @@
 // and its output in OUT/logs/<task>-<model>-seed<N>.log; this process only
 // schedules and aggregates. Results do not depend on the thread count.
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -47,6 +48,17 @@ const char* state_name(RunState s) {
 std::string run_id(const ExperimentRun& r) { return r.task + "/" + r.model + "/seed" + std::to_string(r.seed); }
 
 extern "C" char** environ;
+
+// With --jobs: SIGINT / SIGTERM to this process are passed on to the children.
+volatile sig_atomic_t g_signal = 0;
+extern "C" void on_signal(int sig) { g_signal = sig; }
+void catch_stop_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;  // no SA_RESTART: waitpid returns EINTR
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
 
 // Starts `exe args...` with stdout and stderr appended to `log` and
 // HKT_NUM_THREADS / OPENBLAS_NUM_THREADS set to `threads`. Returns the pid.
@@ -227,8 +239,17 @@ int main(int argc, char** argv) {
         std::cout << pending.size() << " run(s) to train, " << jobs << " at a time with " << threads
                   << " thread(s) each; their output goes to " << logs.string() << "/" << std::endl;
         std::map<pid_t, size_t> running;
+        catch_stop_signals();
         while (!pending.empty() || !running.empty()) {
-          while (static_cast<int>(running.size()) < jobs && !pending.empty()) {
+          if (g_signal != 0) {
+            // Stop: pass the signal on, wait for the children; their runs resume next time.
+            for (const auto& [child, idx] : running) kill(child, g_signal);
+            for (const auto& [child, idx] : running) waitpid(child, nullptr, 0);
+            std::cerr << "hkt-experiment: stopped by signal " << g_signal << " with " << running.size()
+                      << " run(s) under way; rerun the same command to resume them\n";
+            return 128 + g_signal;
+          }
+          while (static_cast<int>(running.size()) < jobs && !pending.empty() && g_signal == 0) {
             const ExperimentRun& r = e.runs[pending.front()];
             const fs::path log = logs / (r.task + "-" + r.model + "-seed" + std::to_string(r.seed) + ".log");
             const pid_t pid = spawn_child(self_exe,
@@ -244,7 +265,7 @@ int main(int argc, char** argv) {
           int status = 0;
           const pid_t pid = waitpid(-1, &status, 0);
           if (pid < 0) {
-            if (errno == EINTR) continue;
+            if (errno == EINTR) continue;  // a signal: handled at the top of the loop
             throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
           }
           const auto it = running.find(pid);
