@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "helpers/temp_dir.hpp"
+#include "gradcheck_util.hpp"
 #include "hkt/hkt.hpp"
 #include "hkt/tasks/registry.hpp"
 #include "hkt/tasks/train.hpp"
@@ -355,7 +356,11 @@ TEST_CASE("evaluate with max_batches samples the whole set, not its first batche
       if (name == "head.weight") copy_(p, zeros_like(p));
       else if (name == "head.bias") copy_(p, from_vector(std::vector<float>{5.0f, -5.0f}, {2}));
   }
-  CHECK(evaluate(model, d, 16).accuracy == 0.5);  // every example
+  const EvalResult all = evaluate(model, d, 16);  // every example
+  CHECK(all.accuracy == 0.5);
+  // Confusion matrix, rows = label: every example is predicted class 0.
+  CHECK(all.classes == 2);
+  CHECK(all.confusion == std::vector<int64_t>{200, 0, 200, 0});
   const EvalResult part = evaluate(model, d, 16, 4);
   CHECK(part.examples == 64);
   // The first 4 batches are all class 1 (accuracy 0); a spread sample has both classes.
@@ -366,4 +371,13 @@ TEST_CASE("evaluate with max_batches samples the whole set, not its first batche
   CHECK(evaluate(model, d, 16, 4).loss == part.loss);
   // More batches than the set holds: every example.
   CHECK(evaluate(model, d, 16, 100).examples == 400);
+  // The confusion matrix of a sample counts the sample's examples.
+  int64_t counted = 0;
+  for (int64_t v : part.confusion) counted += v;
+  CHECK(counted == 64);
+  // A model with another number of classes than the data is refused, by name.
+  Dataset d3 = d;
+  d3.name = "three";
+  d3.classes = 3;
+  test::check_error([&] { (void)evaluate(model, d3, 16); }, "the model has 2 classes but three has 3");
 }

@@ -727,9 +727,9 @@ EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t 
     const std::vector<int64_t> idx(order.begin() + lo, order.begin() + hi);
     const Batch b = on_device(data.batch(idx), device);
     const Tensor logits = model.forward(b.inputs, b.valid);
-    loss_sum += cross_entropy(logits, b.labels, -100, Reduction::Sum).item_double();
     HKT_CHECK(logits.size(1) == data.classes, "evaluate: the model has ", logits.size(1), " classes but ",
               data.name, " has ", data.classes);
+    loss_sum += cross_entropy(logits, b.labels, -100, Reduction::Sum).item_double();
     correct += count_correct(logits, b.labels.to_vector<int64_t>(), &r.confusion);
     r.examples += hi - lo;
   }
