@@ -22,8 +22,9 @@
 //   HKT_PROFILE=1 hkt-bench-attention --step ...   also prints the op profile of `reps` steps (stderr)
 //
 // After the kernel table it times one training step of hkt-small and
-// mha-small at T = 1024, B = 8 (with --full also B = 1 at T = 1024 .. 8192,
-// for the growth of peak memory with T).
+// mha-small at T = 1024, B = 8, five alternating pairs of runs (two with
+// --quick), reporting the medians and the range of the pairs' ratios (with
+// --full also B = 1 at T = 1024 .. 8192, for the growth of peak memory with T).
 #include <cblas.h>
 #include <unistd.h>
 
@@ -285,24 +286,44 @@ int main(int argc, char** argv) {
   // Whole training steps of the presets (fused attention, dropout on).
   std::printf("\n## training step: hkt-small (L = 3) vs mha-small, forward + cross-entropy + backward + clip + "
               "AdamW, vocab 256, 10 classes\n\n");
-  std::printf("| T | B | hkt-small ms | mha-small ms | hkt / mha | FLOP ratio | hkt peak RSS MiB | mha peak RSS MiB |\n");
-  std::printf("|--:|--:|-------------:|-------------:|----------:|-----------:|-----------------:|-----------------:|\n");
+  // The VM's timing drifts by +-10% between runs: the B = 8 row alternates `pairs` runs of the two
+  // presets and reports the medians and the median and range of the pairs' ratios.
+  std::printf("| T | B | pairs | hkt-small ms | mha-small ms | hkt / mha (median of pairs) | range of pairs | FLOP ratio | "
+              "hkt peak RSS MiB | mha peak RSS MiB |\n");
+  std::printf("|--:|--:|--:|-------------:|-------------:|----------:|------|-----------:|-----------------:|-----------------:|\n");
   std::vector<std::pair<int64_t, int64_t>> steps{{1024, 8}};
   if (full)
     for (int64_t T : {1024, 2048, 4096, 8192}) steps.emplace_back(T, 1);  // memory against T
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
   for (const auto& [T, B] : steps) {
-    double th = 0, tm = 0, mh = 0, mm = 0;
+    const int pairs = B == 8 ? (quick ? 2 : 5) : 1;
+    std::vector<double> th, tm, ratio;
+    double mh = 0, mm = 0;
     char args[64];  // (a std::string sum here trips GCC 12's -Wrestrict false positive)
     std::snprintf(args, sizeof args, " %lld %lld %d", static_cast<long long>(T), static_cast<long long>(B),
                   quick ? 1 : 2);
-    const bool ok = std::sscanf(run_child(std::string("--step hkt-small") + args).c_str(), "%lf %lf", &th, &mh) == 2 &&
-                    std::sscanf(run_child(std::string("--step mha-small") + args).c_str(), "%lf %lf", &tm, &mm) == 2;
+    bool ok = true;
+    for (int i = 0; i < pairs && ok; ++i) {
+      double a = 0, b = 0;
+      ok = std::sscanf(run_child(std::string("--step hkt-small") + args).c_str(), "%lf %lf", &a, &mh) == 2 &&
+           std::sscanf(run_child(std::string("--step mha-small") + args).c_str(), "%lf %lf", &b, &mm) == 2;
+      if (!ok) break;
+      th.push_back(a);
+      tm.push_back(b);
+      ratio.push_back(a / b);
+    }
     if (!ok) {
-      std::printf("| %lld | %lld | failed | | | | | |\n", static_cast<long long>(T), static_cast<long long>(B));
+      std::printf("| %lld | %lld | | failed | | | | | | |\n", static_cast<long long>(T), static_cast<long long>(B));
       continue;
     }
-    std::printf("| %lld | %lld | %.0f | %.0f | %.3f | %.3f | %.0f | %.0f |\n", static_cast<long long>(T),
-                static_cast<long long>(B), th * 1e3, tm * 1e3, th / tm, step_flop_ratio(T, B), mh, mm);
+    std::printf("| %lld | %lld | %d | %.0f | %.0f | %.3f | %.3f-%.3f | %.3f | %.0f | %.0f |\n",
+                static_cast<long long>(T), static_cast<long long>(B), pairs, median(th) * 1e3, median(tm) * 1e3,
+                median(ratio), *std::min_element(ratio.begin(), ratio.end()),
+                *std::max_element(ratio.begin(), ratio.end()), step_flop_ratio(T, B), mh, mm);
     std::fflush(stdout);
   }
   return 0;
