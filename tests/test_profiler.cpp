@@ -93,6 +93,21 @@ TEST_CASE("profiler: forward ops, backward nodes and regions, with self and tota
   CHECK(profiler::entries().empty());
 }
 
+TEST_CASE("profiler: layout copies are named copy, dtype casts to_dtype") {
+  Clean c;
+  profiler::enable();
+  Tensor a = randn({4, 6});
+  (void)contiguous(transpose(a, 0, 1));
+  (void)clone(a);
+  (void)to_dtype(a, DType::Float64);
+  profiler::enable(false);
+  const auto es = profiler::entries();
+  REQUIRE(find(es, "fwd copy") != nullptr);
+  CHECK(find(es, "fwd copy")->calls == 2);
+  REQUIRE(find(es, "fwd to_dtype") != nullptr);
+  CHECK(find(es, "fwd to_dtype")->calls == 1);
+}
+
 // Run by CTest a second time with HKT_PROFILE=1 (tests/CMakeLists.txt), which
 // checks that the table reaches stderr at exit.
 TEST_CASE("profiler: HKT_PROFILE turns it on at start-up") {
