@@ -12,6 +12,7 @@
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/linalg.hpp"
 #include "hkt/ops/reduce.hpp"
+#include "hkt/ops/view.hpp"
 
 using namespace hkt;
 
