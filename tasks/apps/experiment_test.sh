@@ -31,6 +31,8 @@ grep -q "4 run(s) to train, 2 at a time" "$tmp/out" || fail "--jobs 2 did not sa
    "[1/4] synthetic/hkt/seed1 [3/4] synthetic/mha/seed1 " ]] || fail "runs were not started seed by seed"
 "$bin/hkt-experiment" "$tmp/par.json" --list >"$tmp/list"
 [[ $(grep -c "  done  " "$tmp/list") -eq 4 ]] || { cat "$tmp/list"; fail "--list does not show 4 finished runs"; }
+grep -q "^synthetic/hkt/seed1  done  .*  test [0-9.]*%, best val [0-9.]*% at step [36]$" "$tmp/list" ||
+  { cat "$tmp/list"; fail "--list does not give a finished run's accuracies"; }
 for id in hkt-seed1 hkt-seed2 mha-seed1 mha-seed2; do
   grep -q "^done: 6 steps" "$tmp/par/logs/synthetic-$id.log" || fail "the log of synthetic-$id lacks the run's output"
 done

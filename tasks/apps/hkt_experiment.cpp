@@ -88,6 +88,30 @@ pid_t spawn_child(const fs::path& exe, const std::vector<std::string>& args, con
   return pid;
 }
 
+// For --list: the test accuracy of a finished run, the last logged step of a started one.
+std::string progress(const ExperimentRun& r, RunState st) {
+  char buf[96];
+  if (st == RunState::Done) {
+    const RunSummary sm = read_summary(r.cfg.run_dir);
+    std::snprintf(buf, sizeof buf, "  test %.2f%%, best val %.2f%% at step %lld", 100.0 * sm.test_acc,
+                  100.0 * sm.best_val_acc, static_cast<long long>(sm.best_step));
+    return buf;
+  }
+  if (st != RunState::Started) return "";
+  std::ifstream f(fs::path(r.cfg.run_dir) / "metrics.jsonl");
+  std::string line, last;
+  while (std::getline(f, line))
+    if (!line.empty()) last = line;
+  const size_t at = last.find("\"step\":");
+  if (at == std::string::npos) return "";
+  const long long step = std::atoll(last.c_str() + at + 7);
+  if (r.cfg.steps > 0)
+    std::snprintf(buf, sizeof buf, "  step %lld of %lld (last logged)", step, static_cast<long long>(r.cfg.steps));
+  else
+    std::snprintf(buf, sizeof buf, "  step %lld (last logged)", step);
+  return buf;
+}
+
 std::string exit_text(int status) {
   if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
@@ -181,8 +205,10 @@ int main(int argc, char** argv) {
   }
   const fs::path self_exe = fs::canonical("/proc/self/exe"), self_dir = self_exe.parent_path();
   if (list) {
-    for (const ExperimentRun& r : e.runs)
-      std::cout << run_id(r) << "  " << state_name(run_state(r.cfg.run_dir)) << "  " << r.cfg.run_dir << "\n";
+    for (const ExperimentRun& r : e.runs) {
+      const RunState st = run_state(r.cfg.run_dir);
+      std::cout << run_id(r) << "  " << state_name(st) << "  " << r.cfg.run_dir << progress(r, st) << "\n";
+    }
     return 0;
   }
   auto selected = [&](const ExperimentRun& r) {
