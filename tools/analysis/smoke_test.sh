@@ -36,6 +36,9 @@ status() { set +e; "$@" >/dev/null 2>&1; echo $?; set -e; }
 [[ "$(status "$bin/hkt-eval" "$tmp/run" --split nope)" == 2 ]] || fail "hkt-eval --split nope should exit 2"
 [[ "$(status "$bin/hkt-eval" "$tmp/run" --task listops)" == 2 ]] || fail "hkt-eval of another task's data should exit 2"
 [[ ! -e "$tmp/eval.json.tmp" ]] || fail "hkt-eval left eval.json.tmp behind"
+# --device cuda evaluates on a GPU, or is refused (exit 2) where there is none.
+rc="$(status "$bin/hkt-eval" "$tmp/run" --device cuda)"
+[[ "$rc" == 0 || "$rc" == 2 ]] || fail "hkt-eval --device cuda exited $rc"
 [[ "$(status "$bin/hkt-analyze" --help)" == 0 ]] || fail "--help should exit 0"
 [[ "$(status "$bin/hkt-analyze")" == 2 ]] || fail "no PATH should exit 2"
 [[ "$(status "$bin/hkt-analyze" "$tmp/run" --samples 0)" == 2 ]] || fail "--samples 0 should exit 2"
