@@ -319,6 +319,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!failed.empty()) {
+    // In the grid's order, not the order the children happened to end in.
+    std::sort(failed.begin(), failed.end(), [&](const std::string& a, const std::string& b) {
+      auto pos = [&](const std::string& id) {
+        for (size_t i = 0; i < e.runs.size(); ++i)
+          if (run_id(e.runs[i]) == id) return i;
+        return e.runs.size();
+      };
+      return pos(a) < pos(b);
+    });
     std::cerr << "hkt-experiment: " << failed.size() << " run(s) failed:";
     for (const std::string& id : failed) std::cerr << " " << id;
     std::cerr << " (their logs are in " << (fs::path(e.out_dir) / "logs").string()
