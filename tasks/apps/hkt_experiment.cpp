@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
   };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return seed_pos(a) < seed_pos(b); });
   const fs::path results_md = fs::path(e.out_dir) / "results.md";
-  std::vector<std::string> failed;
+  std::vector<size_t> failed;  // grid indices of the runs that failed (--jobs)
   try {
     if (!report_only) {
       const hkt::Device dev = hkt::apps::device_from_flag(device);
@@ -296,11 +296,12 @@ int main(int argc, char** argv) {
           }
           const auto it = running.find(pid);
           if (it == running.end()) continue;
-          const ExperimentRun& r = e.runs[it->second];
+          const size_t idx = it->second;
+          const ExperimentRun& r = e.runs[idx];
           running.erase(it);
           const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
           std::cout << run_id(r) << ": " << (ok ? "finished" : "FAILED (" + exit_text(status) + ")") << std::endl;
-          if (!ok) failed.push_back(run_id(r));
+          if (!ok) failed.push_back(idx);
           if (!no_report) write_file(results_md, report(e, file));
         }
       }
@@ -319,17 +320,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!failed.empty()) {
-    // In the grid's order, not the order the children happened to end in.
-    std::sort(failed.begin(), failed.end(), [&](const std::string& a, const std::string& b) {
-      auto pos = [&](const std::string& id) {
-        for (size_t i = 0; i < e.runs.size(); ++i)
-          if (run_id(e.runs[i]) == id) return i;
-        return e.runs.size();
-      };
-      return pos(a) < pos(b);
-    });
+    std::sort(failed.begin(), failed.end());  // the grid's order, not the order the children ended in
     std::cerr << "hkt-experiment: " << failed.size() << " run(s) failed:";
-    for (const std::string& id : failed) std::cerr << " " << id;
+    for (const size_t i : failed) std::cerr << " " << run_id(e.runs[i]);
     std::cerr << " (their logs are in " << (fs::path(e.out_dir) / "logs").string()
               << "/; rerun the same command to resume them)\n";
     return hkt::apps::kExitFailure;
