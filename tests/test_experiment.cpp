@@ -128,6 +128,23 @@ TEST_CASE("experiment file: per_model fields of a task apply last, to that model
   CHECK(err(R"({"mha": {"lrr": 0.1}})").find("lrr") != std::string::npos);
 }
 
+TEST_CASE("last_logged_step: the last line that parses, torn lines skipped") {
+  TempDir dir("laststep");
+  const fs::path run = dir.path;
+  CHECK(last_logged_step(run.string()) == -1);  // no metrics.jsonl
+  auto write = [&](const std::string& text) { std::ofstream(run / "metrics.jsonl", std::ios::binary) << text; };
+  write("");
+  CHECK(last_logged_step(run.string()) == -1);
+  write(R"({"event":"train","step":50,"loss":1.5})" "\n" R"({"event":"val","step":100,"val_acc":0.5})" "\n");
+  CHECK(last_logged_step(run.string()) == 100);
+  // A kill mid-line leaves a torn last line: the one before it counts.
+  write(R"({"event":"train","step":50,"loss":1.5})" "\n" R"({"event":"train","step":1)");
+  CHECK(last_logged_step(run.string()) == 50);
+  // "step" elsewhere in a line (a key named "steps", a string) is not the step.
+  write(R"({"event":"train","step":7})" "\n" R"({"event":"test","steps":900,"note":"\"step\":3"})" "\n\n");
+  CHECK(last_logged_step(run.string()) == 7);
+}
+
 TEST_CASE("mean and sample standard deviation") {
   const MeanStd a = mean_std({0.5, 0.7});
   CHECK(a.n == 2);

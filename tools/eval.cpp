@@ -16,6 +16,7 @@
 
 #include "hkt/analysis/report.hpp"
 #include "hkt/hkt.hpp"
+#include "hkt/tasks/files.hpp"
 #include "hkt/tasks/registry.hpp"
 
 namespace fs = std::filesystem;
@@ -26,18 +27,6 @@ std::string pct(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f", 100.0 * x);
   return buf;
-}
-
-void write_atomic(const fs::path& p, const std::string& text) {
-  if (p.has_parent_path()) fs::create_directories(p.parent_path());
-  const fs::path tmp = p.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.flush();
-    HKT_CHECK(f.good(), "cannot write '", tmp.string(), "'");
-  }
-  fs::rename(tmp, p);
 }
 
 }  // namespace
@@ -149,7 +138,7 @@ int main(int argc, char** argv) {
                           {"examples", n},          {"loss", r.loss},         {"accuracy", r.accuracy},
                           {"accuracy_ci95", half},  {"per_class_accuracy", per_class},
                           {"confusion", confusion}};
-      write_atomic(json_out, j.dump(2) + "\n");
+      hkt::tasks::write_file_atomic(json_out, j.dump(2) + "\n", true);
     }
     return 0;
   } catch (const std::exception& e) {

@@ -34,6 +34,7 @@
 
 #include "hkt/ops/threads.hpp"
 #include "hkt/tasks/experiment.hpp"
+#include "hkt/tasks/files.hpp"
 #include "train_options.hpp"
 
 namespace {
@@ -98,13 +99,8 @@ std::string progress(const ExperimentRun& r, RunState st) {
     return buf;
   }
   if (st != RunState::Started) return "";
-  std::ifstream f(fs::path(r.cfg.run_dir) / "metrics.jsonl");
-  std::string line, last;
-  while (std::getline(f, line))
-    if (!line.empty()) last = line;
-  const size_t at = last.find("\"step\":");
-  if (at == std::string::npos) return "";
-  const long long step = std::atoll(last.c_str() + at + 7);
+  const long long step = last_logged_step(r.cfg.run_dir);
+  if (step < 0) return "";
   if (r.cfg.steps > 0)
     std::snprintf(buf, sizeof buf, "  step %lld of %lld (last logged)", step, static_cast<long long>(r.cfg.steps));
   else
@@ -116,18 +112,6 @@ std::string exit_text(int status) {
   if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
   return "status " + std::to_string(status);
-}
-
-void write_file(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  const fs::path tmp = p.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.flush();
-    HKT_CHECK(f.good(), "hkt-experiment: cannot write '", tmp.string(), "'");
-  }
-  fs::rename(tmp, p);
 }
 
 std::string report(const Experiment& e, const std::string& file) {
@@ -252,7 +236,7 @@ int main(int argc, char** argv) {
             resume(r.cfg.run_dir, opt);
           else
             train(r.cfg, opt);
-          if (!no_report) write_file(results_md, report(e, file));  // after every run
+          if (!no_report) write_file_atomic(results_md, report(e, file), true);  // after every run
         }
       } else {
         // Each run in a child process; at most `jobs` at a time.
@@ -302,13 +286,13 @@ int main(int argc, char** argv) {
           const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
           std::cout << run_id(r) << ": " << (ok ? "finished" : "FAILED (" + exit_text(status) + ")") << std::endl;
           if (!ok) failed.push_back(idx);
-          if (!no_report) write_file(results_md, report(e, file));
+          if (!no_report) write_file_atomic(results_md, report(e, file), true);
         }
       }
     }
     if (!no_report) {
-      write_file(results_md, report(e, file));
-      write_file(fs::path(e.out_dir) / "results.csv", results_csv(e));
+      write_file_atomic(results_md, report(e, file), true);
+      write_file_atomic(fs::path(e.out_dir) / "results.csv", results_csv(e), true);
       plot(e, self_dir);
       std::cout << "\n" << results_markdown(e) << "\nwritten: " << results_md.string() << "\n";
     }

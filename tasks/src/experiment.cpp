@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -177,6 +178,19 @@ RunState run_state(const std::string& run_dir) {
   if (fs::exists(fs::path(run_dir) / "summary.json", ec)) return RunState::Done;
   if (fs::exists(fs::path(run_dir) / "config.json", ec)) return RunState::Started;
   return RunState::New;
+}
+
+int64_t last_logged_step(const std::string& run_dir) {
+  std::ifstream f(fs::path(run_dir) / "metrics.jsonl", std::ios::binary);
+  if (!f.good()) return -1;
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(f, line);)
+    if (!line.empty()) lines.push_back(std::move(line));
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    const json j = json::parse(*it, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("step") && j["step"].is_number_integer()) return j["step"].get<int64_t>();
+  }
+  return -1;
 }
 
 RunSummary read_summary(const std::string& run_dir) {

@@ -9,6 +9,7 @@
 
 #include "hkt/core/error.hpp"
 #include "hkt/core/random.hpp"
+#include "hkt/tasks/files.hpp"
 
 namespace hkt::tasks {
 
@@ -397,7 +398,6 @@ Splits make_listops(const ListOpsOptions& opt) {
 }
 
 void write_listops_tsv(const std::string& path, const std::vector<std::pair<std::string, int64_t>>& rows) {
-  namespace fs = std::filesystem;
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& [expr, target] = rows[i];
     HKT_CHECK(target >= 0 && target <= 9, "listops: writing '", path, "': row ", i, " has target ", target,
@@ -413,26 +413,12 @@ void write_listops_tsv(const std::string& path, const std::vector<std::pair<std:
     HKT_CHECK(v == target, "listops: writing '", path, "': row ", i, " has target ", target,
               " but its expression evaluates to ", v);
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    HKT_CHECK(out.good(), "listops: cannot write '", tmp, "' (does the folder exist?)");
-    out << "Source\tTarget\n";
-    for (const auto& [expr, target] : rows) out << expr << '\t' << target << '\n';
-    out.flush();
-    if (!out.good()) {
-      out.close();
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw Error(str_cat("listops: error while writing '", tmp, "'"));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ec2;
-    fs::remove(tmp, ec2);
-    throw Error(str_cat("listops: cannot rename '", tmp, "' to '", path, "': ", ec.message()));
+  std::string text = "Source\tTarget\n";
+  for (const auto& [expr, target] : rows) text += str_cat(expr, '\t', target, '\n');
+  try {
+    write_file_atomic(path, text);
+  } catch (const Error& e) {
+    throw Error(str_cat("listops: ", e.what()));
   }
 }
 

@@ -27,6 +27,7 @@
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/nn.hpp"
 #include "hkt/ops/threads.hpp"
+#include "hkt/tasks/files.hpp"
 
 namespace hkt::tasks {
 namespace {
@@ -139,28 +140,6 @@ std::string duration(double s) {
 }
 
 // --- files ------------------------------------------------------------------
-
-void write_atomic(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    HKT_CHECK(f, "train: cannot write '", tmp.string(), "'");
-    f << text;
-    f.flush();
-    HKT_CHECK(f, "train: cannot write '", tmp.string(), "': ", std::strerror(errno));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  HKT_CHECK(!ec, "train: cannot rename '", tmp.string(), "' to '", path.string(), "': ", ec.message());
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  HKT_CHECK(f, "train: cannot read '", path.string(), "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // The checkpoint folder to resume from: checkpoint/, else checkpoint.old/
 // (a kill between the two renames of save_folder), else none.
@@ -298,7 +277,7 @@ struct Run {
       nn::save_checkpoint(tmp.string(), *model, *opt, step, metadata());
       // Timings differ between runs, so they live beside the tensors, not in their metadata.
       json st = {{"step", step}, {"wall_s", wall()}, {"train_s", prior_train + seg_train}};
-      write_atomic(tmp / "state.json", st.dump(2) + "\n");
+      write_file_atomic(tmp / "state.json", st.dump(2) + "\n");
     } catch (const Error& e) {
       // A full disk (or a file size limit): the folder being written is dropped,
       // the previous checkpoint is left as it was.
@@ -375,13 +354,13 @@ struct Run {
     best_val = std::stod(need("hkt.train.best_val_acc"));
     std::error_code ec;
     if (fs::exists(ck / "state.json", ec)) {
-      const json st = parse_json(read_file(ck / "state.json"), (ck / "state.json").string());
+      const json st = parse_json(read_text_file(ck / "state.json"), (ck / "state.json").string());
       prior_wall = st.value("wall_s", 0.0);
       prior_train = st.value("train_s", 0.0);
     }
     // Events after the checkpoint will be logged again.
     if (fs::exists(dir / "metrics.jsonl", ec)) {
-      std::istringstream in(read_file(dir / "metrics.jsonl"));
+      std::istringstream in(read_text_file(dir / "metrics.jsonl"));
       std::string kept, line;
       while (std::getline(in, line)) {
         if (line.empty()) continue;
@@ -390,7 +369,7 @@ struct Run {
             j.value("step", int64_t{0}) <= step)
           kept += line + "\n";
       }
-      write_atomic(dir / "metrics.jsonl", kept);
+      write_file_atomic(dir / "metrics.jsonl", kept);
     }
     con.line("resume: continuing from step " + std::to_string(step) + " (" + ck.string() + ")");
   }
@@ -551,7 +530,7 @@ struct Run {
       s["wall_s"] = r.wall_s;
       s["train_s"] = train_s;
       s["s_per_step"] = r.s_per_step;
-      write_atomic(dir / "summary.json", s.dump(2) + "\n");
+      write_file_atomic(dir / "summary.json", s.dump(2) + "\n");
     }
     con.line("done: " + std::to_string(step) + " steps, best val acc " + fmt(best_val) + " at step " +
              std::to_string(best_step) + ", test acc " + fmt(r.test_acc) + " (best model), " + fmt(r.wall_s, 1) +
@@ -758,7 +737,7 @@ TrainResult train(const TrainConfig& cfg, const RunOptions& opt) {
     for (const char* f : {"checkpoint", "checkpoint.tmp", "checkpoint.old", "checkpoint.trash", "best.safetensors",
                           "metrics.jsonl", "summary.json"})
       fs::remove_all(run.dir / f);
-    write_atomic(run.dir / "config.json", cfg.to_json() + "\n");
+    write_file_atomic(run.dir / "config.json", cfg.to_json() + "\n");
   }
   return run.go(false);
 }
@@ -771,7 +750,7 @@ TrainResult resume(const std::string& run_dir, const RunOptions& opt) {
                              "' has no config.json (not a run folder, or killed before it was written)"));
   TrainConfig cfg;
   try {
-    cfg = TrainConfig::from_json(read_file(dir / "config.json"));
+    cfg = TrainConfig::from_json(read_text_file(dir / "config.json"));
   } catch (const Error& e) {
     throw InputError(str_cat((dir / "config.json").string(), ": ", e.what()));
   }

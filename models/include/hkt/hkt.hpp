@@ -37,6 +37,7 @@
 #include "hkt/models/classifier.hpp"
 #include "hkt/tasks/dataset.hpp"
 #include "hkt/tasks/experiment.hpp"
+#include "hkt/tasks/files.hpp"
 #include "hkt/tasks/images.hpp"
 #include "hkt/tasks/imdb.hpp"
 #include "hkt/tasks/listops.hpp"

@@ -65,6 +65,11 @@ struct RunSummary {
 };
 RunSummary read_summary(const std::string& run_dir);
 
+// The "step" of the last line of run_dir/metrics.jsonl that parses as a JSON
+// object with an integer "step" (a line torn by a kill is skipped); -1 when
+// there is none or the file is missing.
+int64_t last_logged_step(const std::string& run_dir);
+
 // Mean and sample standard deviation (n - 1; 0 for one value).
 struct MeanStd {
   double mean = 0, std = 0;
