@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -143,6 +144,38 @@ TEST_CASE("last_logged_step: the last line that parses, torn lines skipped") {
   // "step" elsewhere in a line (a key named "steps", a string) is not the step.
   write(R"({"event":"train","step":7})" "\n" R"({"event":"test","steps":900,"note":"\"step\":3"})" "\n\n");
   CHECK(last_logged_step(run.string()) == 7);
+}
+
+TEST_CASE("results table: margins against the baseline, paired by seed") {
+  TempDir tmp("experiment_margins");
+  const Experiment e = Experiment::from_json(R"({
+    "name": "m", "out_dir": ")" + tmp.path.string() + R"(", "baseline": "mha",
+    "base": {"steps": 12, "batch_size": 16, "data": {"train_size": 64, "val_size": 16, "test_size": 16}},
+    "tasks": {"synthetic": {}},
+    "models": {"hkt": {"model": "hkt-tiny"}, "mha": {"model": "mha-tiny"}, "one": {"model": "hkt-tiny"}},
+    "seeds": [1, 2, 3]
+  })");
+  // The ListOps table of docs/results.md, written as finished runs' summaries.
+  const std::map<std::string, std::vector<double>> acc = {
+      {"hkt", {0.4905, 0.5045, 0.4690}}, {"mha", {0.4825, 0.4680, 0.4755}}, {"one", {0.40, -1, -1}}};
+  for (const ExperimentRun& r : e.runs) {
+    const double a = acc.at(r.model)[r.seed - 1];
+    if (a < 0) continue;  // not run
+    fs::create_directories(r.cfg.run_dir);
+    std::ofstream(fs::path(r.cfg.run_dir) / "summary.json")
+        << nlohmann::json{{"steps", 12}, {"params", 1}, {"best_step", 12}, {"best_val_acc", a}, {"test_acc", a},
+                          {"wall_s", 1.0}, {"s_per_step", 0.1}}.dump();
+  }
+  const std::string md = results_markdown(e);
+  INFO(md);
+  CHECK(md.find("Margins against mha") != std::string::npos);
+  // Differences +0.80, +3.65, -0.65: mean +1.27, std 2.19; 2 of 3 above; the mean
+  // is below HKT's own spread (1.79), so the margin is not larger than the spreads.
+  CHECK(md.find("| synthetic | hkt | 3 | s1 +0.80, s2 +3.65, s3 -0.65 | +1.27 +- 2.19 | 2/3 | no (hkt 1.79, mha 0.73) |") !=
+        std::string::npos);
+  // One paired seed: no verdict; the baseline has no row of its own.
+  CHECK(md.find("| synthetic | one | 1 | s1 -8.25 | -8.25 +- 0.00 | 0/1 | - (one seed) |") != std::string::npos);
+  CHECK(md.find("| synthetic | mha | 3 | s1") == std::string::npos);
 }
 
 TEST_CASE("mean and sample standard deviation") {

@@ -1,5 +1,6 @@
 #include "hkt/tasks/experiment.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -49,6 +50,7 @@ std::string pct_ms(const MeanStd& m) {
 // Per (task, model): the finished runs' numbers.
 struct Cell {
   std::vector<double> val, test, sps, wall, flops;
+  std::map<uint64_t, double> test_by_seed;  // for the per-seed margins
   int64_t steps = 0, params = 0, seeds = 0;
 };
 
@@ -61,6 +63,7 @@ std::map<std::pair<std::string, std::string>, Cell> cells(const Experiment& e) {
     if (!s.done) continue;
     c.val.push_back(s.best_val_acc);
     c.test.push_back(s.test_acc);
+    c.test_by_seed[r.seed] = s.test_acc;
     c.sps.push_back(s.s_per_step);
     c.wall.push_back(s.wall_s);
     if (s.flops_per_batch > 0) c.flops.push_back(s.flops_per_batch);
@@ -74,6 +77,48 @@ std::map<std::pair<std::string, std::string>, Cell> cells(const Experiment& e) {
 double ratio(const std::vector<double>& a, const std::vector<double>& b) {
   const MeanStd ma = mean_std(a), mb = mean_std(b);
   return ma.n > 0 && mb.n > 0 && mb.mean > 0 ? ma.mean / mb.mean : -1;
+}
+
+std::string signed_pts(double x) { return str_cat(x >= 0 ? "+" : "", fmt(100 * x, 2)); }
+
+// Paired by seed: each model's test accuracy minus the baseline's on the same
+// task and seed, and whether the mean margin exceeds both models' seed spread.
+void margins_markdown(std::ostream& o, const Experiment& e,
+                      const std::map<std::pair<std::string, std::string>, Cell>& cs) {
+  std::ostringstream rows;
+  for (const std::string& t : e.tasks) {
+    const Cell& base = cs.at({t, e.baseline});
+    for (const std::string& m : e.models) {
+      if (m == e.baseline) continue;
+      const Cell& c = cs.at({t, m});
+      std::vector<double> d;
+      std::string per_seed;
+      for (const auto& [seed, acc] : c.test_by_seed) {
+        const auto it = base.test_by_seed.find(seed);
+        if (it == base.test_by_seed.end()) continue;
+        d.push_back(acc - it->second);
+        if (!per_seed.empty()) per_seed += ", ";
+        per_seed += str_cat("s", seed, " ", signed_pts(d.back()));
+      }
+      if (d.empty()) continue;
+      const MeanStd md = mean_std(d), sm = mean_std(c.test), sb = mean_std(base.test);
+      size_t wins = 0;
+      for (double x : d) wins += x > 0;
+      std::string verdict = "- (one seed)";
+      if (d.size() >= 2 && sm.n >= 2 && sb.n >= 2)
+        verdict = std::string(std::fabs(md.mean) > std::max(sm.std, sb.std) ? "yes" : "no") + " (" + m + " " +
+                  fmt(100 * sm.std, 2) + ", " + e.baseline + " " + fmt(100 * sb.std, 2) + ")";
+      rows << "| " << t << " | " << m << " | " << d.size() << " | " << per_seed << " | " << signed_pts(md.mean)
+           << " +- " << fmt(100 * md.std, 2) << " | " << wins << "/" << d.size() << " | " << verdict << " |\n";
+    }
+  }
+  if (rows.str().empty()) return;
+  o << "\nMargins against " << e.baseline
+    << " (test accuracy, points), paired by seed; |mean| > spreads: whether the mean margin's size exceeds "
+       "both models' seed standard deviations (the table above):\n\n"
+    << "| task | model | seeds paired | per seed | mean +- std | above " << e.baseline
+    << " | abs(mean) > spreads |\n|------|-------|------:|------|------:|------:|------|\n"
+    << rows.str();
 }
 
 double sum(const std::vector<double>& x) {
@@ -254,6 +299,7 @@ std::string results_markdown(const Experiment& e) {
         << (fr > 0 ? fmt(fr, 3) : "-") << " | " << (c.wall.empty() ? "-" : fmt(sum(c.wall), 1)) << " |\n";
     }
   }
+  if (!e.baseline.empty()) margins_markdown(o, e, cs);
   return o.str();
 }
 
