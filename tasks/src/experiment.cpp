@@ -13,6 +13,7 @@
 
 #include "hkt/core/error.hpp"
 #include "hkt/models/classifier.hpp"
+#include "hkt/tasks/files.hpp"
 
 namespace hkt::tasks {
 namespace {
@@ -207,12 +208,9 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
 }
 
 Experiment Experiment::from_file(const std::string& path, const std::string& out_dir_override) {
-  std::ifstream f(path);
-  HKT_CHECK(f.good(), "experiment: cannot open '", path, "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
+  const std::string text = read_text_file(path);  // names the file when it cannot be read
   try {
-    return from_json(ss.str(), out_dir_override);
+    return from_json(text, out_dir_override);
   } catch (const Error& ex) {
     throw Error(str_cat(path, ": ", ex.what()));
   }

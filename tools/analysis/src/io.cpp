@@ -13,13 +13,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  HKT_CHECK(f, "load_trained: cannot read '", p.string(), "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 void write_text(const fs::path& p, const std::string& text) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
@@ -91,7 +84,7 @@ LoadedModel load_trained(const std::string& path, const std::string& weights) {
   if (fs::is_directory(p, ec)) {
     if (fs::exists(p / "config.json")) {  // a run folder
       try {
-        lm.train = tasks::TrainConfig::from_json(read_text(p / "config.json"));
+        lm.train = tasks::TrainConfig::from_json(hkt::tasks::read_text_file(p / "config.json"));
       } catch (const Error& e) {
         throw Error((p / "config.json").string() + ": " + e.what());
       }
@@ -110,7 +103,7 @@ LoadedModel load_trained(const std::string& path, const std::string& weights) {
     // A file inside a run folder (best.safetensors): the run's config.json names the task.
     const fs::path run = p.parent_path().empty() ? fs::path(".") : p.parent_path();
     if (fs::exists(run / "config.json") && fs::exists(run / "metrics.jsonl"))
-      lm.train = tasks::TrainConfig::from_json(read_text(run / "config.json"));
+      lm.train = tasks::TrainConfig::from_json(hkt::tasks::read_text_file(run / "config.json"));
   }
   lm.weights = file.string();
   lm.metadata = load_safetensors(lm.weights).metadata;
