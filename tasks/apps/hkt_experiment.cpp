@@ -176,8 +176,8 @@ int main(int argc, char** argv) {
     for (const ExperimentRun& r : e.runs)
       if (run_state(r.cfg.run_dir) == RunState::Started) {
         // A started run resumes from its own config.json: it must be the one the file asks for now.
-        HKT_CHECK(TrainConfig::from_json(read_text_file(fs::path(r.cfg.run_dir) / "config.json")) == r.cfg, "hkt-experiment: ", r.cfg.run_dir,
-                  "/config.json differs from what ", file,
+        const TrainConfig started = TrainConfig::from_json(read_text_file(fs::path(r.cfg.run_dir) / "config.json"));
+        HKT_CHECK(started == r.cfg, "hkt-experiment: ", r.cfg.run_dir, "/config.json differs from what ", file,
                   " now asks for; delete that run folder to start it again");
       }
   } catch (const hkt::Error& ex) {

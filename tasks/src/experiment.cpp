@@ -50,9 +50,15 @@ std::string pct_ms(const MeanStd& m) {
 
 // Per (task, model): the finished runs' numbers.
 struct Cell {
-  std::vector<double> val, test, sps, wall, flops;
-  std::map<uint64_t, double> test_by_seed;  // for the per-seed margins
+  std::vector<double> val, sps, wall, flops;
+  std::map<uint64_t, double> test_by_seed;  // test accuracy by seed, for the per-seed margins
   int64_t steps = 0, params = 0, seeds = 0;
+
+  std::vector<double> test() const {
+    std::vector<double> out;
+    for (const auto& [seed, acc] : test_by_seed) out.push_back(acc);
+    return out;
+  }
 };
 
 std::map<std::pair<std::string, std::string>, Cell> cells(const Experiment& e) {
@@ -63,7 +69,6 @@ std::map<std::pair<std::string, std::string>, Cell> cells(const Experiment& e) {
     const RunSummary s = read_summary(r.cfg.run_dir);
     if (!s.done) continue;
     c.val.push_back(s.best_val_acc);
-    c.test.push_back(s.test_acc);
     c.test_by_seed[r.seed] = s.test_acc;
     c.sps.push_back(s.s_per_step);
     c.wall.push_back(s.wall_s);
@@ -102,7 +107,7 @@ void margins_markdown(std::ostream& o, const Experiment& e,
         per_seed += str_cat("s", seed, " ", signed_pts(d.back()));
       }
       if (d.empty()) continue;
-      const MeanStd md = mean_std(d), sm = mean_std(c.test), sb = mean_std(base.test);
+      const MeanStd md = mean_std(d), sm = mean_std(c.test()), sb = mean_std(base.test());
       size_t wins = 0;
       for (double x : d) wins += x > 0;
       std::string verdict = "- (one seed)";
@@ -283,16 +288,16 @@ std::string results_markdown(const Experiment& e) {
        "------:|\n";
   for (const std::string& t : e.tasks) {
     const Cell* base = e.baseline.empty() ? nullptr : &cs.at({t, e.baseline});
-    const MeanStd bt = base ? mean_std(base->test) : MeanStd{};
+    const MeanStd bt = base ? mean_std(base->test()) : MeanStd{};
     for (const std::string& m : e.models) {
       const Cell& c = cs.at({t, m});
-      const MeanStd test = mean_std(c.test), sps = mean_std(c.sps);
+      const MeanStd test = mean_std(c.test()), sps = mean_std(c.sps);
       const double tr = base ? ratio(c.sps, base->sps) : -1, fr = base ? ratio(c.flops, base->flops) : -1;
-      o << "| " << t << " | " << m << " | " << c.test.size() << "/" << c.seeds << " | "
-        << (c.test.empty() ? "-" : std::to_string(c.steps)) << " | " << pct_ms(mean_std(c.val)) << " | "
+      o << "| " << t << " | " << m << " | " << c.test_by_seed.size() << "/" << c.seeds << " | "
+        << (c.test_by_seed.empty() ? "-" : std::to_string(c.steps)) << " | " << pct_ms(mean_std(c.val)) << " | "
         << pct_ms(test) << " | "
         << (test.n > 0 && bt.n > 0 ? fmt(100 * (test.mean - bt.mean), 2) : "-") << " | "
-        << (c.test.empty() ? "-" : std::to_string(c.params)) << " | "
+        << (c.test_by_seed.empty() ? "-" : std::to_string(c.params)) << " | "
         << (sps.n > 0 ? fmt(1e3 * sps.mean, 1) : "-") << " | " << (tr > 0 ? fmt(tr, 3) : "-") << " | "
         << (fr > 0 ? fmt(fr, 3) : "-") << " | " << (c.wall.empty() ? "-" : fmt(sum(c.wall), 1)) << " |\n";
     }
@@ -310,9 +315,9 @@ std::string results_csv(const Experiment& e) {
     const Cell* base = e.baseline.empty() ? nullptr : &cs.at({t, e.baseline});
     for (const std::string& m : e.models) {
       const Cell& c = cs.at({t, m});
-      const MeanStd val = mean_std(c.val), test = mean_std(c.test), sps = mean_std(c.sps);
+      const MeanStd val = mean_std(c.val), test = mean_std(c.test()), sps = mean_std(c.sps);
       const double tr = base ? ratio(c.sps, base->sps) : -1, fr = base ? ratio(c.flops, base->flops) : -1;
-      o << t << "," << m << "," << c.test.size() << "," << c.seeds << "," << c.steps << "," << fmt(val.mean, 6)
+      o << t << "," << m << "," << c.test_by_seed.size() << "," << c.seeds << "," << c.steps << "," << fmt(val.mean, 6)
         << "," << fmt(val.std, 6) << "," << fmt(test.mean, 6) << "," << fmt(test.std, 6) << "," << c.params << ","
         << fmt(sps.mean, 6) << "," << (tr > 0 ? fmt(tr, 4) : "") << "," << fmt(sum(c.wall), 1) << ","
         << (fr > 0 ? fmt(fr, 4) : "") << "\n";
