@@ -96,6 +96,31 @@ TEST_CASE("experiment file: errors name the problem") {
   CHECK_THROWS_AS(Experiment::from_file("/nonexistent/e.json"), Error);
 }
 
+TEST_CASE("experiment file: comparisons are every model against the baseline, then \"compare\"") {
+  const std::string head = R"({"tasks": {"synthetic": {"steps": 5}}, "seeds": [1], "baseline": "mha",
+    "models": {"hkt": {"model": "hkt-tiny"}, "one": {"model": "hkt-tiny"}, "mha": {"model": "mha-tiny"}})";
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+  CHECK(Experiment::from_json(head + "}").comparisons == Pairs{{"hkt", "mha"}, {"one", "mha"}});
+  CHECK(Experiment::from_json(head + R"(, "compare": [["hkt", "one"]]})").comparisons ==
+        Pairs{{"hkt", "mha"}, {"one", "mha"}, {"hkt", "one"}});
+  auto err = [&](const std::string& compare) {
+    try {
+      Experiment::from_json(head + R"(, "compare": )" + compare + "}");
+    } catch (const Error& ex) {
+      return std::string(ex.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(err(R"({"hkt": "one"})").find("\"compare\" must be an array") != std::string::npos);
+  CHECK(err(R"([["hkt"]])").find("compare[0] must be a pair") != std::string::npos);
+  CHECK(err(R"([["hkt", 3]])").find("compare[0] must be a pair") != std::string::npos);
+  CHECK(err(R"([["hkt", "one"], ["hkt", "gru"]])").find("compare[1] names \"gru\"") != std::string::npos);
+  CHECK(err(R"([["one", "one"]])").find("compares \"one\" with itself") != std::string::npos);
+  CHECK(err(R"([["hkt", "mha"]])").find("already compared (every model is compared with the baseline)") !=
+        std::string::npos);
+  CHECK(err(R"([["hkt", "one"], ["hkt", "one"]])").find("compare[1]") != std::string::npos);
+}
+
 TEST_CASE("experiment file: per_model fields of a task apply last, to that model only") {
   const std::string text = R"({
     "base": {"lr": 0.001, "steps": 10},
@@ -149,7 +174,7 @@ TEST_CASE("last_logged_step: the last line that parses, torn lines skipped") {
 TEST_CASE("results table: margins against the baseline, paired by seed") {
   TempDir tmp("experiment_margins");
   const Experiment e = Experiment::from_json(R"({
-    "name": "m", "out_dir": ")" + tmp.path.string() + R"(", "baseline": "mha",
+    "name": "m", "out_dir": ")" + tmp.path.string() + R"(", "baseline": "mha", "compare": [["hkt", "one"]],
     "base": {"steps": 12, "batch_size": 16, "data": {"train_size": 64, "val_size": 16, "test_size": 16}},
     "tasks": {"synthetic": {}},
     "models": {"hkt": {"model": "hkt-tiny"}, "mha": {"model": "mha-tiny"}, "one": {"model": "hkt-tiny"}},
@@ -168,14 +193,40 @@ TEST_CASE("results table: margins against the baseline, paired by seed") {
   }
   const std::string md = results_markdown(e);
   INFO(md);
-  CHECK(md.find("Margins against mha") != std::string::npos);
+  CHECK(md.find("Margins (test accuracy, points): model minus reference") != std::string::npos);
   // Differences +0.80, +3.65, -0.65: mean +1.27, std 2.19; 2 of 3 above; the mean
   // is below HKT's own spread (1.79), so the margin is not larger than the spreads.
-  CHECK(md.find("| synthetic | hkt | 3 | s1 +0.80, s2 +3.65, s3 -0.65 | +1.27 +- 2.19 | 2/3 | no (hkt 1.79, mha 0.73) |") !=
-        std::string::npos);
+  CHECK(md.find("| synthetic | hkt | mha | 3 | s1 +0.80, s2 +3.65, s3 -0.65 | +1.27 +- 2.19 | 2/3 | "
+                "no (hkt 1.79, mha 0.73) |") != std::string::npos);
   // One paired seed: no verdict; the baseline has no row of its own.
-  CHECK(md.find("| synthetic | one | 1 | s1 -8.25 | -8.25 +- 0.00 | 0/1 | - (one seed) |") != std::string::npos);
-  CHECK(md.find("| synthetic | mha | 3 | s1") == std::string::npos);
+  CHECK(md.find("| synthetic | one | mha | 1 | s1 -8.25 | -8.25 +- 0.00 | 0/1 | - (one seed) |") !=
+        std::string::npos);
+  CHECK(md.find("| synthetic | mha |") == md.find("| synthetic | mha | 3/3 |"));  // only its line in the main table
+  // The file's "compare" pair, after the baseline's rows: only the seeds both have.
+  CHECK(md.find("| synthetic | hkt | one | 1 | s1 +9.05 | +9.05 +- 0.00 | 1/1 | - (one seed) |") >
+        md.find("| synthetic | one | mha |"));
+}
+
+TEST_CASE("results table: \"compare\" alone gives the margins table without a baseline") {
+  TempDir tmp("experiment_compare");
+  const Experiment e = Experiment::from_json(R"({
+    "name": "c", "out_dir": ")" + tmp.path.string() + R"(", "compare": [["hkt", "one"]],
+    "base": {"steps": 12, "batch_size": 16, "data": {"train_size": 64, "val_size": 16, "test_size": 16}},
+    "tasks": {"synthetic": {}}, "models": {"hkt": {"model": "hkt-tiny"}, "one": {"model": "hkt-tiny"}},
+    "seeds": [1, 2]
+  })");
+  for (const ExperimentRun& r : e.runs) {
+    fs::create_directories(r.cfg.run_dir);
+    const double a = (r.model == "hkt" ? 0.5 : 0.4) + 0.01 * static_cast<double>(r.seed);
+    std::ofstream(fs::path(r.cfg.run_dir) / "summary.json")
+        << nlohmann::json{{"steps", 12}, {"params", 1}, {"best_step", 12}, {"best_val_acc", a}, {"test_acc", a},
+                          {"wall_s", 1.0}, {"s_per_step", 0.1}}.dump();
+  }
+  const std::string md = results_markdown(e);
+  INFO(md);
+  // Both seeds +10.00: no spread in the margin, spreads 0.71 for each model.
+  CHECK(md.find("| synthetic | hkt | one | 2 | s1 +10.00, s2 +10.00 | +10.00 +- 0.00 | 2/2 | yes (hkt 0.71, one 0.71) |") !=
+        std::string::npos);
 }
 
 TEST_CASE("mean and sample standard deviation") {

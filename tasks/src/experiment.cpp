@@ -87,16 +87,16 @@ double ratio(const std::vector<double>& a, const std::vector<double>& b) {
 
 std::string signed_pts(double x) { return str_cat(x >= 0 ? "+" : "", fmt(100 * x, 2)); }
 
-// Paired by seed: each model's test accuracy minus the baseline's on the same
-// task and seed, and whether the mean margin exceeds both models' seed spread.
+// Paired by seed: for each of the experiment's comparisons, the model's test
+// accuracy minus the reference's on the same task and seed, and whether the
+// mean margin exceeds both models' seed spread.
 void margins_markdown(std::ostream& o, const Experiment& e,
                       const std::map<std::pair<std::string, std::string>, Cell>& cs) {
   std::ostringstream rows;
   for (const std::string& t : e.tasks) {
-    const Cell& base = cs.at({t, e.baseline});
-    for (const std::string& m : e.models) {
-      if (m == e.baseline) continue;
+    for (const auto& [m, ref] : e.comparisons) {
       const Cell& c = cs.at({t, m});
+      const Cell& base = cs.at({t, ref});
       std::vector<double> d;
       std::string per_seed;
       for (const auto& [seed, acc] : c.test_by_seed) {
@@ -113,17 +113,16 @@ void margins_markdown(std::ostream& o, const Experiment& e,
       std::string verdict = "- (one seed)";
       if (d.size() >= 2 && sm.n >= 2 && sb.n >= 2)
         verdict = std::string(std::fabs(md.mean) > std::max(sm.std, sb.std) ? "yes" : "no") + " (" + m + " " +
-                  fmt(100 * sm.std, 2) + ", " + e.baseline + " " + fmt(100 * sb.std, 2) + ")";
-      rows << "| " << t << " | " << m << " | " << d.size() << " | " << per_seed << " | " << signed_pts(md.mean)
+                  fmt(100 * sm.std, 2) + ", " + ref + " " + fmt(100 * sb.std, 2) + ")";
+      rows << "| " << t << " | " << m << " | " << ref << " | " << d.size() << " | " << per_seed << " | " << signed_pts(md.mean)
            << " +- " << fmt(100 * md.std, 2) << " | " << wins << "/" << d.size() << " | " << verdict << " |\n";
     }
   }
   if (rows.str().empty()) return;
-  o << "\nMargins against " << e.baseline
-    << " (test accuracy, points), paired by seed; |mean| > spreads: whether the mean margin's size exceeds "
-       "both models' seed standard deviations (the table above):\n\n"
-    << "| task | model | seeds paired | per seed | mean +- std | above " << e.baseline
-    << " | abs(mean) > spreads |\n|------|-------|------:|------|------:|------:|------|\n"
+  o << "\nMargins (test accuracy, points): model minus reference, paired by seed; |mean| > spreads: whether "
+       "the mean margin's size exceeds both models' seed standard deviations (the table above):\n\n"
+    << "| task | model | reference | seeds paired | per seed | mean +- std | above reference | abs(mean) > spreads |\n"
+    << "|------|-------|-----------|------:|------|------:|------:|------|\n"
     << rows.str();
 }
 
@@ -143,8 +142,8 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
     throw Error(str_cat("experiment: not valid JSON: ", ex.what()));
   }
   HKT_CHECK(j.is_object(), "experiment: the file must hold a JSON object");
-  static const char* known[] = {"name", "description", "notes", "out_dir", "baseline", "base", "tasks", "models",
-                                "seeds"};
+  static const char* known[] = {"name", "description", "notes", "out_dir", "baseline", "compare", "base", "tasks",
+                                "models", "seeds"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;
@@ -171,6 +170,28 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
   for (auto m = models.begin(); m != models.end(); ++m) e.models.push_back(m.key());
   HKT_CHECK(e.baseline.empty() || models.contains(e.baseline), "experiment: baseline \"", e.baseline,
             "\" is not one of the models");
+  if (!e.baseline.empty())
+    for (const std::string& m : e.models)
+      if (m != e.baseline) e.comparisons.emplace_back(m, e.baseline);
+  if (j.contains("compare")) {
+    const json& cmp = j.at("compare");
+    HKT_CHECK(cmp.is_array(), "experiment: \"compare\" must be an array of [model, reference] pairs");
+    for (size_t i = 0; i < cmp.size(); ++i) {
+      const json& p = cmp[i];
+      HKT_CHECK(p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string(), "experiment: compare[", i,
+                "] must be a pair of model names, [model, reference]");
+      const std::string m = p[0].get<std::string>(), ref = p[1].get<std::string>();
+      for (const std::string& name : {m, ref})
+        HKT_CHECK(models.contains(name), "experiment: compare[", i, "] names \"", name,
+                  "\", which is not one of the models");
+      HKT_CHECK(m != ref, "experiment: compare[", i, "] compares \"", m, "\" with itself");
+      const std::pair<std::string, std::string> pair{m, ref};
+      HKT_CHECK(std::find(e.comparisons.begin(), e.comparisons.end(), pair) == e.comparisons.end(),
+                "experiment: compare[", i, "]: \"", m, "\" against \"", ref, "\" is already compared",
+                ref == e.baseline ? " (every model is compared with the baseline)" : "");
+      e.comparisons.push_back(pair);
+    }
+  }
   // A task's "per_model": {"<model key>": {fields}} applies after the model's fields.
   for (auto t = tasks.begin(); t != tasks.end(); ++t) {
     if (!t.value().is_object() || !t.value().contains("per_model")) continue;
@@ -302,7 +323,7 @@ std::string results_markdown(const Experiment& e) {
         << (fr > 0 ? fmt(fr, 3) : "-") << " | " << (c.wall.empty() ? "-" : fmt(sum(c.wall), 1)) << " |\n";
     }
   }
-  if (!e.baseline.empty()) margins_markdown(o, e, cs);
+  margins_markdown(o, e, cs);
   return o.str();
 }
 

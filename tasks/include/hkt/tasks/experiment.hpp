@@ -9,6 +9,7 @@
 //     "notes": ["every reduction against the paper's protocol, one per line"],
 //     "out_dir": "runs/cpu",                  // default runs/<name>
 //     "baseline": "mha",                      // model whose time per step the others are divided by
+//     "compare": [["hkt", "hkt-L1"]],         // more [model, reference] pairs for the margins table
 //     "base":   { TrainConfig fields },       // applied first
 //     "tasks":  { "listops": { TrainConfig fields, e.g. "task", "data": {...}, "steps" }, ... },
 //     "models": { "hkt": { "model": "hkt-small" },
@@ -25,6 +26,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hkt/tasks/train.hpp"
@@ -42,6 +44,9 @@ struct Experiment {
   std::vector<std::string> notes, tasks, models;  // keys in file order
   std::vector<uint64_t> seeds;
   std::vector<ExperimentRun> runs;  // tasks x models x seeds, in that order
+  // [model, reference] pairs whose test accuracies the results compare seed by
+  // seed: every other model against the baseline, then the file's "compare".
+  std::vector<std::pair<std::string, std::string>> comparisons;
 
   // Strict: unknown top-level keys are errors. out_dir_override replaces "out_dir".
   static Experiment from_json(const std::string& text, const std::string& out_dir_override = "");
