@@ -171,6 +171,14 @@ TEST_CASE("last_logged_step: the last line that parses, torn lines skipped") {
   CHECK(last_logged_step(run.string()) == 7);
 }
 
+// A finished run's summary.json with test and best validation accuracy `acc`.
+static void write_summary(const std::string& run_dir, double acc) {
+  fs::create_directories(run_dir);
+  std::ofstream(fs::path(run_dir) / "summary.json")
+      << nlohmann::json{{"steps", 12}, {"params", 1}, {"best_step", 12}, {"best_val_acc", acc}, {"test_acc", acc},
+                        {"wall_s", 1.0}, {"s_per_step", 0.1}}.dump();
+}
+
 TEST_CASE("results table: margins against the baseline, paired by seed") {
   TempDir tmp("experiment_margins");
   const Experiment e = Experiment::from_json(R"({
@@ -186,10 +194,7 @@ TEST_CASE("results table: margins against the baseline, paired by seed") {
   for (const ExperimentRun& r : e.runs) {
     const double a = acc.at(r.model)[r.seed - 1];
     if (a < 0) continue;  // not run
-    fs::create_directories(r.cfg.run_dir);
-    std::ofstream(fs::path(r.cfg.run_dir) / "summary.json")
-        << nlohmann::json{{"steps", 12}, {"params", 1}, {"best_step", 12}, {"best_val_acc", a}, {"test_acc", a},
-                          {"wall_s", 1.0}, {"s_per_step", 0.1}}.dump();
+    write_summary(r.cfg.run_dir, a);
   }
   const std::string md = results_markdown(e);
   INFO(md);
@@ -216,11 +221,7 @@ TEST_CASE("results table: \"compare\" alone gives the margins table without a ba
     "seeds": [1, 2]
   })");
   for (const ExperimentRun& r : e.runs) {
-    fs::create_directories(r.cfg.run_dir);
-    const double a = (r.model == "hkt" ? 0.5 : 0.4) + 0.01 * static_cast<double>(r.seed);
-    std::ofstream(fs::path(r.cfg.run_dir) / "summary.json")
-        << nlohmann::json{{"steps", 12}, {"params", 1}, {"best_step", 12}, {"best_val_acc", a}, {"test_acc", a},
-                          {"wall_s", 1.0}, {"s_per_step", 0.1}}.dump();
+    write_summary(r.cfg.run_dir, (r.model == "hkt" ? 0.5 : 0.4) + 0.01 * static_cast<double>(r.seed));
   }
   const std::string md = results_markdown(e);
   INFO(md);

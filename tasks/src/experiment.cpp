@@ -114,8 +114,8 @@ void margins_markdown(std::ostream& o, const Experiment& e,
       if (d.size() >= 2 && sm.n >= 2 && sb.n >= 2)
         verdict = std::string(std::fabs(md.mean) > std::max(sm.std, sb.std) ? "yes" : "no") + " (" + m + " " +
                   fmt(100 * sm.std, 2) + ", " + ref + " " + fmt(100 * sb.std, 2) + ")";
-      rows << "| " << t << " | " << m << " | " << ref << " | " << d.size() << " | " << per_seed << " | " << signed_pts(md.mean)
-           << " +- " << fmt(100 * md.std, 2) << " | " << wins << "/" << d.size() << " | " << verdict << " |\n";
+      rows << "| " << t << " | " << m << " | " << ref << " | " << d.size() << " | " << per_seed << " | "
+           << signed_pts(md.mean) << " +- " << fmt(100 * md.std, 2) << " | " << wins << "/" << d.size() << " | " << verdict << " |\n";
     }
   }
   if (rows.str().empty()) return;
