@@ -239,7 +239,7 @@ __device__ inline T combine(const Params& P, const Layout& lay, const T* w, cons
 // ---------------------------------------------------------------------------
 template <class T, int BT>
 __global__ void __launch_bounds__(4 * BT) attn_fwd(const Params P, T* O, T* LSE) {
-  extern __shared__ __align__(32) unsigned char smem_raw[];
+  HKT_DYNAMIC_SHARED(smem_raw);
   const Layout lay(BT, int(P.dh), P.L);
   const int ld = lay.ld, lds = lay.lds, dh = int(P.dh), dhp = lay.dhp;
   Carver<T> cv{reinterpret_cast<T*>(smem_raw)};
@@ -421,7 +421,7 @@ __device__ void block_sums(const BwdTiles<T>& t, const Layout& lay, int l) {
 template <class T, int BT>
 __global__ void __launch_bounds__(4 * BT)
     attn_bwd_kv(const Params P, const T* dO, const T* LSE, const T* D, const LevelPtrs<T> dK, T* dV) {
-  extern __shared__ __align__(32) unsigned char smem_raw[];
+  HKT_DYNAMIC_SHARED(smem_raw);
   const Layout lay(BT, int(P.dh), P.L);
   const int ld = lay.ld, lds = lay.lds, dh = int(P.dh), dhp = lay.dhp;
   const BwdTiles<T> t(reinterpret_cast<T*>(smem_raw), lay);
@@ -478,7 +478,7 @@ __global__ void __launch_bounds__(4 * BT)
 template <class T, int BT>
 __global__ void __launch_bounds__(4 * BT)
     attn_bwd_q(const Params P, const T* dO, const T* LSE, const T* D, const LevelPtrs<T> dQ, double* dlam_part) {
-  extern __shared__ __align__(32) unsigned char smem_raw[];
+  HKT_DYNAMIC_SHARED(smem_raw);
   const Layout lay(BT, int(P.dh), P.L);
   const int ld = lay.ld, lds = lay.lds, dh = int(P.dh), dhp = lay.dhp;
   const BwdTiles<T> t(reinterpret_cast<T*>(smem_raw), lay);
@@ -632,7 +632,7 @@ template <class T, int BT>
 void launch_fwd(const Params& P, size_t bytes, T* o, T* lse) {
   allow_smem(attn_fwd<T, BT>, bytes);
   const dim3 grid(static_cast<unsigned>(P.nt), static_cast<unsigned>(P.B * P.H));
-  attn_fwd<T, BT><<<grid, 4 * BT, bytes, stream()>>>(P, o, lse);
+  HKT_LAUNCH(grid, 4 * BT, bytes, attn_fwd<T, BT>)(P, o, lse);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -642,12 +642,12 @@ void launch_bwd(const Params& P, size_t bytes, const T* dout, const T* lse, cons
   const dim3 grid(static_cast<unsigned>(P.nt), static_cast<unsigned>(P.B * P.H));
   if (dk.on || dv) {
     allow_smem(attn_bwd_kv<T, BT>, bytes);
-    attn_bwd_kv<T, BT><<<grid, 4 * BT, bytes, stream()>>>(P, dout, lse, D, dk, dv);
+    HKT_LAUNCH(grid, 4 * BT, bytes, attn_bwd_kv<T, BT>)(P, dout, lse, D, dk, dv);
     CUDA_CHECK_LAUNCH();
   }
   if (dq.on || part) {
     allow_smem(attn_bwd_q<T, BT>, bytes);
-    attn_bwd_q<T, BT><<<grid, 4 * BT, bytes, stream()>>>(P, dout, lse, D, dq, part);
+    HKT_LAUNCH(grid, 4 * BT, bytes, attn_bwd_q<T, BT>)(P, dout, lse, D, dq, part);
     CUDA_CHECK_LAUNCH();
   }
 }
@@ -687,8 +687,8 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   }
   const int64_t rows = s.B * s.H * s.T;
   Scratch D(static_cast<size_t>(rows) * sizeof(T));
-  attn_rowdot<T><<<blocks_for(rows), kThreads, 0, stream()>>>(static_cast<const T*>(dout), static_cast<const T*>(o),
-                                                              rows, s.dh, D.as<T>());
+  HKT_LAUNCH(blocks_for(rows), kThreads, 0, attn_rowdot<T>)(static_cast<const T*>(dout), static_cast<const T*>(o), rows,
+                                                            s.dh, D.as<T>());
   CUDA_CHECK_LAUNCH();
   LevelPtrs<T> dq_dev{}, dk_dev{};
   dq_dev.on = !dq.empty();
@@ -705,8 +705,8 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
     launch_bwd<T, 32>(P, bytes, static_cast<const T*>(dout), static_cast<const T*>(lse), D.as<T>(), dk_dev,
                       static_cast<T*>(dv), dq_dev, part_dev);
   if (dlambda) {
-    attn_dlambda<T><<<blocks_for(s.H * s.L), kThreads, 0, stream()>>>(part_dev, s.B, s.H, P.nt, int(s.L),
-                                                                       static_cast<T*>(dlambda));
+    HKT_LAUNCH(blocks_for(s.H * s.L), kThreads, 0, attn_dlambda<T>)(part_dev, s.B, s.H, P.nt, int(s.L),
+                                                                    static_cast<T*>(dlambda));
     CUDA_CHECK_LAUNCH();
   }
 }

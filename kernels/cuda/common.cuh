@@ -37,6 +37,14 @@ inline void check(cublasStatus_t s, const char* expr, const char* file, int line
 // After every kernel launch (reports bad launch configurations at once).
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
+// A kernel's dynamic shared memory, and a launch on the backend's stream:
+//   HKT_LAUNCH(grid, block, shared_bytes, kernel<T>)(args...);
+// tests/cuda_emu defines both for its CPU emulation of the kernels.
+#ifndef HKT_CUDA_EMULATED
+#define HKT_DYNAMIC_SHARED(name) extern __shared__ __align__(32) unsigned char name[]
+#define HKT_LAUNCH(grid, block, smem, ...) __VA_ARGS__<<<(grid), (block), (smem), ::hkt::cuda::stream()>>>
+#endif
+
 namespace hkt::cuda {
 
 cudaStream_t stream();    // the backend's stream on device 0 (created on first use)

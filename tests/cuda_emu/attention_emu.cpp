@@ -1,0 +1,4 @@
+// kernels/cuda/attention.cu, compiled as C++ for the emulator (hkt_cuda_emu.hpp).
+#include "cuda_emu/hkt_cuda_emu.hpp"
+
+#include "kernels/cuda/attention.cu"

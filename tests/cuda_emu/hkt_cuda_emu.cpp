@@ -1,0 +1,287 @@
+// The emulator's scheduler: CUDA threads as fibers (see hkt_cuda_emu.hpp).
+#include "cuda_emu/hkt_cuda_emu.hpp"
+
+#include <ucontext.h>
+
+#include <cublas_v2.h>
+
+#include <exception>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+namespace hkt_emu {
+
+ThreadCtx* g_ctx = nullptr;
+
+namespace {
+
+enum class St { Ready, Barrier, Warp, Done };
+
+struct Fiber {
+  ucontext_t uc;
+  ThreadCtx tc;
+  St st = St::Ready;
+  const char* what = nullptr;  // the warp collective it waits in
+  void* fake = nullptr;        // ASan's fake stack while switched out
+  CollectiveFn fn = nullptr;
+  void* data = nullptr;
+};
+
+constexpr size_t kStack = 256 * 1024;
+
+struct Run {
+  std::vector<Fiber> fibers;
+  ucontext_t sched;
+  int cur = -1;
+  std::vector<unsigned char> smem;  // the block's dynamic shared memory (+ alignment slack)
+  unsigned char* smem_base = nullptr;
+  const std::function<void()>* body = nullptr;
+  std::exception_ptr error;
+  // AddressSanitizer's view of the stacks (fibers must tell it when they switch).
+  void* sched_fake = nullptr;
+  const void* sched_bottom = nullptr;
+  size_t sched_size = 0;
+};
+
+// ASan's fiber annotations (no-ops without ASan): before a switch, where to;
+// after it, that it happened. A fiber that ends passes null (its fake stack dies).
+void start_switch(void** fake, const void* bottom, size_t size) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_start_switch_fiber(fake, bottom, size);
+#else
+  (void)fake, (void)bottom, (void)size;
+#endif
+}
+void finish_switch(void* fake, const void** old_bottom, size_t* old_size) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(fake, old_bottom, old_size);
+#else
+  (void)fake, (void)old_bottom, (void)old_size;
+#endif
+}
+
+Run* g_run = nullptr;
+bool g_reverse = false;
+int g_last_error = 0;
+std::map<const void*, int>& allowed() {
+  static std::map<const void*, int> m;
+  return m;
+}
+std::vector<std::unique_ptr<char[]>>& stacks() {
+  static std::vector<std::unique_ptr<char[]>> s;
+  return s;
+}
+
+Fiber& current() {
+  if (!g_run || g_run->cur < 0) throw std::logic_error("hkt_emu: a device function was called outside a kernel");
+  return g_run->fibers[static_cast<size_t>(g_run->cur)];
+}
+
+void park(St st) {
+  Fiber& f = current();
+  Run& r = *g_run;
+  f.st = st;
+  start_switch(&f.fake, r.sched_bottom, r.sched_size);
+  swapcontext(&f.uc, &r.sched);
+  finish_switch(f.fake, &r.sched_bottom, &r.sched_size);
+}
+
+void trampoline() {
+  Run& r = *g_run;
+  finish_switch(nullptr, &r.sched_bottom, &r.sched_size);
+  try {
+    (*r.body)();
+  } catch (...) {
+    if (!r.error) r.error = std::current_exception();
+  }
+  r.fibers[static_cast<size_t>(r.cur)].st = St::Done;
+  start_switch(nullptr, r.sched_bottom, r.sched_size);
+}  // returns to uc_link, the scheduler
+
+const char* state_name(const Fiber& f) {
+  switch (f.st) {
+    case St::Ready: return "ready";
+    case St::Barrier: return "__syncthreads";
+    case St::Warp: return f.what;
+    case St::Done: return "exited";
+  }
+  return "?";
+}
+
+[[noreturn]] void stuck(const Run& r, const dim3& block) {
+  std::ostringstream os;
+  os << "hkt_emu: deadlock in block (" << block.x << ", " << block.y << ", " << block.z << "):";
+  const char* prev = nullptr;
+  for (size_t i = 0; i < r.fibers.size(); ++i) {
+    const char* s = state_name(r.fibers[i]);
+    if (s != prev) os << " thread " << i << " on: " << s << ";";
+    prev = s;
+  }
+  throw std::logic_error(os.str());
+}
+
+// Completes every warp whose live lanes all wait in a collective; true if any did.
+bool resolve_warps(Run& r) {
+  bool any = false;
+  const size_t n = r.fibers.size();
+  for (size_t w0 = 0; w0 < n; w0 += 32) {
+    const size_t w1 = std::min(n, w0 + 32);
+    size_t waiting = 0, done = 0;
+    for (size_t i = w0; i < w1; ++i) {
+      waiting += r.fibers[i].st == St::Warp;
+      done += r.fibers[i].st == St::Done;
+    }
+    if (waiting == 0 || waiting + done != w1 - w0) continue;
+    if (done)
+      throw std::logic_error(std::string("hkt_emu: ") + r.fibers[w0].what + " in warp " + std::to_string(w0 / 32) +
+                             ": some lanes of the warp have exited");
+    void* lanes[32];
+    for (size_t i = w0; i < w1; ++i) {
+      if (std::strcmp(r.fibers[i].what, r.fibers[w0].what) != 0)
+        throw std::logic_error(std::string("hkt_emu: divergent warp ") + std::to_string(w0 / 32) + ": lane 0 in " +
+                               r.fibers[w0].what + ", lane " + std::to_string(i - w0) + " in " + r.fibers[i].what);
+      lanes[i - w0] = r.fibers[i].data;
+    }
+    r.fibers[w0].fn(lanes, int(w1 - w0));
+    for (size_t i = w0; i < w1; ++i) r.fibers[i].st = St::Ready;
+    any = true;
+  }
+  return any;
+}
+
+void run_block(Run& r, const dim3& block, const dim3& grid, const dim3& bdim) {
+  const size_t n = r.fibers.size();
+  std::fill(r.smem.begin(), r.smem.end(), 0xFF);
+  for (size_t i = 0; i < n; ++i) {
+    Fiber& f = r.fibers[i];
+    const unsigned t = static_cast<unsigned>(i);
+    f.tc = {dim3(t % bdim.x, (t / bdim.x) % bdim.y, t / (bdim.x * bdim.y)), block, bdim, grid};
+    f.st = St::Ready;
+    getcontext(&f.uc);
+    f.uc.uc_stack.ss_sp = stacks()[i].get();
+    f.uc.uc_stack.ss_size = kStack;
+    f.uc.uc_link = &r.sched;
+    makecontext(&f.uc, trampoline, 0);
+  }
+  for (;;) {
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = g_reverse ? n - 1 - k : k;
+      if (r.fibers[i].st != St::Ready) continue;
+      r.cur = static_cast<int>(i);
+      g_ctx = &r.fibers[i].tc;
+      start_switch(&r.sched_fake, stacks()[i].get(), kStack);
+      swapcontext(&r.sched, &r.fibers[i].uc);
+      finish_switch(r.sched_fake, nullptr, nullptr);
+      r.cur = -1;
+      g_ctx = nullptr;
+      if (r.error) std::rethrow_exception(r.error);
+    }
+    bool moved = resolve_warps(r);
+    size_t live = 0, at_barrier = 0;
+    for (const Fiber& f : r.fibers) {
+      live += f.st != St::Done;
+      at_barrier += f.st == St::Barrier;
+    }
+    if (live == 0) return;
+    if (at_barrier == live) {
+      for (Fiber& f : r.fibers) f.st = St::Ready;
+      moved = true;
+    }
+    if (!moved) {
+      bool ready = false;
+      for (const Fiber& f : r.fibers) ready = ready || f.st == St::Ready;
+      if (!ready) stuck(r, block);
+    }
+  }
+}
+
+}  // namespace
+
+unsigned char* dynamic_shared() {
+  current();
+  return g_run->smem_base;
+}
+void sync_block() { park(St::Barrier); }
+void warp_collective(const char* what, CollectiveFn fn, void* data) {
+  Fiber& f = current();
+  f.what = what;
+  f.fn = fn;
+  f.data = data;
+  park(St::Warp);
+}
+void set_reverse_order(bool reverse) { g_reverse = reverse; }
+void set_last_error(int e) {
+  if (g_last_error == 0) g_last_error = e;
+}
+int take_last_error() {
+  const int e = g_last_error;
+  g_last_error = 0;
+  return e;
+}
+void allow_dynamic_shared(const void* kernel_key, int bytes) { allowed()[kernel_key] = bytes; }
+
+int run_grid(const void* kernel_key, dim3 grid, dim3 block, size_t smem, const std::function<void()>& body) {
+  if (g_run) throw std::logic_error("hkt_emu: a kernel launched another kernel (dynamic parallelism is not emulated)");
+  const size_t threads = size_t(block.x) * block.y * block.z;
+  if (threads == 0 || threads > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
+      grid.z > 65535)
+    return cudaErrorInvalidConfiguration;
+  const auto it = allowed().find(kernel_key);
+  const size_t limit = it == allowed().end() ? 48 * 1024 : static_cast<size_t>(it->second);
+  if (smem > limit) return cudaErrorInvalidValue;
+  while (stacks().size() < threads) stacks().push_back(std::make_unique<char[]>(kStack));
+  Run r;
+  r.fibers.resize(threads);
+  r.smem.assign(smem + 128, 0xFF);
+  r.smem_base = r.smem.data() + (128 - reinterpret_cast<uintptr_t>(r.smem.data()) % 128) % 128;
+  r.body = &body;
+  g_run = &r;
+  struct Reset {
+    ~Reset() {
+      g_run = nullptr;
+      g_ctx = nullptr;
+    }
+  } reset;
+  for (unsigned zz = 0; zz < grid.z; ++zz)
+    for (unsigned yy = 0; yy < grid.y; ++yy)
+      for (unsigned xx = 0; xx < grid.x; ++xx) {
+        const dim3 b = g_reverse ? dim3(grid.x - 1 - xx, grid.y - 1 - yy, grid.z - 1 - zz) : dim3(xx, yy, zz);
+        run_block(r, b, grid, block);
+      }
+  return cudaSuccess;
+}
+
+}  // namespace hkt_emu
+
+const char* cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+  }
+  return "cudaErrorUnknown";
+}
+const char* cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
+  }
+  return "unknown error";
+}
+
+// kernels/cuda/common.cuh declares these; runtime.cu defines them on a GPU.
+namespace hkt::cuda {
+cudaStream_t stream() { return nullptr; }
+cublasHandle_t cublas() { throw std::logic_error("hkt_emu: cuBLAS is not emulated"); }
+}  // namespace hkt::cuda

@@ -1,0 +1,232 @@
+// A CPU emulator for the project's CUDA kernels, so that kernels/cuda/*.cu
+// runs and is checked on machines without a GPU (tests/test_emulated_attention.cpp).
+//
+// A translation unit includes this header first and then a .cu file, compiled
+// as C++ with tests/cuda_emu/include (stand-ins for <cuda_runtime.h>, <mma.h>,
+// <cublas_v2.h>) ahead of the CUDA Toolkit on the include path. Then:
+//  - every CUDA thread of a block is a fiber (ucontext); blocks run one after
+//    another. __syncthreads() parks a fiber until every live thread of the
+//    block is parked; warp collectives (__shfl_*_sync, wmma::mma_sync) park it
+//    until the 32 lanes of its warp have arrived, then run once for the warp.
+//    A deadlock (threads waiting on different barriers, a warp collective some
+//    lanes never reach) is reported as an error instead of hanging.
+//  - `__shared__` variables are function statics (one block at a time), and
+//    the dynamic shared memory is a buffer filled with 0xFF bytes (NaN) at the
+//    start of every block, so reading it before writing shows up in results.
+//  - launches check what a GPU checks: at most 1024 threads, the dynamic
+//    shared memory within the opt-in limit of an H200 (227 KiB) and within what
+//    cudaFuncSetAttribute allowed (48 KiB by default); a failure is reported
+//    by cudaGetLastError, as on a GPU.
+//  - WMMA (m16n16k8 TF32 and float accumulators) keeps each lane's share of a
+//    fragment in the lane (element e of lane l is matrix element 32 e + l, row
+//    major), rounds with __float_to_tf32 as cvt.rna.tf32.f32 does and, in
+//    mma_sync, uses only the TF32 bits of A and B (the low 13 mantissa bits
+//    are dropped, as the tensor cores do). Loads and stores check the
+//    alignment WMMA requires (32-byte pointers, ldm a multiple of 16 bytes).
+//  - set_reverse_order(true) runs the threads of a block, and the blocks of a
+//    grid, in the opposite order: a kernel whose result depends on the order
+//    (a race between threads) gives different bits.
+// Global memory is host memory: a "device pointer" is any host pointer.
+//
+// What it cannot see: timing, occupancy and speed; races between threads that
+// happen to be ordered the same way in both schedules; anything hardware does
+// beyond the documented semantics (e.g. the tensor cores' internal rounding
+// of sums, emulated here as float32 additions in k order).
+#pragma once
+#include <math.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "cuda_emu/emulated.hpp"
+
+#define HKT_CUDA_EMULATED 1
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __align__(n) alignas(n)
+#define __shared__ static
+// kernels/cuda/common.cuh defines these for nvcc.
+#define HKT_DYNAMIC_SHARED(name) unsigned char* name = ::hkt_emu::dynamic_shared()
+#define HKT_LAUNCH(grid, block, smem, ...) ::hkt_emu::launcher(__VA_ARGS__, (grid), (block), (smem))
+
+struct dim3 {
+  unsigned x, y, z;
+  constexpr dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+};
+struct alignas(8) float2 {
+  float x, y;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+struct alignas(16) double2 {
+  double x, y;
+};
+
+namespace hkt_emu {
+
+struct ThreadCtx {
+  dim3 thread, block, block_dim, grid_dim;
+};
+extern ThreadCtx* g_ctx;  // the running fiber's; null outside a kernel
+
+unsigned char* dynamic_shared();
+void sync_block();
+// Every lane of the calling warp calls this with its own `data`; once all have
+// arrived, fn(lanes, n) runs once with the lanes' data in lane order, then
+// every lane goes on. `what` names the collective (lanes must agree on it).
+using CollectiveFn = void (*)(void* const* lanes, int n);
+void warp_collective(const char* what, CollectiveFn fn, void* data);
+
+// Runs body on every thread of every block. kernel_key identifies the kernel
+// for cudaFuncSetAttribute's shared-memory limit. Returns an error, as a CUDA
+// launch does (the body's exceptions are rethrown).
+int run_grid(const void* kernel_key, dim3 grid, dim3 block, size_t smem, const std::function<void()>& body);
+void set_last_error(int e);
+int take_last_error();
+void allow_dynamic_shared(const void* kernel_key, int bytes);
+
+template <class... P>
+struct Launcher {
+  void (*kernel)(P...);
+  dim3 grid, block;
+  size_t smem;
+  template <class... A>
+  void operator()(A&&... args) const {
+    static_assert(sizeof...(A) == sizeof...(P), "hkt_emu: wrong number of kernel arguments");
+    // Kernel arguments are copied, as a launch copies them.
+    auto bound = [k = kernel, tup = std::tuple<std::decay_t<P>...>(std::forward<A>(args)...)]() {
+      std::apply(k, tup);
+    };
+    const int e = run_grid(reinterpret_cast<const void*>(kernel), grid, block, smem, bound);
+    if (e != 0) set_last_error(e);
+  }
+};
+template <class... P>
+Launcher<P...> launcher(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem) {
+  return {kernel, grid, block, smem};
+}
+
+inline unsigned lane_id() {
+  const ThreadCtx& c = *g_ctx;
+  return (c.thread.x + c.block_dim.x * (c.thread.y + c.block_dim.y * c.thread.z)) & 31u;
+}
+
+template <class T>
+struct ShflData {
+  T in, out;
+  int src;
+};
+template <class T>
+T shfl(const char* what, T v, int src) {
+  static_assert(std::is_trivially_copyable_v<T>, "hkt_emu: __shfl of a non-trivial type");
+  ShflData<T> d{v, v, src};
+  warp_collective(
+      what,
+      [](void* const* lanes, int n) {
+        for (int l = 0; l < n; ++l) {
+          auto* me = static_cast<ShflData<T>*>(lanes[l]);
+          const int s = me->src >= 0 && me->src < n ? me->src : l;
+          me->out = static_cast<ShflData<T>*>(lanes[s])->in;
+        }
+      },
+      &d);
+  return d.out;
+}
+
+}  // namespace hkt_emu
+
+#define threadIdx (::hkt_emu::g_ctx->thread)
+#define blockIdx (::hkt_emu::g_ctx->block)
+#define blockDim (::hkt_emu::g_ctx->block_dim)
+#define gridDim (::hkt_emu::g_ctx->grid_dim)
+
+inline void __syncthreads() { ::hkt_emu::sync_block(); }
+inline void __syncwarp(unsigned = 0xffffffffu) {
+  ::hkt_emu::warp_collective("__syncwarp", [](void* const*, int) {}, nullptr);
+}
+// Only full masks and width 32 are emulated (what the kernels use).
+template <class T>
+T __shfl_xor_sync(unsigned, T v, int lane_mask, int = 32) {
+  return ::hkt_emu::shfl("__shfl_xor_sync", v, int(::hkt_emu::lane_id()) ^ lane_mask);
+}
+template <class T>
+T __shfl_down_sync(unsigned, T v, unsigned delta, int = 32) {
+  return ::hkt_emu::shfl("__shfl_down_sync", v, int(::hkt_emu::lane_id() + delta));
+}
+template <class T>
+T __shfl_up_sync(unsigned, T v, unsigned delta, int = 32) {
+  return ::hkt_emu::shfl("__shfl_up_sync", v, int(::hkt_emu::lane_id()) - int(delta));
+}
+template <class T>
+T __shfl_sync(unsigned, T v, int src, int = 32) {
+  return ::hkt_emu::shfl("__shfl_sync", v, src & 31);
+}
+
+// CUDA's device overloads of min and max.
+inline float max(float a, float b) { return fmaxf(a, b); }
+inline double max(double a, double b) { return fmax(a, b); }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline long long max(long long a, long long b) { return a > b ? a : b; }
+inline float min(float a, float b) { return fminf(a, b); }
+inline double min(double a, double b) { return fmin(a, b); }
+inline int min(int a, int b) { return a < b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+inline float __expf(float x) { return expf(x); }
+inline float __logf(float x) { return logf(x); }
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+
+// --- the runtime API the kernels' host code calls ----------------------------
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorLaunchFailure = 719,
+};
+using cudaError = cudaError_t;
+struct CUstream_st;
+using cudaStream_t = CUstream_st*;
+enum cudaDeviceAttr { cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+
+const char* cudaGetErrorName(cudaError_t e);
+const char* cudaGetErrorString(cudaError_t e);
+inline cudaError_t cudaGetLastError() { return static_cast<cudaError_t>(::hkt_emu::take_last_error()); }
+inline cudaError_t cudaPeekAtLastError() { return cudaGetLastError(); }
+inline cudaError_t cudaMemsetAsync(void* p, int value, size_t n, cudaStream_t = nullptr) {
+  if (n && !p) return cudaErrorInvalidValue;
+  std::memset(p, value, n);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, int = 0, cudaStream_t = nullptr) {
+  if (n) std::memmove(dst, src, n);
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+// An H200: 227 KiB of dynamic shared memory per block when a kernel opts in.
+inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int device) {
+  if (device != 0 || a != cudaDevAttrMaxSharedMemoryPerBlockOptin) return cudaErrorInvalidValue;
+  *v = 232448;
+  return cudaSuccess;
+}
+template <class... P>
+cudaError_t cudaFuncSetAttribute(void (*kernel)(P...), cudaFuncAttribute a, int value) {
+  if (a != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 || value > 232448) return cudaErrorInvalidValue;
+  ::hkt_emu::allow_dynamic_shared(reinterpret_cast<const void*>(kernel), value);
+  return cudaSuccess;
+}

@@ -1,0 +1,95 @@
+// Small kernels that check the emulator itself (tests/test_cuda_emulator.cpp):
+// compiled like an emulated .cu file; plain host functions run them.
+#include "cuda_emu/hkt_cuda_emu.hpp"
+
+#include <mma.h>
+
+#include <vector>
+
+#include "kernels/cuda/common.cuh"
+
+namespace hkt::cuda {
+namespace {
+
+__global__ void k_shuffles(int* out) {
+  const int t = threadIdx.x;
+  out[t] = __shfl_xor_sync(0xffffffffu, t, 1) * 1000 + __shfl_down_sync(0xffffffffu, t, 4);
+}
+__global__ void k_block_sum(const double* x, double* out) {
+  const double s = block_reduce(x[threadIdx.x], 0.0, SumOp{});
+  if (threadIdx.x == 0) *out = s;
+}
+__global__ void k_shared_poison(float* out) {
+  HKT_DYNAMIC_SHARED(raw);
+  float* s = reinterpret_cast<float*>(raw);
+  if (threadIdx.x == 0) s[0] = 1.0f;
+  __syncthreads();
+  out[threadIdx.x] = s[threadIdx.x];  // only s[0] was written
+}
+__global__ void k_deadlock(int* out) {
+  if (threadIdx.x < 16)
+    out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1, 1);
+  else
+    __syncthreads();
+}
+__global__ void k_big_shared(float* out) {
+  HKT_DYNAMIC_SHARED(raw);
+  reinterpret_cast<float*>(raw)[threadIdx.x] = 2.0f;
+  __syncthreads();
+  out[threadIdx.x] = reinterpret_cast<float*>(raw)[threadIdx.x];
+}
+// C = A B + C for one 16 x 16 x 8 tile (A row major, B column major), one warp.
+__global__ void k_wmma(const float* A, const float* B, float* C, int offset) {
+  namespace wmma = nvcuda::wmma;
+  wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> a;
+  wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::col_major> b;
+  wmma::fragment<wmma::accumulator, 16, 16, 8, float> c;
+  wmma::load_matrix_sync(a, A + offset, 8);
+  wmma::load_matrix_sync(b, B, 8);
+  wmma::load_matrix_sync(c, C, 16, wmma::mem_row_major);
+  wmma::mma_sync(c, a, b, c);
+  wmma::store_matrix_sync(C, c, 16, wmma::mem_row_major);
+}
+
+}  // namespace
+
+namespace emu_selftest {
+
+std::vector<int> shuffles() {
+  std::vector<int> out(64);
+  HKT_LAUNCH(1, 64, 0, k_shuffles)(out.data());
+  CUDA_CHECK_LAUNCH();
+  return out;
+}
+double block_sum(const std::vector<double>& x) {
+  double out = 0;
+  HKT_LAUNCH(1, static_cast<unsigned>(x.size()), 0, k_block_sum)(x.data(), &out);
+  CUDA_CHECK_LAUNCH();
+  return out;
+}
+std::vector<float> shared_poison() {
+  std::vector<float> out(32);
+  HKT_LAUNCH(1, 32, 32 * sizeof(float), k_shared_poison)(out.data());
+  CUDA_CHECK_LAUNCH();
+  return out;
+}
+void deadlock() {
+  std::vector<int> out(64);
+  HKT_LAUNCH(1, 64, 0, k_deadlock)(out.data());
+}
+// The launch's error code, before (0) or after (1) raising the kernel's limit.
+int big_shared(bool allow) {
+  const size_t bytes = 64 * 1024;
+  if (allow)
+    CUDA_CHECK(cudaFuncSetAttribute(k_big_shared, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  std::vector<float> out(128);
+  HKT_LAUNCH(1, 128, bytes, k_big_shared)(out.data());
+  return static_cast<int>(cudaGetLastError());
+}
+void wmma(const float* A, const float* B, float* C, int offset) {
+  HKT_LAUNCH(1, 32, 0, k_wmma)(A, B, C, offset);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace emu_selftest
+}  // namespace hkt::cuda

@@ -1,0 +1,152 @@
+// The fused CUDA attention kernels (kernels/cuda/attention.cu, the GPU's own
+// source) run in the CPU emulator (tests/cuda_emu) against the CPU fused
+// kernel: outputs and every gradient, on small random shapes with T not a
+// power of two, L = 1..4, both masks, key padding, float32 (3xTF32 tensor-core
+// products, emulated) and float64. Runs in every build, with or without a GPU,
+// so a change to the CUDA kernels is checked before a GPU session.
+// The GPU itself is checked by tests/test_cuda_attention.cpp.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "cuda_emu/emulated.hpp"
+#include "helpers/attention_cases.hpp"
+#include "kernels/cuda/attention.hpp"
+
+using namespace hkt;
+using hkt::test::check_all;
+using hkt::test::Inputs;
+using hkt::test::make_inputs;
+using hkt::test::output_weights;
+
+namespace {
+
+// Host memory standing in for device memory (the kernels' Scratch buffers).
+struct HostAllocator : Allocator {
+  void* allocate(size_t nbytes, Device) override {
+    void* p = std::aligned_alloc(256, (nbytes + 255) / 256 * 256 + 256);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void deallocate(void* p, size_t, Device) override { std::free(p); }
+};
+void install_host_allocator() {
+  static HostAllocator a;
+  set_allocator(DeviceType::CUDA, &a);
+}
+
+struct Case {
+  int64_t B, H, T, dh, L;
+  bool causal, padded;
+  std::string name() const {
+    return "B " + std::to_string(B) + " H " + std::to_string(H) + " T " + std::to_string(T) + " dh " +
+           std::to_string(dh) + " L " + std::to_string(L) + (causal ? " causal" : "") + (padded ? " padded" : "");
+  }
+};
+
+// The emulated kernels' output and gradients (q[l], k[l], v, lambda) of
+// sum(attention * w), in hkt::test::run's order, as float64 tensors.
+std::vector<Tensor> run_emulated(const Inputs& src, DType dt, bool causal, double scale) {
+  install_host_allocator();
+  const auto cast = [&](const Tensor& t) { return contiguous(to_dtype(t, dt)); };
+  std::vector<Tensor> q, k, grads;
+  std::vector<const void*> qp, kp;
+  std::vector<void*> dqp, dkp;
+  for (const Tensor& t : src.q) q.push_back(cast(t));
+  for (const Tensor& t : src.k) k.push_back(cast(t));
+  for (const Tensor& t : q) qp.push_back(t.raw_data());
+  for (const Tensor& t : k) kp.push_back(t.raw_data());
+  const Tensor v = cast(src.v), lam = cast(src.lam);
+  const Tensor valid = src.valid.defined() ? contiguous(src.valid) : Tensor();
+  const bool* vp = valid.defined() ? static_cast<const bool*>(valid.raw_data()) : nullptr;
+  const int64_t B = v.shape()[0], H = v.shape()[1], T = v.shape()[2], dh = v.shape()[3];
+  const cuda::AttnShape s{B, H, T, dh, static_cast<int64_t>(q.size()), causal, scale};
+  const Tensor o = zeros({B, H, T, dh}, {dt}), lse = zeros({B, H, T}, {dt});
+  const Tensor w = cast(output_weights(o.shape(), dt));
+  for (const Tensor& t : q) dqp.push_back(grads.emplace_back(full(t.shape(), 7, {dt})).raw_data());
+  for (const Tensor& t : k) dkp.push_back(grads.emplace_back(full(t.shape(), 7, {dt})).raw_data());
+  const Tensor dv = full(v.shape(), 7, {dt}), dlam = full(lam.shape(), 7, {dt});
+  if (dt == DType::Float32) {
+    cuda::attention_forward<float>(s, qp, kp, v.raw_data(), lam.raw_data(), vp, o.raw_data(),
+                                   lse.raw_data());
+    cuda::attention_backward<float>(s, qp, kp, v.raw_data(), lam.raw_data(), vp, o.raw_data(),
+                                    lse.raw_data(), w.raw_data(), dqp, dkp, dv.raw_data(),
+                                    dlam.raw_data());
+  } else {
+    cuda::attention_forward<double>(s, qp, kp, v.raw_data(), lam.raw_data(), vp, o.raw_data(),
+                                    lse.raw_data());
+    cuda::attention_backward<double>(s, qp, kp, v.raw_data(), lam.raw_data(), vp, o.raw_data(),
+                                     lse.raw_data(), w.raw_data(), dqp, dkp, dv.raw_data(),
+                                     dlam.raw_data());
+  }
+  std::vector<Tensor> out{to_dtype(o, DType::Float64)};
+  for (const Tensor& g : grads) out.push_back(to_dtype(g, DType::Float64));
+  out.push_back(to_dtype(dv, DType::Float64));
+  out.push_back(to_dtype(dlam, DType::Float64));
+  return out;
+}
+
+bool same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::vector<double> x = a[i].to_vector<double>(), y = b[i].to_vector<double>();
+    if (x.size() != y.size() || std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("emulated cuda attention: fused kernels vs the CPU fused kernel, float32") {
+  // Small shapes (the emulator runs every CUDA thread as a fiber): one and
+  // several 64-row tiles, T not a power of two, a head dim that is not a
+  // multiple of 16 or of 4 (no float4 loads), the levels' small grids.
+  const std::vector<Case> cases = {
+      {2, 1, 1, 16, 1, false, false},  {1, 2, 7, 16, 2, true, false},   {3, 1, 63, 32, 3, false, true},
+      {3, 1, 100, 24, 4, true, true},  {1, 1, 130, 64, 3, false, false}, {1, 1, 129, 64, 1, true, false},
+      {2, 1, 70, 18, 2, false, true},  {1, 1, 97, 100, 2, true, false},
+  };
+  uint64_t seed = 101;
+  for (const Case& c : cases) {
+    const Inputs in = make_inputs(c.B, c.H, c.T, c.dh, c.L, c.padded, seed++);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(c.dh));
+    const auto emu = run_emulated(in, DType::Float32, c.causal, scale);
+    const auto cpu = hkt::test::run(in, Device::cpu(), DType::Float32, c.causal, scale, false);
+    check_all(emu, cpu, c.name() + ": emulated cuda vs cpu fused", 1e-4);
+  }
+}
+
+TEST_CASE("emulated cuda attention: float64 matches the CPU to 1e-10") {
+  const Inputs in = make_inputs(3, 1, 45, 16, 3, true, 5);
+  for (bool causal : {false, true}) {
+    const auto emu = run_emulated(in, DType::Float64, causal, 0.25);
+    const auto cpu = hkt::test::run(in, Device::cpu(), DType::Float64, causal, 0.25, false);
+    check_all(emu, cpu, std::string("float64") + (causal ? " causal" : ""), 1e-10);
+  }
+}
+
+TEST_CASE("emulated cuda attention: the bits do not depend on the order threads and blocks run in") {
+  // A race between threads (a read not separated from a write by a barrier)
+  // gives other bits when the threads run in the opposite order.
+  const Inputs in = make_inputs(3, 1, 100, 24, 3, true, 9);
+  for (bool causal : {false, true}) {
+    const auto fwd = run_emulated(in, DType::Float32, causal, 0.2);
+    hkt_emu::set_reverse_order(true);
+    const auto rev = run_emulated(in, DType::Float32, causal, 0.2);
+    hkt_emu::set_reverse_order(false);
+    CHECK_MESSAGE(same_bits(fwd, rev), (causal ? "causal" : "bidirectional"));
+  }
+}
+
+TEST_CASE("emulated cuda attention: a head dim the kernel cannot take is refused") {
+  // A head dim above the kernel's 128 is refused on the host, before any launch.
+  const Inputs in = make_inputs(1, 1, 8, 16, 1, false, 3);
+  std::vector<const void*> q{in.q[0].raw_data()}, k{in.k[0].raw_data()};
+  const Tensor o = zeros({1, 1, 8, 16}), lse = zeros({1, 1, 8});
+  const cuda::AttnShape big{1, 1, 8, 200, 1, false, 1.0};
+  CHECK_THROWS_WITH_AS(cuda::attention_forward<float>(big, q, k, in.v.raw_data(), in.lam.raw_data(), nullptr,
+                                                      o.raw_data(), lse.raw_data()),
+                       doctest::Contains("head dims up to 128"), Error);
+}

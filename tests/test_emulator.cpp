@@ -1,0 +1,84 @@
+// The CPU emulator of the CUDA kernels (tests/cuda_emu) checked on small
+// kernels of its own (tests/cuda_emu/selftest_kernels.cpp): warp shuffles,
+// block_reduce, WMMA with TF32 rounding, poisoned shared memory, launch limits
+// and deadlock detection. tests/test_emulated_attention.cpp relies on these.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "cuda_emu/emulated.hpp"
+
+namespace hkt::cuda::emu_selftest {
+std::vector<int> shuffles();
+double block_sum(const std::vector<double>& x);
+std::vector<float> shared_poison();
+void deadlock();
+int big_shared(bool allow);
+void wmma(const float* A, const float* B, float* C, int offset);
+}  // namespace hkt::cuda::emu_selftest
+
+namespace st = hkt::cuda::emu_selftest;
+
+namespace {
+float tf32_truncated(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u &= ~0x1fffu;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+}  // namespace
+
+TEST_CASE("emulator: warp shuffles exchange within each warp of 32") {
+  const std::vector<int> out = st::shuffles();
+  for (int t = 0; t < 64; ++t) {
+    const int lane = t % 32, base = t - lane;
+    const int down = lane + 4 < 32 ? t + 4 : t;  // out of range: the lane's own value
+    CHECK_MESSAGE(out[size_t(t)] == (base + (lane ^ 1)) * 1000 + down, "thread " << t);
+  }
+}
+
+TEST_CASE("emulator: block_reduce of kernels/cuda/common.cuh over 256 and 96 threads") {
+  for (size_t n : {256u, 96u}) {
+    std::vector<double> x(n);
+    std::iota(x.begin(), x.end(), 1.0);
+    CHECK(st::block_sum(x) == doctest::Approx(double(n) * double(n + 1) / 2));
+  }
+}
+
+TEST_CASE("emulator: dynamic shared memory starts as NaN, so reading it unwritten shows") {
+  const std::vector<float> out = st::shared_poison();
+  CHECK(out[0] == 1.0f);
+  for (size_t i = 1; i < out.size(); ++i) CHECK(std::isnan(out[i]));
+}
+
+TEST_CASE("emulator: threads waiting on different barriers are a deadlock, reported") {
+  CHECK_THROWS_WITH_AS(st::deadlock(), doctest::Contains("deadlock in block (0, 0, 0)"), std::logic_error);
+}
+
+TEST_CASE("emulator: dynamic shared memory above 48 KiB needs cudaFuncSetAttribute, as on a GPU") {
+  CHECK(st::big_shared(false) == 1);  // cudaErrorInvalidValue
+  CHECK(st::big_shared(true) == 0);
+}
+
+TEST_CASE("emulator: wmma m16n16k8 uses the TF32 bits of A and B and checks alignment") {
+  alignas(32) float A[16 * 8 + 8], B[16 * 8], C[16 * 16];
+  for (int i = 0; i < 16 * 8 + 8; ++i) A[i] = 1.0f + float(i) * 1e-3f + 1e-6f;
+  for (int i = 0; i < 16 * 8; ++i) B[i] = 0.5f - float(i) * 7e-4f;
+  for (int i = 0; i < 16 * 16; ++i) C[i] = float(i);
+  float want[16 * 16];
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 16; ++c) {
+      float s = C[r * 16 + c];
+      for (int k = 0; k < 8; ++k) s += tf32_truncated(A[r * 8 + k]) * tf32_truncated(B[c * 8 + k]);
+      want[r * 16 + c] = s;
+    }
+  st::wmma(A, B, C, 0);
+  for (int i = 0; i < 16 * 16; ++i) CHECK_MESSAGE(C[i] == want[i], "element " << i);
+  // A + 4 floats is 16-byte aligned only: WMMA needs 32 bytes.
+  CHECK_THROWS_WITH_AS(st::wmma(A, B, C, 4), doctest::Contains("32-byte"), std::logic_error);
+}
