@@ -118,6 +118,23 @@ TEST_CASE("emulated cuda attention: fused kernels vs the CPU fused kernel, float
   }
 }
 
+TEST_CASE("emulated cuda attention: the backward's accumulators in shared memory (HKT_CUDA_ATTN_BWD_ACC=smem)") {
+  // The default keeps dK_0, dV and dQ_0 in registers (2 fragments per warp for
+  // dh <= 64, 4 above); the knob puts them in shared memory, as float64 does.
+  const std::vector<Case> cases = {{3, 1, 100, 24, 4, true, true}, {1, 1, 97, 100, 2, false, false},
+                                   {1, 2, 130, 64, 1, false, true}};
+  setenv("HKT_CUDA_ATTN_BWD_ACC", "smem", 1);
+  uint64_t seed = 201;
+  for (const Case& c : cases) {
+    const Inputs in = make_inputs(c.B, c.H, c.T, c.dh, c.L, c.padded, seed++);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(c.dh));
+    const auto emu = run_emulated(in, DType::Float32, c.causal, scale);
+    const auto cpu = hkt::test::run(in, Device::cpu(), DType::Float32, c.causal, scale, false);
+    check_all(emu, cpu, c.name() + ": emulated cuda (smem accumulators) vs cpu fused", 1e-4);
+  }
+  unsetenv("HKT_CUDA_ATTN_BWD_ACC");
+}
+
 TEST_CASE("emulated cuda attention: float64 matches the CPU to 1e-10") {
   const Inputs in = make_inputs(3, 1, 45, 16, 3, true, 5);
   for (bool causal : {false, true}) {

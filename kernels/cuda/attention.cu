@@ -37,6 +37,7 @@
 #include <cstdlib>
 #include <utility>
 #include <limits>
+#include <string_view>
 #include <type_traits>
 
 #include "kernels/cuda/attention.hpp"
@@ -74,12 +75,16 @@ __host__ __device__ inline int64_t level_len(int64_t T, int l) { return (T + (in
 // Shared-memory layout (in elements of T), the same on host and device. Every
 // buffer starts at a multiple of 8 elements and every leading dimension is a
 // multiple of 4, as the tensor-core loads need (tile_mm.cuh).
+// smem_acc: the backward's level-0 accumulators (dK_0, dV; dQ_0) live in
+// shared memory (float64, or HKT_CUDA_ATTN_BWD_ACC=smem) rather than in
+// registers (wmma_tf32::AccFrags).
 struct Layout {
   int dhp, ld, lds, BT, G1, L;
+  bool smem_acc;
   __host__ __device__ static int up8(int n) { return (n + 7) & ~7; }
-  __host__ __device__ Layout(int bt, int dh, int levels)
+  __host__ __device__ Layout(int bt, int dh, int levels, bool smem_accumulators = true)
       : dhp((dh + 15) & ~15), ld(((dh + 15) & ~15) + 4), lds(bt + 4), BT(bt), G1(levels > 1 ? bt / 2 : 0),
-        L(levels) {}
+        L(levels), smem_acc(smem_accumulators) {}
   __host__ __device__ int rows() const { return up8(BT * ld); }      // BT rows of a head dim
   __host__ __device__ int scores() const { return up8(BT * lds); }   // BT x BT scores
   __host__ __device__ int level_rows() const { return up8(G1 * ld); }
@@ -95,7 +100,8 @@ struct Layout {
   }
   __host__ __device__ int fwd_elems() const { return 4 * rows() + scores() + 2 * level_rows() + grid_off(L) + up8(BT); }
   __host__ __device__ int bwd_elems() const {
-    return 6 * rows() + 2 * scores() + 2 * level_rows() + 2 * grid_off(L) + up8(acc_row(L) * ld) + 2 * up8(BT);
+    return (smem_acc ? 6 : 4) * rows() + 2 * scores() + 2 * level_rows() + 2 * grid_off(L) + up8(acc_row(L) * ld) +
+           2 * up8(BT);
   }
 };
 
@@ -334,8 +340,9 @@ __global__ void attn_rowdot(const T* dO, const T* O, int64_t rows, int64_t dh, T
   }
 }
 
-// Shared state of one backward block. A0, A1: the side's two accumulators
-// (key side: dK_0, dV; query side: dQ_0 and unused).
+// Shared state of one backward block. A0, A1: the side's two accumulators in
+// shared memory (key side: dK_0, dV; query side: dQ_0 and unused), null when
+// they are kept in registers (!lay.smem_acc).
 template <class T>
 struct BwdTiles {
   T *Q0, *K0, *Vs, *dO, *A0, *A1, *Ss, *dSs, *Ql, *Kl, *Cg, *dSg, *Acc, *lse, *Dq;
@@ -345,8 +352,8 @@ struct BwdTiles {
     K0 = cv.take(lay.rows());
     Vs = cv.take(lay.rows());
     dO = cv.take(lay.rows());
-    A0 = cv.take(lay.rows());
-    A1 = cv.take(lay.rows());
+    A0 = lay.smem_acc ? cv.take(lay.rows()) : nullptr;
+    A1 = lay.smem_acc ? cv.take(lay.rows()) : nullptr;
     Ss = cv.take(lay.scores());
     dSs = cv.take(lay.scores());
     Ql = cv.take(lay.level_rows());
@@ -417,12 +424,14 @@ __device__ void block_sums(const BwdTiles<T>& t, const Layout& lay, int l) {
   }
 }
 
-// Key side: block per (key tile, b * h).
-template <class T, int BT>
+// Key side: block per (key tile, b * h). NF > 0: dK_0 and dV accumulate in
+// registers, NF fragments per warp (float only); NF = 0: in shared memory.
+template <class T, int BT, int NF>
 __global__ void __launch_bounds__(4 * BT)
     attn_bwd_kv(const Params P, const T* dO, const T* LSE, const T* D, const LevelPtrs<T> dK, T* dV) {
+  static_assert(NF == 0 || std::is_same_v<T, float>, "register accumulators are float (tensor cores)");
   HKT_DYNAMIC_SHARED(smem_raw);
-  const Layout lay(BT, int(P.dh), P.L);
+  const Layout lay(BT, int(P.dh), P.L, NF == 0);
   const int ld = lay.ld, lds = lay.lds, dh = int(P.dh), dhp = lay.dhp;
   const BwdTiles<T> t(reinterpret_cast<T*>(smem_raw), lay);
   const int tk = blockIdx.x;
@@ -433,16 +442,27 @@ __global__ void __launch_bounds__(4 * BT)
   const int64_t j0 = int64_t(tk) * BT - P.off;
   const RowCopy<T> kv[2] = {{t.K0, level_rows<T>(P, P.k, 0, bh), j0}, {t.Vs, static_cast<const T*>(P.v) + bh * P.T * P.dh, j0}};
   load_rows(kv, ld, BT, P.T, dh, dhp);
-  zero(t.A0, BT * ld);  // dK_0 / w_0
-  zero(t.A1, BT * ld);  // dV
+  wmma_tf32::AccFrags<NF> accK, accV;  // dK_0 / w_0, dV
+  if constexpr (NF > 0) {
+    accK.zero();
+    accV.zero();
+  } else {
+    zero(t.A0, BT * ld);  // dK_0 / w_0
+    zero(t.A1, BT * ld);  // dV
+  }
   zero(t.Acc, lay.acc_row(P.L) * ld);
   double unused = 0;
   for (int tq = P.causal ? tk : 0; tq < P.nt; ++tq) {
     __syncthreads();
     load_query_side<T>(P, t, lay, bh, tq, dO, LSE, D);
     recompute<T, BT>(P, t, lay, b, bh, tq, tk, w, unused);
-    tile_mm<false, true>(t.A1, ld, t.Ss, lds, t.dO, ld, BT, dhp, BT, true);   // dV += P^T dO
-    tile_mm<false, true>(t.A0, ld, t.dSs, lds, t.Q0, ld, BT, dhp, BT, true);  // dK_0 += dS^T Q_0
+    if constexpr (NF > 0) {
+      wmma_tf32::mm_acc<false, true>(accV, t.Ss, lds, t.dO, ld, BT, dhp, BT);   // dV += P^T dO
+      wmma_tf32::mm_acc<false, true>(accK, t.dSs, lds, t.Q0, ld, BT, dhp, BT);  // dK_0 += dS^T Q_0
+    } else {
+      tile_mm<false, true>(t.A1, ld, t.Ss, lds, t.dO, ld, BT, dhp, BT, true);   // dV += P^T dO
+      tile_mm<false, true>(t.A0, ld, t.dSs, lds, t.Q0, ld, BT, dhp, BT, true);  // dK_0 += dS^T Q_0
+    }
     for (int l = 1; l < P.L; ++l) {
       const int G = BT >> l;
       __syncthreads();  // Ql free
@@ -454,12 +474,21 @@ __global__ void __launch_bounds__(4 * BT)
     }
   }
   __syncthreads();
+  T* dKs = t.A0;  // the accumulators in shared memory
+  T* dVs = t.A1;
+  if constexpr (NF > 0) {  // Q0 and dO are free now
+    dKs = t.Q0;
+    dVs = t.dO;
+    wmma_tf32::store_acc(dKs, ld, accK, BT, dhp);
+    wmma_tf32::store_acc(dVs, ld, accV, BT, dhp);
+    __syncthreads();
+  }
   for (int e = threadIdx.x; e < BT * dh; e += blockDim.x) {
     const int r = e / dh, d = e - r * dh;
     const int64_t j = j0 + r;
     if (j < 0 || j >= P.T) continue;
-    if (dV) dV[(bh * P.T + j) * P.dh + d] = t.A1[r * ld + d];
-    if (dK.on) dK.p[0][(bh * P.T + j) * P.dh + d] = w[0] * t.A0[r * ld + d];
+    if (dV) dV[(bh * P.T + j) * P.dh + d] = dVs[r * ld + d];
+    if (dK.on) dK.p[0][(bh * P.T + j) * P.dh + d] = w[0] * dKs[r * ld + d];
   }
   if (!dK.on) return;
   for (int l = 1; l < P.L; ++l) {
@@ -475,11 +504,13 @@ __global__ void __launch_bounds__(4 * BT)
 }
 
 // Query side: block per (query tile, b * h). dlam_part[(bh * nt + tq) * L + l].
-template <class T, int BT>
+// NF as for the key side (dQ_0).
+template <class T, int BT, int NF>
 __global__ void __launch_bounds__(4 * BT)
     attn_bwd_q(const Params P, const T* dO, const T* LSE, const T* D, const LevelPtrs<T> dQ, double* dlam_part) {
+  static_assert(NF == 0 || std::is_same_v<T, float>, "register accumulators are float (tensor cores)");
   HKT_DYNAMIC_SHARED(smem_raw);
-  const Layout lay(BT, int(P.dh), P.L);
+  const Layout lay(BT, int(P.dh), P.L, NF == 0);
   const int ld = lay.ld, lds = lay.lds, dh = int(P.dh), dhp = lay.dhp;
   const BwdTiles<T> t(reinterpret_cast<T*>(smem_raw), lay);
   const int tq = blockIdx.x;
@@ -488,7 +519,11 @@ __global__ void __launch_bounds__(4 * BT)
 #pragma unroll
   for (int l = 0; l < kMaxLevels; ++l) w[l] = l < P.L ? weight<T>(P, h, l) : T(0);
   load_query_side<T>(P, t, lay, bh, tq, dO, LSE, D);
-  zero(t.A0, BT * ld);  // dQ_0 / w_0
+  wmma_tf32::AccFrags<NF> accQ;  // dQ_0 / w_0
+  if constexpr (NF > 0)
+    accQ.zero();
+  else
+    zero(t.A0, BT * ld);
   zero(t.Acc, lay.acc_row(P.L) * ld);
   double dl[kMaxLevels];
   for (int l = 0; l < kMaxLevels; ++l) dl[l] = 0;
@@ -500,7 +535,10 @@ __global__ void __launch_bounds__(4 * BT)
                               {t.Vs, static_cast<const T*>(P.v) + bh * P.T * P.dh, j0}};
     load_rows(kv, ld, BT, P.T, dh, dhp);
     recompute<T, BT>(P, t, lay, b, bh, tq, tk, w, dl[0]);
-    tile_mm<true, true>(t.A0, ld, t.dSs, lds, t.K0, ld, BT, dhp, BT, true);  // dQ_0 += dS K_0
+    if constexpr (NF > 0)
+      wmma_tf32::mm_acc<true, true>(accQ, t.dSs, lds, t.K0, ld, BT, dhp, BT);  // dQ_0 += dS K_0
+    else
+      tile_mm<true, true>(t.A0, ld, t.dSs, lds, t.K0, ld, BT, dhp, BT, true);
 #pragma unroll
     for (int l = 1; l < kMaxLevels; ++l) {  // unrolled: dl[] stays in registers
       if (l >= P.L) break;
@@ -526,11 +564,17 @@ __global__ void __launch_bounds__(4 * BT)
     }
   }
   if (!dQ.on) return;
+  T* dQs = t.A0;
+  if constexpr (NF > 0) {  // Q0 is free now (the barrier above ends its last use)
+    dQs = t.Q0;
+    wmma_tf32::store_acc(dQs, ld, accQ, BT, dhp);
+    __syncthreads();
+  }
   const int64_t i0 = int64_t(tq) * BT - P.off;
   for (int e = threadIdx.x; e < BT * dh; e += blockDim.x) {
     const int r = e / dh, d = e - r * dh;
     const int64_t i = i0 + r;
-    if (i >= 0 && i < P.T) dQ.p[0][(bh * P.T + i) * P.dh + d] = w[0] * t.A0[r * ld + d];
+    if (i >= 0 && i < P.T) dQ.p[0][(bh * P.T + i) * P.dh + d] = w[0] * dQs[r * ld + d];
   }
   for (int l = 1; l < P.L; ++l) {
     const int G = BT >> l;
@@ -567,10 +611,26 @@ int max_smem_optin() {
   return v;
 }
 
+// Where the backward keeps its level-0 accumulators: registers (float; the
+// default) or shared memory (float64 always; HKT_CUDA_ATTN_BWD_ACC=smem for
+// float, a benchmark knob). Read at every call.
+template <class T>
+bool bwd_smem_acc() {
+  if constexpr (!std::is_same_v<T, float>) {
+    return true;
+  } else {
+    const char* e = std::getenv("HKT_CUDA_ATTN_BWD_ACC");
+    return e && std::string_view(e) == "smem";
+  }
+}
+// Register fragments per warp for a BT x dhp accumulator (4 BT threads, so
+// (BT / 16) (dhp / 16) tiles over BT / 8 warps: dhp / 32, rounded up to 2 or 4).
+inline int acc_frags(int64_t dh) { return ((dh + 15) & ~15) <= 64 ? 2 : 4; }
+
 // The largest tile (64 or 32) whose shared memory fits and whose coarsest
 // level still has a row per tile (BT >= 2^(L-1)).
 template <class T>
-int pick_tile(const AttnShape& s, bool bwd, size_t* bytes) {
+int pick_tile(const AttnShape& s, bool bwd, bool smem_acc, size_t* bytes) {
   HKT_CHECK(s.L >= 1 && s.L <= kMaxLevels, "hkt_attention: the CUDA kernel takes 1 to ", kMaxLevels,
             " levels, got L = ", s.L);
   // The preferred tile of the forward and of the backward; HKT_CUDA_ATTN_TILE="FWD,BWD"
@@ -586,7 +646,7 @@ int pick_tile(const AttnShape& s, bool bwd, size_t* bytes) {
   const int first = bwd ? preferred.second : preferred.first;
   for (int bt : {first, 32}) {
     if ((int64_t{1} << (s.L - 1)) > bt) continue;
-    const Layout lay(bt, int(s.dh), int(s.L));
+    const Layout lay(bt, int(s.dh), int(s.L), smem_acc);
     *bytes = static_cast<size_t>(bwd ? lay.bwd_elems() : lay.fwd_elems()) * sizeof(T);
     // 1 KiB of headroom for the kernels' static shared memory (block_reduce).
     if (*bytes + 1024 <= static_cast<size_t>(max_smem_optin())) return bt;
@@ -636,20 +696,34 @@ void launch_fwd(const Params& P, size_t bytes, T* o, T* lse) {
   CUDA_CHECK_LAUNCH();
 }
 
-template <class T, int BT>
-void launch_bwd(const Params& P, size_t bytes, const T* dout, const T* lse, const T* D, const LevelPtrs<T>& dk,
-                T* dv, const LevelPtrs<T>& dq, double* part) {
+template <class T, int BT, int NF>
+void launch_bwd_nf(const Params& P, size_t bytes, const T* dout, const T* lse, const T* D, const LevelPtrs<T>& dk,
+                   T* dv, const LevelPtrs<T>& dq, double* part) {
   const dim3 grid(static_cast<unsigned>(P.nt), static_cast<unsigned>(P.B * P.H));
   if (dk.on || dv) {
-    allow_smem(attn_bwd_kv<T, BT>, bytes);
-    HKT_LAUNCH(grid, 4 * BT, bytes, attn_bwd_kv<T, BT>)(P, dout, lse, D, dk, dv);
+    allow_smem(attn_bwd_kv<T, BT, NF>, bytes);
+    HKT_LAUNCH(grid, 4 * BT, bytes, attn_bwd_kv<T, BT, NF>)(P, dout, lse, D, dk, dv);
     CUDA_CHECK_LAUNCH();
   }
   if (dq.on || part) {
-    allow_smem(attn_bwd_q<T, BT>, bytes);
-    HKT_LAUNCH(grid, 4 * BT, bytes, attn_bwd_q<T, BT>)(P, dout, lse, D, dq, part);
+    allow_smem(attn_bwd_q<T, BT, NF>, bytes);
+    HKT_LAUNCH(grid, 4 * BT, bytes, attn_bwd_q<T, BT, NF>)(P, dout, lse, D, dq, part);
     CUDA_CHECK_LAUNCH();
   }
+}
+template <class T, int BT>
+void launch_bwd(const Params& P, bool smem_acc, size_t bytes, const T* dout, const T* lse, const T* D,
+                const LevelPtrs<T>& dk, T* dv, const LevelPtrs<T>& dq, double* part) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (!smem_acc) {
+      if (acc_frags(P.dh) == 2)
+        launch_bwd_nf<T, BT, 2>(P, bytes, dout, lse, D, dk, dv, dq, part);
+      else
+        launch_bwd_nf<T, BT, 4>(P, bytes, dout, lse, D, dk, dv, dq, part);
+      return;
+    }
+  }
+  launch_bwd_nf<T, BT, 0>(P, bytes, dout, lse, D, dk, dv, dq, part);
 }
 
 }  // namespace
@@ -659,7 +733,7 @@ void attention_forward(const AttnShape& s, const std::vector<const void*>& q, co
                        const void* v, const void* lambda, const bool* valid, void* o, void* lse) {
   if (s.B * s.H == 0) return;
   size_t bytes = 0;
-  const int bt = pick_tile<T>(s, false, &bytes);
+  const int bt = pick_tile<T>(s, false, true, &bytes);
   const Params P = make_params(s, q, k, v, lambda, valid, bt);
   if (bt == 64)
     launch_fwd<T, 64>(P, bytes, static_cast<T*>(o), static_cast<T*>(lse));
@@ -677,7 +751,8 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
     return;
   }
   size_t bytes = 0;
-  const int bt = pick_tile<T>(s, true, &bytes);
+  const bool smem_acc = bwd_smem_acc<T>();
+  const int bt = pick_tile<T>(s, true, smem_acc, &bytes);
   const Params P = make_params(s, q, k, v, lambda, valid, bt);
   // Coarse rows that only virtual positions map to get no gradient: zero everything first.
   for (int64_t l = 0; l < s.L; ++l) {
@@ -699,11 +774,11 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   Scratch part(dlambda ? nparts * sizeof(double) : sizeof(double));
   double* part_dev = dlambda ? part.as<double>() : nullptr;
   if (bt == 64)
-    launch_bwd<T, 64>(P, bytes, static_cast<const T*>(dout), static_cast<const T*>(lse), D.as<T>(), dk_dev,
-                      static_cast<T*>(dv), dq_dev, part_dev);
+    launch_bwd<T, 64>(P, smem_acc, bytes, static_cast<const T*>(dout), static_cast<const T*>(lse), D.as<T>(),
+                      dk_dev, static_cast<T*>(dv), dq_dev, part_dev);
   else
-    launch_bwd<T, 32>(P, bytes, static_cast<const T*>(dout), static_cast<const T*>(lse), D.as<T>(), dk_dev,
-                      static_cast<T*>(dv), dq_dev, part_dev);
+    launch_bwd<T, 32>(P, smem_acc, bytes, static_cast<const T*>(dout), static_cast<const T*>(lse), D.as<T>(),
+                      dk_dev, static_cast<T*>(dv), dq_dev, part_dev);
   if (dlambda) {
     HKT_LAUNCH(blocks_for(s.H * s.L), kThreads, 0, attn_dlambda<T>)(part_dev, s.B, s.H, P.nt, int(s.L),
                                                                     static_cast<T*>(dlambda));

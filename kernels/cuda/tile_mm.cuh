@@ -73,6 +73,63 @@ __device__ void mm(float* C, int ldc, const float* A, int lda, const float* B, i
     wmma::store_matrix_sync(C + m0 * ldc + n0, c, ldc, wmma::mem_row_major);
   }
 }
+
+// Accumulator tiles of one M x N float product kept in registers across calls
+// (instead of a shared-memory C loaded and stored by every call): warp w owns
+// the 16 x 16 tiles w, w + warps, ..., at most NF of them (the caller checks
+// (M / 16) (N / 16) <= NF * warps). AccFrags<0> is empty: the shared-memory path.
+template <int NF>
+struct AccFrags {
+  wmma::fragment<wmma::accumulator, 16, 16, 8, float> f[NF];
+  __device__ void zero() {
+#pragma unroll
+    for (int i = 0; i < NF; ++i) wmma::fill_fragment(f[i], 0.0f);
+  }
+};
+template <>
+struct AccFrags<0> {
+  __device__ void zero() {}
+};
+
+// acc += op(A) op(B); M, N multiples of 16, K of 8; layouts as in mm().
+template <bool ARow, bool BRow, int NF>
+__device__ void mm_acc(AccFrags<NF>& acc, const float* A, int lda, const float* B, int ldb, int M, int N, int K) {
+  using ALay = std::conditional_t<ARow, wmma::row_major, wmma::col_major>;
+  using BLay = std::conditional_t<BRow, wmma::row_major, wmma::col_major>;
+  const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, tn = N / 16, tiles = (M / 16) * tn;
+#pragma unroll
+  for (int i = 0; i < NF; ++i) {
+    const int t = warp + i * warps;
+    if (t < tiles) {
+      const int m0 = (t / tn) * 16, n0 = (t - (t / tn) * tn) * 16;
+      for (int k0 = 0; k0 < K; k0 += 8) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, ALay> a_hi, a_lo;
+        wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, BLay> b_hi, b_lo;
+        wmma::load_matrix_sync(a_hi, ARow ? A + m0 * lda + k0 : A + k0 * lda + m0, lda);
+        wmma::load_matrix_sync(b_hi, BRow ? B + k0 * ldb + n0 : B + n0 * ldb + k0, ldb);
+        split(a_hi, a_lo);
+        split(b_hi, b_lo);
+        wmma::mma_sync(acc.f[i], a_lo, b_hi, acc.f[i]);
+        wmma::mma_sync(acc.f[i], a_hi, b_lo, acc.f[i]);
+        wmma::mma_sync(acc.f[i], a_hi, b_hi, acc.f[i]);
+      }
+    }
+  }
+}
+
+// C = acc (row major, in shared memory), the tiles as mm_acc owns them.
+template <int NF>
+__device__ void store_acc(float* C, int ldc, const AccFrags<NF>& acc, int M, int N) {
+  const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, tn = N / 16, tiles = (M / 16) * tn;
+#pragma unroll
+  for (int i = 0; i < NF; ++i) {
+    const int t = warp + i * warps;
+    if (t < tiles) {
+      const int m0 = (t / tn) * 16, n0 = (t - (t / tn) * tn) * 16;
+      wmma::store_matrix_sync(C + m0 * ldc + n0, acc.f[i], ldc, wmma::mem_row_major);
+    }
+  }
+}
 }  // namespace wmma_tf32
 
 template <bool ARow, bool BRow, class T>
