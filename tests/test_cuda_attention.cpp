@@ -6,6 +6,8 @@
 #include "cuda_test_main.hpp"
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "helpers/attention_cases.hpp"
 
@@ -39,6 +41,33 @@ TEST_CASE("cuda attention: fused kernel vs CPU fused and composite, random shape
           check_all(gpu, ref, what + ": cuda fused vs float64 composite", 1e-4);
         }
       }
+}
+
+TEST_CASE("cuda attention: the kernel variants behind the benchmark knobs") {
+  // HKT_CUDA_ATTN_FWD=mma: the register-resident forward (attention_fwd_mma.cu,
+  // dh <= 64); HKT_CUDA_ATTN_BWD_ACC=smem: the backward's accumulators in
+  // shared memory. Both must compute what the default kernels compute.
+  HKT_REQUIRE_GPU();
+  struct Case {
+    int64_t B, H, T, dh, L;
+  };
+  const std::vector<Case> cases = {{2, 2, 7, 16, 2}, {3, 2, 100, 24, 4}, {1, 2, 1000, 64, 3}, {2, 2, 129, 40, 1}};
+  for (const char* knob : {"HKT_CUDA_ATTN_FWD=mma", "HKT_CUDA_ATTN_BWD_ACC=smem"}) {
+    const std::string kv = knob;
+    const std::string name = kv.substr(0, kv.find('=')), value = kv.substr(kv.find('=') + 1);
+    setenv(name.c_str(), value.c_str(), 1);
+    uint64_t seed = 71;
+    for (const Case& c : cases)
+      for (bool causal : {false, true}) {
+        const Inputs in = make_inputs(c.B, c.H, c.T, c.dh, c.L, true, seed++);
+        const double scale = 1.0 / std::sqrt(static_cast<double>(c.dh));
+        const auto gpu = run(in, Device::cuda(), DType::Float32, causal, scale, false);
+        const auto cpu = run(in, Device::cpu(), DType::Float32, causal, scale, false);
+        check_all(gpu, cpu, kv + ": T " + std::to_string(c.T) + " dh " + std::to_string(c.dh) + " L " +
+                                std::to_string(c.L) + (causal ? " causal" : ""), 1e-4);
+      }
+    unsetenv(name.c_str());
+  }
 }
 
 TEST_CASE("cuda attention: the composite reference runs on the GPU too; float64 fused") {

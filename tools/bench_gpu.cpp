@@ -3,7 +3,8 @@
 // Fused attention forward and forward+backward on the GPU, D = 512, H = 8
 // (dh = 64), B = max(1, 16384 / T) sequences of T = 1024 .. 16384: MHA (the
 // L = 1 kernel) and HKT with L = 1..4 (bidirectional); then one training
-// step (forward, backward, AdamW) of the hkt-small classifier. Times are the
+// step (forward, backward, AdamW) of the hkt-small classifier, and the
+// kernel variants behind benchmark knobs (bench_variants). Times are the
 // best of --reps calls after one warm-up, in milliseconds.
 //
 //   hkt-bench-gpu [--quick] [--reps N] [--max-t T]
@@ -12,9 +13,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hkt/hkt.hpp"
@@ -46,27 +49,36 @@ void row(const std::string& t, const std::string& b, const std::string& what, co
   std::fflush(stdout);
 }
 
-void bench_attention(int64_t T, int reps) {
+// Best fwd and fwd+bwd times of the fused kernel for one (T, L), bidirectional.
+std::pair<double, double> time_attention(int64_t T, int64_t L, int reps) {
   const int64_t D = 512, H = 8, dh = D / H, B = std::max<int64_t>(1, 16384 / T);
   const Device dev = Device::cuda();
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
   Generator g(1);
+  std::vector<Tensor> q, k;
+  for (int64_t l = 0; l < L; ++l) {
+    q.push_back(randn({B, H, hkt_level_len(T, l), dh}, {DType::Float32, dev}, &g).set_requires_grad(true));
+    k.push_back(randn({B, H, hkt_level_len(T, l), dh}, {DType::Float32, dev}, &g).set_requires_grad(true));
+  }
+  const Tensor v = randn({B, H, T, dh}, {DType::Float32, dev}, &g).set_requires_grad(true);
+  const Tensor lam = full({H, L}, 1.0 / static_cast<double>(L), {DType::Float32, dev}).set_requires_grad(true);
+  const Tensor w = randn({B, H, T, dh}, {DType::Float32, dev}, &g);
+  const double fwd = time_ms([&] {
+    NoGradGuard ng;
+    (void)hkt_attention(q, k, v, lam, Tensor(), false, scale);
+  }, reps);
+  const double both = time_ms([&] { sum(hkt_attention(q, k, v, lam, Tensor(), false, scale) * w).backward(); },
+                              reps);
+  return {fwd, both};
+}
+
+std::string batch(int64_t T) { return std::to_string(std::max<int64_t>(1, 16384 / T)); }
+
+void bench_attention(int64_t T, int reps) {
+  const int64_t H = 8, dh = 64, B = std::max<int64_t>(1, 16384 / T);
   double mha_both = 0;
   for (int64_t L = 1; L <= 4; ++L) {
-    std::vector<Tensor> q, k;
-    for (int64_t l = 0; l < L; ++l) {
-      q.push_back(randn({B, H, hkt_level_len(T, l), dh}, {DType::Float32, dev}, &g).set_requires_grad(true));
-      k.push_back(randn({B, H, hkt_level_len(T, l), dh}, {DType::Float32, dev}, &g).set_requires_grad(true));
-    }
-    const Tensor v = randn({B, H, T, dh}, {DType::Float32, dev}, &g).set_requires_grad(true);
-    const Tensor lam = full({H, L}, 1.0 / static_cast<double>(L), {DType::Float32, dev}).set_requires_grad(true);
-    const Tensor w = randn({B, H, T, dh}, {DType::Float32, dev}, &g);
-    const double fwd = time_ms([&] {
-      NoGradGuard ng;
-      (void)hkt_attention(q, k, v, lam, Tensor(), false, scale);
-    }, reps);
-    const double both = time_ms([&] { sum(hkt_attention(q, k, v, lam, Tensor(), false, scale) * w).backward(); },
-                                reps);
+    const auto [fwd, both] = time_attention(T, L, reps);
     if (L == 1) mha_both = both;
     // Useful FLOPs of MHA: 4 B H T^2 dh forward, 8 B H T^2 dh backward.
     const double flops = 12.0 * static_cast<double>(B * H) * static_cast<double>(T) * static_cast<double>(T) *
@@ -76,9 +88,33 @@ void bench_attention(int64_t T, int reps) {
       std::snprintf(extra, sizeof extra, "%.1f TFLOP/s (fwd+bwd, useful)", flops / (both * 1e-3) / 1e12);
     else
       std::snprintf(extra, sizeof extra, "%.2fx MHA", both / mha_both);
-    row(std::to_string(T), std::to_string(B), L == 1 ? "MHA" : "HKT L=" + std::to_string(L), "hkt fused", fwd, both,
-        extra);
+    row(std::to_string(T), batch(T), L == 1 ? "MHA" : "HKT L=" + std::to_string(L), "hkt fused", fwd, both, extra);
   }
+}
+
+// The kernel variants a benchmark knob selects, against the default, for MHA
+// and HKT L = 3: the register-resident forward (HKT_CUDA_ATTN_FWD=mma,
+// attention_fwd_mma.cu) and the backward's accumulators in shared memory
+// (HKT_CUDA_ATTN_BWD_ACC=smem) instead of registers.
+void bench_variants(int reps) {
+  struct Knob {
+    const char *name, *value, *label;
+  };
+  const Knob knobs[] = {{"HKT_CUDA_ATTN_FWD", "mma", "fwd mma"}, {"HKT_CUDA_ATTN_BWD_ACC", "smem", "bwd acc smem"}};
+  for (int64_t T : {1024, 4096})
+    for (int64_t L : {1, 3}) {
+      const std::string what = L == 1 ? "MHA" : "HKT L=3";
+      const auto [base_fwd, base_both] = time_attention(T, L, reps);
+      for (const Knob& k : knobs) {
+        setenv(k.name, k.value, 1);
+        const auto [fwd, both] = time_attention(T, L, reps);
+        unsetenv(k.name);
+        char extra[128];
+        std::snprintf(extra, sizeof extra, "%s=%s; default %.2f / %.2f ms: %.2fx / %.2fx", k.name, k.value, base_fwd,
+                      base_both, fwd / base_fwd, both / base_both);
+        row(std::to_string(T), batch(T), what, k.label, fwd, both, extra);
+      }
+    }
 }
 
 void bench_train_step(int reps) {
@@ -125,6 +161,7 @@ int main(int argc, char** argv) {
     std::printf("| T | B | what | impl | fwd ms | fwd+bwd ms | notes |\n|--:|--:|---|---|--:|--:|---|\n");
     for (int64_t T = 1024; T <= max_t; T *= 2) bench_attention(T, reps);
     bench_train_step(reps);
+    bench_variants(reps);
     const CudaMemoryStats m = cuda_memory_stats();
     std::fprintf(stderr, "hkt-bench-gpu: peak device memory %.1f MiB, %llu cudaMalloc calls, %llu cache hits\n",
                  static_cast<double>(m.peak_allocated_bytes) / (1 << 20),

@@ -216,6 +216,54 @@ void warp_collective(const char* what, CollectiveFn fn, void* data) {
   park(St::Warp);
 }
 void set_reverse_order(bool reverse) { g_reverse = reverse; }
+
+namespace {
+struct Mma16x8x8 {
+  float* d;
+  const uint32_t* a;
+  const uint32_t* b;
+};
+float tf32_value(uint32_t bits) {
+  bits &= ~0x1fffu;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+void mma16x8x8_warp(void* const* lanes, int n) {
+  if (n != 32) throw std::logic_error("hkt_emu: mma.sync needs a full warp of 32 lanes");
+  float A[16][8], B[8][8], C[16][8];
+  for (int l = 0; l < 32; ++l) {
+    const Mma16x8x8& m = *static_cast<const Mma16x8x8*>(lanes[l]);
+    const int g = l >> 2, t = l & 3;
+    A[g][t] = tf32_value(m.a[0]);
+    A[g + 8][t] = tf32_value(m.a[1]);
+    A[g][t + 4] = tf32_value(m.a[2]);
+    A[g + 8][t + 4] = tf32_value(m.a[3]);
+    B[t][g] = tf32_value(m.b[0]);
+    B[t + 4][g] = tf32_value(m.b[1]);
+    C[g][2 * t] = m.d[0];
+    C[g][2 * t + 1] = m.d[1];
+    C[g + 8][2 * t] = m.d[2];
+    C[g + 8][2 * t + 1] = m.d[3];
+  }
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 8; ++c)
+      for (int k = 0; k < 8; ++k) C[r][c] += A[r][k] * B[k][c];
+  for (int l = 0; l < 32; ++l) {
+    const Mma16x8x8& m = *static_cast<const Mma16x8x8*>(lanes[l]);
+    const int g = l >> 2, t = l & 3;
+    m.d[0] = C[g][2 * t];
+    m.d[1] = C[g][2 * t + 1];
+    m.d[2] = C[g + 8][2 * t];
+    m.d[3] = C[g + 8][2 * t + 1];
+  }
+}
+}  // namespace
+
+void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  Mma16x8x8 me{d, a, b};
+  warp_collective("mma.sync.m16n8k8.tf32", &mma16x8x8_warp, &me);
+}
 void set_last_error(int e) {
   if (g_last_error == 0) g_last_error = e;
 }

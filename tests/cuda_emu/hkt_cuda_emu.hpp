@@ -146,7 +146,32 @@ T shfl(const char* what, T v, int src) {
   return d.out;
 }
 
+// cvt.rna.tf32.f32 as bits: round to 10 mantissa bits, ties away from zero.
+inline uint32_t tf32_rna_bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & ~0x1fffu;
+  return u;
+}
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, d += a b, with the PTX
+// ISA's fragment layout (g = lane / 4, t = lane % 4): a0 = A[g][t],
+// a1 = A[g + 8][t], a2 = A[g][t + 4], a3 = A[g + 8][t + 4]; b0 = B[t][g],
+// b1 = B[t + 4][g]; d0 = D[g][2t], d1 = D[g][2t + 1], d2 = D[g + 8][2t],
+// d3 = D[g + 8][2t + 1]. Only the TF32 bits of a and b are used.
+void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]);
+
 }  // namespace hkt_emu
+
+inline float __uint_as_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint32_t __float_as_uint(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 
 #define threadIdx (::hkt_emu::g_ctx->thread)
 #define blockIdx (::hkt_emu::g_ctx->block)

@@ -1,0 +1,247 @@
+// Shared by the fused attention kernels (attention.cu, attention_fwd_mma.cu):
+// the problem (Params), the tile geometry and shared-memory layout (Layout),
+// row loads into shared memory, the coarse levels' score grids, masks and
+// the combined score. See attention.cu for the scheme.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cuda/attention.hpp"
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/tile_mm.cuh"
+
+namespace hkt::cuda {
+namespace {
+
+constexpr int kMaxLevels = 7;
+constexpr int kMaxDh = 128;
+
+struct Params {
+  int64_t B, H, T, dh;
+  int L, off, nt;  // levels, tile offset, tiles
+  bool causal;
+  const void* q[kMaxLevels];
+  const void* k[kMaxLevels];
+  const void* v;
+  const void* lambda;
+  const bool* valid;
+  double scale;
+};
+
+// Per-level output pointers, passed by value (on = wanted).
+template <class T>
+struct LevelPtrs {
+  T* p[kMaxLevels];
+  bool on;
+};
+
+__host__ __device__ inline int64_t level_len(int64_t T, int l) { return (T + (int64_t{1} << l) - 1) >> l; }
+
+// Shared-memory layout (in elements of T), the same on host and device. Every
+// buffer starts at a multiple of 8 elements and every leading dimension is a
+// multiple of 4, as the tensor-core loads need (tile_mm.cuh).
+// smem_acc: the backward's level-0 accumulators (dK_0, dV; dQ_0) live in
+// shared memory (float64, or HKT_CUDA_ATTN_BWD_ACC=smem) rather than in
+// registers (wmma_tf32::AccFrags).
+struct Layout {
+  int dhp, ld, lds, BT, G1, L;
+  bool smem_acc;
+  __host__ __device__ static int up8(int n) { return (n + 7) & ~7; }
+  __host__ __device__ Layout(int bt, int dh, int levels, bool smem_accumulators = true)
+      : dhp((dh + 15) & ~15), ld(((dh + 15) & ~15) + 4), lds(bt + 4), BT(bt), G1(levels > 1 ? bt / 2 : 0),
+        L(levels), smem_acc(smem_accumulators) {}
+  __host__ __device__ int rows() const { return up8(BT * ld); }      // BT rows of a head dim
+  __host__ __device__ int scores() const { return up8(BT * lds); }   // BT x BT scores
+  __host__ __device__ int level_rows() const { return up8(G1 * ld); }
+  __host__ __device__ int grid_off(int l) const {  // offset of level l's G x G grid
+    int o = 0;
+    for (int m = 1; m < l; ++m) o += up8((BT >> m) * (BT >> m));
+    return o;
+  }
+  __host__ __device__ int acc_row(int l) const {  // first row of level l's coarse accumulator
+    int r = 0;
+    for (int m = 1; m < l; ++m) r += BT >> m;
+    return r;
+  }
+  __host__ __device__ int fwd_elems() const { return 4 * rows() + scores() + 2 * level_rows() + grid_off(L) + up8(BT); }
+  __host__ __device__ int bwd_elems() const {
+    return (smem_acc ? 6 : 4) * rows() + 2 * scores() + 2 * level_rows() + 2 * grid_off(L) + up8(acc_row(L) * ld) +
+           2 * up8(BT);
+  }
+};
+
+// Carves consecutive buffers out of dynamic shared memory.
+template <class T>
+struct Carver {
+  T* p;
+  __device__ T* take(int elems) {
+    T* r = p;
+    p += elems;
+    return r;
+  }
+};
+
+// dst[r * ld + d] = rows[first + r][d] for r < count, d < dh (zero outside
+// [0, n) and in the padding columns dh <= d < dhp). Each thread issues kLoadBatch
+// independent loads before it stores any (a plain loop waits for every load in
+// turn), with float4 accesses when rows allow them.
+constexpr int kLoadBatch = 8;
+template <class T>
+struct RowCopy {  // count rows from rows[first] on into dst (see load_rows)
+  T* dst;
+  const T* rows;
+  int64_t first;
+};
+// c[which] without a runtime index into c (which would put c in local memory).
+template <class T, int N>
+__device__ inline RowCopy<T> pick(const RowCopy<T> (&c)[N], int which) {
+  RowCopy<T> r = c[0];
+#pragma unroll
+  for (int i = 1; i < N; ++i)
+    if (which == i) r = c[i];
+  return r;
+}
+template <class V, class T, int N>
+__device__ void load_rows_as(const RowCopy<T> (&c)[N], int ld, int count, int64_t n, int dh, int dhp) {
+  constexpr int W = sizeof(V) / sizeof(T);
+  const int per_row = dhp / W, live = dh / W, each = count * per_row, total = N * each;
+  for (int base = threadIdx.x; base < total; base += kLoadBatch * blockDim.x) {
+    V v[kLoadBatch];
+#pragma unroll
+    for (int u = 0; u < kLoadBatch; ++u) {
+      const int e = base + u * blockDim.x;
+      v[u] = V{};
+      if (e < total) {
+        const int which = e / each, x = e - which * each, r = x / per_row, col = x - r * per_row;
+        const RowCopy<T> cw = pick(c, which);
+        const int64_t src = cw.first + r;
+        if (col < live && src >= 0 && src < n) v[u] = reinterpret_cast<const V*>(cw.rows + src * dh)[col];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kLoadBatch; ++u) {
+      const int e = base + u * blockDim.x;
+      if (e < total) {
+        const int which = e / each, x = e - which * each, r = x / per_row, col = x - r * per_row;
+        reinterpret_cast<V*>(pick(c, which).dst + r * ld)[col] = v[u];
+      }
+    }
+  }
+}
+// Copies N groups of count rows at once (all loads of a batch in flight together).
+template <class T, int N>
+__device__ void load_rows(const RowCopy<T> (&c)[N], int ld, int count, int64_t n, int dh, int dhp) {
+  if constexpr (std::is_same_v<T, float>) {
+    // dhp and ld are multiples of 4, every dst is 32-byte aligned (Layout).
+    bool aligned = dh % 4 == 0;
+    for (int i = 0; i < N; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(c[i].rows) % 16 == 0;
+    if (aligned) {
+      load_rows_as<float4>(c, ld, count, n, dh, dhp);
+      return;
+    }
+  }
+  load_rows_as<T>(c, ld, count, n, dh, dhp);
+}
+template <class T>
+__device__ void load_rows(T* dst, int ld, const T* rows, int64_t first, int count, int64_t n, int dh, int dhp) {
+  const RowCopy<T> c[1] = {{dst, rows, first}};
+  load_rows(c, ld, count, n, dh, dhp);
+}
+
+template <class T>
+__device__ void zero(T* p, int n) {
+  for (int e = threadIdx.x; e < n; e += blockDim.x) p[e] = T(0);
+}
+
+// Level-l rows of (b, h), and the first coarse row of tile t.
+template <class T>
+__device__ inline const T* level_rows(const Params& P, const void* const* base, int l, int64_t bh) {
+  return static_cast<const T*>(base[l]) + bh * level_len(P.T, l) * P.dh;
+}
+__device__ inline int64_t coarse_first(const Params& P, int t, int l, int BT) {
+  return ((int64_t(t) * BT) >> l) - P.off;
+}
+
+// Cg_l = Q_l[tile tq] K_l[tile tk]^T for l = 1..L-1 (unscaled), level l's
+// grid at lay.grid_off(l) in Cg. Uses Ql, Kl as staging. Starts and ends with
+// a barrier.
+template <class T>
+__device__ void level_grids(const Params& P, int64_t bh, int tq, int tk, const Layout& lay, T* Ql, T* Kl, T* Cg) {
+  for (int l = 1; l < P.L; ++l) {
+    const int G = lay.BT >> l;
+    const int64_t n = level_len(P.T, l);
+    __syncthreads();  // Ql, Kl free
+    const RowCopy<T> c[2] = {{Ql, level_rows<T>(P, P.q, l, bh), coarse_first(P, tq, l, lay.BT)},
+                             {Kl, level_rows<T>(P, P.k, l, bh), coarse_first(P, tk, l, lay.BT)}};
+    load_rows(c, lay.ld, G, n, int(P.dh), lay.dhp);
+    __syncthreads();
+    tile_mm<true, false>(Cg + lay.grid_off(l), G, Ql, lay.ld, Kl, lay.ld, G, G, lay.dhp, false);
+  }
+  __syncthreads();
+}
+
+__device__ inline bool key_masked(const Params& P, int64_t b, int64_t i, int64_t j) {
+  if (j < 0 || j >= P.T || i < 0 || i >= P.T) return true;
+  if (P.valid && !P.valid[b * P.T + j]) return true;
+  return P.causal && j > i;
+}
+
+template <class T>
+__device__ inline T weight(const Params& P, int64_t h, int l) {
+  return static_cast<T>(static_cast<double>(static_cast<const T*>(P.lambda)[h * P.L + l]) * P.scale);
+}
+
+// Combined score of local (p, p2) given the level-0 dot c0.
+template <class T>
+__device__ inline T combine(const Params& P, const Layout& lay, const T* w, const T* Cg, int p, int p2, T c0) {
+  T s = w[0] * c0;
+  int off = 0;  // lay.grid_off(l)
+  // Unrolled to kMaxLevels so that w[] stays in registers (a runtime index puts it in local memory).
+#pragma unroll
+  for (int l = 1; l < kMaxLevels; ++l) {
+    if (l >= P.L) break;
+    const int G = lay.BT >> l;
+    s += w[l] * Cg[off + (p >> l) * G + (p2 >> l)];
+    off += Layout::up8(G * G);
+  }
+  return s;
+}
+
+// --- host side ----------------------------------------------------------------
+
+inline Params make_params(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                          const void* v, const void* lambda, const bool* valid, int bt) {
+  HKT_CHECK(s.L >= 1 && s.L <= kMaxLevels, "hkt_attention: the CUDA kernel takes 1 to ", kMaxLevels,
+            " levels, got L = ", s.L);
+  HKT_CHECK(s.dh >= 1 && s.dh <= kMaxDh, "hkt_attention: the CUDA kernel takes head dims up to ", kMaxDh,
+            ", got dh = ", s.dh);
+  HKT_CHECK(s.B * s.H <= 65535, "hkt_attention: B * H = ", s.B * s.H, " exceeds the CUDA grid limit (65535)");
+  Params P{};
+  P.B = s.B;
+  P.H = s.H;
+  P.T = s.T;
+  P.dh = s.dh;
+  P.L = static_cast<int>(s.L);
+  P.causal = s.causal;
+  P.off = s.causal ? 1 : 0;
+  P.nt = static_cast<int>((s.T + P.off + bt - 1) / bt);
+  for (int l = 0; l < P.L; ++l) {
+    P.q[l] = q[static_cast<size_t>(l)];
+    P.k[l] = k[static_cast<size_t>(l)];
+  }
+  P.v = v;
+  P.lambda = lambda;
+  P.valid = valid;
+  P.scale = s.scale;
+  return P;
+}
+
+template <class Kernel>
+void allow_smem(Kernel kernel, size_t bytes) {
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+}
+
+}  // namespace
+}  // namespace hkt::cuda

@@ -1,0 +1,224 @@
+// The fused attention forward with the scores in registers
+// (FlashAttention-2 style), float32, head dims up to 64: the same function and
+// tiles as attn_fwd (attention.cu), another division of the work.
+//
+// A block of 4 warps takes 64 query rows, 16 per warp. Each warp keeps its
+// rows' Q (split once into TF32 hi and lo), its 16 x 64 scores, and its 16 x dh
+// output in registers, as PTX mma.sync m16n8k8 fragments (mma_tf32.cuh). Per
+// key tile, the block loads K and V into shared memory and splits them there
+// once (hi, lo), computes the coarse levels' grids as attn_fwd does
+// (level_grids), then each warp
+//   S = w_0 Q K^T (3xTF32) + sum_l w_l Cg_l[p >> l, p' >> l], masked;
+//   online softmax over its rows (a row lives in the 4 lanes of a quad);
+//   O = alpha O + P V (3xTF32), P taken straight from the score fragments:
+// a C fragment holds keys 2t and 2t + 1 where an A fragment wants t and t + 4,
+// so the key order inside each group of 8 is permuted, in P and in V alike.
+// No shared-memory round trip for S, P or O; no block barrier per product.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/attention_fwd_mma.hpp"
+#include "kernels/cuda/mma_tf32.cuh"
+
+namespace hkt::cuda {
+namespace {
+
+constexpr int kMmaBT = 64;        // query and key tile rows
+constexpr int kMmaThreads = 128;  // 4 warps of 16 query rows
+
+__host__ __device__ constexpr int mma_ld(int dhp) { return dhp + 4; }  // conflict-free fragment reads
+// Shared memory in floats: K and V (hi, lo), then the levels' staging and grids.
+inline size_t mma_fwd_elems(const Layout& lay, int dhp) {
+  return 4 * static_cast<size_t>(Layout::up8(kMmaBT * mma_ld(dhp))) + 2 * lay.level_rows() + lay.grid_off(lay.L);
+}
+
+// Rows [0, kMmaBT) x columns [0, DHP) of a tile at ld: hi in place, lo beside it.
+template <int DHP>
+__device__ void split_tile(float* hi, float* lo) {
+  constexpr int ld = mma_ld(DHP);
+  for (int e = threadIdx.x; e < kMmaBT * DHP; e += blockDim.x) {
+    const int idx = (e / DHP) * ld + e % DHP;
+    uint32_t h, l;
+    split_tf32(hi[idx], h, l);
+    hi[idx] = __uint_as_float(h);
+    lo[idx] = __uint_as_float(l);
+  }
+}
+
+template <int DHP>
+__global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, float* O, float* LSE) {
+  HKT_DYNAMIC_SHARED(smem_raw);
+  constexpr int BT = kMmaBT, ld = mma_ld(DHP), KS = DHP / 8, NT = BT / 8, ND = DHP / 8;
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const Layout lay(BT, int(P.dh), P.L);
+  Carver<float> cv{reinterpret_cast<float*>(smem_raw)};
+  float* Khi = cv.take(Layout::up8(BT * ld));
+  float* Klo = cv.take(Layout::up8(BT * ld));
+  float* Vhi = cv.take(Layout::up8(BT * ld));
+  float* Vlo = cv.take(Layout::up8(BT * ld));
+  float* Ql = cv.take(lay.level_rows());
+  float* Kl = cv.take(lay.level_rows());
+  float* Cg = cv.take(lay.grid_off(P.L));
+
+  const int tq = blockIdx.x, dh = int(P.dh);
+  const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int r0 = (threadIdx.x >> 5) * 16 + g;  // this lane's rows: r0 and r0 + 8
+  const int64_t i0 = int64_t(tq) * BT - P.off;
+  float w[kMaxLevels];
+#pragma unroll
+  for (int l = 0; l < kMaxLevels; ++l) w[l] = l < P.L ? weight<float>(P, h, l) : 0.0f;
+
+  // Q's A fragments, split once: staged through Khi.
+  load_rows(Khi, ld, level_rows<float>(P, P.q, 0, bh), i0, BT, P.T, dh, DHP);
+  __syncthreads();
+  uint32_t qh[KS][4], ql[KS][4];
+#pragma unroll
+  for (int kk = 0; kk < KS; ++kk) {
+    const float* q = Khi + r0 * ld + 8 * kk + t;
+    split_tf32(q[0], qh[kk][0], ql[kk][0]);
+    split_tf32(q[8 * ld], qh[kk][1], ql[kk][1]);
+    split_tf32(q[4], qh[kk][2], ql[kk][2]);
+    split_tf32(q[8 * ld + 4], qh[kk][3], ql[kk][3]);
+  }
+  float o[ND][4];
+#pragma unroll
+  for (int n = 0; n < ND; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  float m_run[2] = {kNegInf, kNegInf}, l_run[2] = {0.0f, 0.0f};
+
+  const float* k0 = level_rows<float>(P, P.k, 0, bh);
+  const float* vv = static_cast<const float*>(P.v) + bh * P.T * P.dh;
+  const int last = P.causal ? tq : P.nt - 1;
+  for (int tk = 0; tk <= last; ++tk) {
+    const int64_t j0 = int64_t(tk) * BT - P.off;
+    __syncthreads();  // the Q staging and the previous tile's readers are done
+    const RowCopy<float> kv[2] = {{Khi, k0, j0}, {Vhi, vv, j0}};
+    load_rows(kv, ld, BT, P.T, dh, DHP);
+    level_grids<float>(P, bh, tq, tk, lay, Ql, Kl, Cg);  // barriers before and after
+    split_tile<DHP>(Khi, Klo);
+    split_tile<DHP>(Vhi, Vlo);
+    __syncthreads();
+
+    // S = Q K^T: n-tile j holds keys 8j .. 8j + 7.
+    float s[NT][4];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk)
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const int e = (8 * j + g) * ld + 8 * kk + t;  // B[t][g] = K[8j + g][8kk + t]
+        const uint32_t bh2[2] = {__float_as_uint(Khi[e]), __float_as_uint(Khi[e + 4])};
+        const uint32_t bl2[2] = {__float_as_uint(Klo[e]), __float_as_uint(Klo[e + 4])};
+        mma_3xtf32(s[j], qh[kk], ql[kk], bh2, bl2);
+      }
+
+    // Combined, masked scores and the online softmax; element e of s[j] is row
+    // r0 + 8 (e >> 1), key 8j + 2t + (e & 1).
+    float mx[2] = {kNegInf, kNegInf};
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int p = r0 + 8 * (e >> 1), p2 = 8 * j + 2 * t + (e & 1);
+        if (key_masked(P, b, i0 + p, j0 + p2)) {
+          s[j][e] = kNegInf;
+        } else {
+          s[j][e] = combine(P, lay, w, Cg, p, p2, s[j][e]);
+          mx[e >> 1] = s[j][e] > mx[e >> 1] ? s[j][e] : mx[e >> 1];
+        }
+      }
+    float alpha[2], rs[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      const float m_new = mx[r] > m_run[r] ? mx[r] : m_run[r];
+      alpha[r] = m_new == kNegInf ? 1.0f : m_run[r] == kNegInf ? 0.0f : exp(m_run[r] - m_new);
+      mx[r] = m_new;
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = e >> 1;
+        s[j][e] = mx[r] == kNegInf || s[j][e] == kNegInf ? 0.0f : exp(s[j][e] - mx[r]);
+        rs[r] += s[j][e];
+      }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 1);
+      rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 2);
+      l_run[r] = l_run[r] * alpha[r] + rs[r];
+      m_run[r] = mx[r];
+    }
+#pragma unroll
+    for (int n = 0; n < ND; ++n) {
+      o[n][0] *= alpha[0];
+      o[n][1] *= alpha[0];
+      o[n][2] *= alpha[1];
+      o[n][3] *= alpha[1];
+    }
+
+    // O += P V over the keys of n-tile j, in the order 2t, 2t + 1 -> t, t + 4.
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      uint32_t ah[4], al[4];
+      split_tf32(s[j][0], ah[0], al[0]);  // A[g][t]         = P[r0][8j + 2t]
+      split_tf32(s[j][2], ah[1], al[1]);  // A[g + 8][t]     = P[r0 + 8][8j + 2t]
+      split_tf32(s[j][1], ah[2], al[2]);  // A[g][t + 4]     = P[r0][8j + 2t + 1]
+      split_tf32(s[j][3], ah[3], al[3]);  // A[g + 8][t + 4] = P[r0 + 8][8j + 2t + 1]
+#pragma unroll
+      for (int n = 0; n < ND; ++n) {
+        const int e = (8 * j + 2 * t) * ld + 8 * n + g;  // B[t][g] = V[8j + 2t][8n + g], B[t + 4][g]: key + 1
+        const uint32_t bh2[2] = {__float_as_uint(Vhi[e]), __float_as_uint(Vhi[e + ld])};
+        const uint32_t bl2[2] = {__float_as_uint(Vlo[e]), __float_as_uint(Vlo[e + ld])};
+        mma_3xtf32(o[n], ah, al, bh2, bl2);
+      }
+    }
+  }
+
+  // O / l and LSE, straight from the fragments (columns 8n + 2t, 8n + 2t + 1).
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t i = i0 + r0 + 8 * r;
+    if (i < 0 || i >= P.T) continue;
+    const float inv = l_run[r] > 0 ? 1.0f / l_run[r] : 0.0f;
+    float* orow = O + (bh * P.T + i) * P.dh;
+#pragma unroll
+    for (int n = 0; n < ND; ++n) {
+      const int c = 8 * n + 2 * t;
+      if (c < dh) orow[c] = o[n][2 * r] * inv;
+      if (c + 1 < dh) orow[c + 1] = o[n][2 * r + 1] * inv;
+    }
+    if (t == 0)
+      LSE[bh * P.T + i] = l_run[r] > 0 ? m_run[r] + log(l_run[r]) : std::numeric_limits<float>::infinity();
+  }
+}
+
+template <int DHP>
+void launch_fwd_mma(const Params& P, float* o, float* lse) {
+  const Layout lay(kMmaBT, int(P.dh), P.L);
+  const size_t bytes = mma_fwd_elems(lay, DHP) * sizeof(float);
+  allow_smem(attn_fwd_mma<DHP>, bytes);
+  const dim3 grid(static_cast<unsigned>(P.nt), static_cast<unsigned>(P.B * P.H));
+  HKT_LAUNCH(grid, kMmaThreads, bytes, attn_fwd_mma<DHP>)(P, o, lse);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+bool attention_forward_mma(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                           const void* v, const void* lambda, const bool* valid, float* o, float* lse) {
+  if (s.dh > 64) return false;
+  const Params P = make_params(s, q, k, v, lambda, valid, kMmaBT);
+  if (s.dh <= 32)
+    launch_fwd_mma<32>(P, o, lse);
+  else
+    launch_fwd_mma<64>(P, o, lse);
+  return true;
+}
+
+}  // namespace hkt::cuda
