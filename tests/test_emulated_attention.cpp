@@ -118,22 +118,24 @@ TEST_CASE("emulated cuda attention: fused kernels vs the CPU fused kernel, float
   }
 }
 
-TEST_CASE("emulated cuda attention: the register-resident forward (HKT_CUDA_ATTN_FWD=mma), float32") {
-  // attention_fwd_mma.cu: PTX mma.sync fragments, scores and output in
-  // registers; head dims up to 64 (above, the general kernel runs).
+TEST_CASE("emulated cuda attention: the register-resident kernels (HKT_CUDA_ATTN_FWD=mma, HKT_CUDA_ATTN_BWD=mma)") {
+  // attention_fwd_mma.cu and attention_bwd_mma.cu: PTX mma.sync fragments,
+  // tile products and accumulators in registers; head dims up to 64 (above,
+  // the general kernels run).
   const std::vector<Case> cases = {
       {2, 1, 1, 16, 1, false, false}, {1, 2, 7, 16, 2, true, false},   {3, 1, 63, 32, 3, false, true},
       {3, 1, 100, 24, 4, true, true}, {1, 1, 130, 64, 3, false, false}, {1, 1, 129, 64, 1, true, false},
       {2, 1, 70, 18, 2, false, true}, {1, 1, 200, 40, 7, true, true},
   };
   setenv("HKT_CUDA_ATTN_FWD", "mma", 1);
+  setenv("HKT_CUDA_ATTN_BWD", "mma", 1);
   uint64_t seed = 301;
   for (const Case& c : cases) {
     const Inputs in = make_inputs(c.B, c.H, c.T, c.dh, c.L, c.padded, seed++);
     const double scale = 1.0 / std::sqrt(static_cast<double>(c.dh));
     const auto emu = run_emulated(in, DType::Float32, c.causal, scale);
     const auto cpu = hkt::test::run(in, Device::cpu(), DType::Float32, c.causal, scale, false);
-    check_all(emu, cpu, c.name() + ": emulated cuda (mma forward) vs cpu fused", 1e-4);
+    check_all(emu, cpu, c.name() + ": emulated cuda (mma kernels) vs cpu fused", 1e-4);
   }
   // A race between the lanes or warps of the new kernel would show here too.
   const Inputs in = make_inputs(3, 1, 100, 24, 3, true, 9);
@@ -143,21 +145,22 @@ TEST_CASE("emulated cuda attention: the register-resident forward (HKT_CUDA_ATTN
   hkt_emu::set_reverse_order(false);
   CHECK(same_bits(fwd, rev));
   unsetenv("HKT_CUDA_ATTN_FWD");
+  unsetenv("HKT_CUDA_ATTN_BWD");
 }
 
-TEST_CASE("emulated cuda attention: the backward's accumulators in shared memory (HKT_CUDA_ATTN_BWD_ACC=smem)") {
-  // The default keeps dK_0, dV and dQ_0 in registers (2 fragments per warp for
-  // dh <= 64, 4 above); the knob puts them in shared memory, as float64 does.
+TEST_CASE("emulated cuda attention: the backward's accumulators in registers (HKT_CUDA_ATTN_BWD_ACC=regs)") {
+  // The default keeps dK_0, dV and dQ_0 in shared memory, as float64 does; the
+  // knob keeps them in WMMA fragments (2 per warp for dh <= 64, 4 above).
   const std::vector<Case> cases = {{3, 1, 100, 24, 4, true, true}, {1, 1, 97, 100, 2, false, false},
                                    {1, 2, 130, 64, 1, false, true}};
-  setenv("HKT_CUDA_ATTN_BWD_ACC", "smem", 1);
+  setenv("HKT_CUDA_ATTN_BWD_ACC", "regs", 1);
   uint64_t seed = 201;
   for (const Case& c : cases) {
     const Inputs in = make_inputs(c.B, c.H, c.T, c.dh, c.L, c.padded, seed++);
     const double scale = 1.0 / std::sqrt(static_cast<double>(c.dh));
     const auto emu = run_emulated(in, DType::Float32, c.causal, scale);
     const auto cpu = hkt::test::run(in, Device::cpu(), DType::Float32, c.causal, scale, false);
-    check_all(emu, cpu, c.name() + ": emulated cuda (smem accumulators) vs cpu fused", 1e-4);
+    check_all(emu, cpu, c.name() + ": emulated cuda (register accumulators) vs cpu fused", 1e-4);
   }
   unsetenv("HKT_CUDA_ATTN_BWD_ACC");
 }

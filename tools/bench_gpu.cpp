@@ -93,24 +93,33 @@ void bench_attention(int64_t T, int reps) {
 }
 
 // The kernel variants a benchmark knob selects, against the default, for MHA
-// and HKT L = 3: the register-resident forward (HKT_CUDA_ATTN_FWD=mma,
-// attention_fwd_mma.cu) and the backward's accumulators in shared memory
-// (HKT_CUDA_ATTN_BWD_ACC=smem) instead of registers.
+// and HKT L = 3: the register-resident forward and backward
+// (HKT_CUDA_ATTN_FWD=mma, HKT_CUDA_ATTN_BWD=mma: attention_fwd_mma.cu,
+// attention_bwd_mma.cu) and the general backward's accumulators in registers
+// (HKT_CUDA_ATTN_BWD_ACC=regs) instead of shared memory.
 void bench_variants(int reps) {
   struct Knob {
-    const char *name, *value, *label;
+    std::vector<std::pair<const char*, const char*>> env;
+    const char* label;
   };
-  const Knob knobs[] = {{"HKT_CUDA_ATTN_FWD", "mma", "fwd mma"}, {"HKT_CUDA_ATTN_BWD_ACC", "smem", "bwd acc smem"}};
+  const Knob knobs[] = {{{{"HKT_CUDA_ATTN_FWD", "mma"}}, "fwd mma"},
+                        {{{"HKT_CUDA_ATTN_BWD", "mma"}}, "bwd mma"},
+                        {{{"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "mma"}}, "fwd + bwd mma"},
+                        {{{"HKT_CUDA_ATTN_BWD_ACC", "regs"}}, "bwd acc regs"}};
   for (int64_t T : {1024, 4096})
     for (int64_t L : {1, 3}) {
       const std::string what = L == 1 ? "MHA" : "HKT L=3";
       const auto [base_fwd, base_both] = time_attention(T, L, reps);
       for (const Knob& k : knobs) {
-        setenv(k.name, k.value, 1);
+        std::string set;
+        for (const auto& [name, value] : k.env) {
+          setenv(name, value, 1);
+          set += std::string(set.empty() ? "" : " ") + name + "=" + value;
+        }
         const auto [fwd, both] = time_attention(T, L, reps);
-        unsetenv(k.name);
-        char extra[128];
-        std::snprintf(extra, sizeof extra, "%s=%s; default %.2f / %.2f ms: %.2fx / %.2fx", k.name, k.value, base_fwd,
+        for (const auto& kv : k.env) unsetenv(kv.first);
+        char extra[192];
+        std::snprintf(extra, sizeof extra, "%s; default %.2f / %.2f ms: %.2fx / %.2fx", set.c_str(), base_fwd,
                       base_both, fwd / base_fwd, both / base_both);
         row(std::to_string(T), batch(T), what, k.label, fwd, both, extra);
       }

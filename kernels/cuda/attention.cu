@@ -42,7 +42,7 @@
 
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/attention_common.cuh"
-#include "kernels/cuda/attention_fwd_mma.hpp"
+#include "kernels/cuda/attention_mma.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/tile_mm.cuh"
 
@@ -219,20 +219,6 @@ __device__ void recompute(const Params& P, const BwdTiles<T>& t, const Layout& l
   __syncthreads();
 }
 
-// dSg_l = 2^l x 2^l block sums of dSs, for level l.
-template <class T>
-__device__ void block_sums(const BwdTiles<T>& t, const Layout& lay, int l) {
-  const int G = lay.BT >> l, s = 1 << l;
-  T* out = t.dSg + lay.grid_off(l);
-  for (int e = threadIdx.x; e < G * G; e += blockDim.x) {
-    const int a = e / G, c = e - a * G;
-    T sum = 0;
-    for (int x = 0; x < s; ++x)
-      for (int y = 0; y < s; ++y) sum += t.dSs[(a * s + x) * lay.lds + c * s + y];
-    out[e] = sum;
-  }
-}
-
 // Key side: block per (key tile, b * h). NF > 0: dK_0 and dV accumulate in
 // registers, NF fragments per warp (float only); NF = 0: in shared memory.
 template <class T, int BT, int NF>
@@ -275,7 +261,7 @@ __global__ void __launch_bounds__(4 * BT)
     for (int l = 1; l < P.L; ++l) {
       const int G = BT >> l;
       __syncthreads();  // Ql free
-      block_sums<T>(t, lay, l);
+      block_sums<T>(t.dSs, t.dSg, lay, l);
       load_rows(t.Ql, ld, level_rows<T>(P, P.q, l, bh), coarse_first(P, tq, l, BT), G, level_len(P.T, l), dh, dhp);
       __syncthreads();
       tile_mm<false, true>(t.Acc + lay.acc_row(l) * ld, ld, t.dSg + lay.grid_off(l), G, t.Ql, ld, G, dhp, G,
@@ -299,17 +285,7 @@ __global__ void __launch_bounds__(4 * BT)
     if (dV) dV[(bh * P.T + j) * P.dh + d] = dVs[r * ld + d];
     if (dK.on) dK.p[0][(bh * P.T + j) * P.dh + d] = w[0] * dKs[r * ld + d];
   }
-  if (!dK.on) return;
-  for (int l = 1; l < P.L; ++l) {
-    const int G = BT >> l;
-    const int64_t n = level_len(P.T, l), first = coarse_first(P, tk, l, BT);
-    const T* acc = t.Acc + lay.acc_row(l) * ld;
-    for (int e = threadIdx.x; e < G * dh; e += blockDim.x) {
-      const int c = e / dh, d = e - c * dh;
-      const int64_t row = first + c;
-      if (row >= 0 && row < n) dK.p[l][(bh * n + row) * P.dh + d] = w[l] * acc[c * ld + d];
-    }
-  }
+  if (dK.on) store_coarse(P, lay, t.Acc, dK, w, bh, tk);
 }
 
 // Query side: block per (query tile, b * h). dlam_part[(bh * nt + tq) * L + l].
@@ -353,7 +329,7 @@ __global__ void __launch_bounds__(4 * BT)
       if (l >= P.L) break;
       const int G = BT >> l;
       __syncthreads();  // Kl, dSg free
-      block_sums<T>(t, lay, l);
+      block_sums<T>(t.dSs, t.dSg, lay, l);
       load_rows(t.Kl, ld, level_rows<T>(P, P.k, l, bh), coarse_first(P, tk, l, BT), G, level_len(P.T, l), dh, dhp);
       __syncthreads();
       const T* dsg = t.dSg + lay.grid_off(l);
@@ -385,16 +361,7 @@ __global__ void __launch_bounds__(4 * BT)
     const int64_t i = i0 + r;
     if (i >= 0 && i < P.T) dQ.p[0][(bh * P.T + i) * P.dh + d] = w[0] * dQs[r * ld + d];
   }
-  for (int l = 1; l < P.L; ++l) {
-    const int G = BT >> l;
-    const int64_t n = level_len(P.T, l), first = coarse_first(P, tq, l, BT);
-    const T* acc = t.Acc + lay.acc_row(l) * ld;
-    for (int e = threadIdx.x; e < G * dh; e += blockDim.x) {
-      const int a = e / dh, d = e - a * dh;
-      const int64_t row = first + a;
-      if (row >= 0 && row < n) dQ.p[l][(bh * n + row) * P.dh + d] = w[l] * acc[a * ld + d];
-    }
-  }
+  store_coarse(P, lay, t.Acc, dQ, w, bh, tq);
 }
 
 // dlambda[h, l] = sum over b and query tiles, in order.
@@ -420,16 +387,16 @@ int max_smem_optin() {
   return v;
 }
 
-// Where the backward keeps its level-0 accumulators: registers (float; the
-// default) or shared memory (float64 always; HKT_CUDA_ATTN_BWD_ACC=smem for
-// float, a benchmark knob). Read at every call.
+// Where the backward keeps its level-0 accumulators: shared memory (the
+// default, and float64 always) or registers (float with
+// HKT_CUDA_ATTN_BWD_ACC=regs, a knob until measured on a GPU). Read at every call.
 template <class T>
 bool bwd_smem_acc() {
   if constexpr (!std::is_same_v<T, float>) {
     return true;
   } else {
     const char* e = std::getenv("HKT_CUDA_ATTN_BWD_ACC");
-    return e && std::string_view(e) == "smem";
+    return !(e && std::string_view(e) == "regs");
   }
 }
 // Register fragments per warp for a BT x dhp accumulator (4 BT threads, so
@@ -535,7 +502,12 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   }
   size_t bytes = 0;
   const bool smem_acc = bwd_smem_acc<T>();
-  const int bt = pick_tile<T>(s, true, smem_acc, &bytes);
+  bool mma = false;  // the register-resident kernels (attention_bwd_mma.cu)
+  if constexpr (std::is_same_v<T, float>) {
+    const char* e = std::getenv("HKT_CUDA_ATTN_BWD");
+    mma = e && std::string_view(e) == "mma" && s.dh <= kMmaMaxDh;
+  }
+  const int bt = mma ? kMmaTile : pick_tile<T>(s, true, smem_acc, &bytes);
   const Params P = make_params(s, q, k, v, lambda, valid, bt);
   // Coarse rows that only virtual positions map to get no gradient: zero everything first.
   for (int64_t l = 0; l < s.L; ++l) {
@@ -556,7 +528,11 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   const size_t nparts = static_cast<size_t>(s.B * s.H * P.nt * s.L);
   Scratch part(dlambda ? nparts * sizeof(double) : sizeof(double));
   double* part_dev = dlambda ? part.as<double>() : nullptr;
-  if (bt == 64)
+  if (mma) {
+    if constexpr (std::is_same_v<T, float>)
+      attention_backward_mma(s, q, k, v, lambda, valid, static_cast<const float*>(dout), static_cast<const float*>(lse),
+                             D.as<float>(), dq, dk, static_cast<float*>(dv), part_dev);
+  } else if (bt == 64)
     launch_bwd<T, 64>(P, smem_acc, bytes, static_cast<const T*>(dout), static_cast<const T*>(lse), D.as<T>(),
                       dk_dev, static_cast<T*>(dv), dq_dev, part_dev);
   else

@@ -43,8 +43,8 @@ __host__ __device__ inline int64_t level_len(int64_t T, int l) { return (T + (in
 // buffer starts at a multiple of 8 elements and every leading dimension is a
 // multiple of 4, as the tensor-core loads need (tile_mm.cuh).
 // smem_acc: the backward's level-0 accumulators (dK_0, dV; dQ_0) live in
-// shared memory (float64, or HKT_CUDA_ATTN_BWD_ACC=smem) rather than in
-// registers (wmma_tf32::AccFrags).
+// shared memory (the default, float64 always) rather than in registers
+// (wmma_tf32::AccFrags, HKT_CUDA_ATTN_BWD_ACC=regs).
 struct Layout {
   int dhp, ld, lds, BT, G1, L;
   bool smem_acc;
@@ -207,6 +207,39 @@ __device__ inline T combine(const Params& P, const Layout& lay, const T* w, cons
     off += Layout::up8(G * G);
   }
   return s;
+}
+
+// dSg_l = the 2^l x 2^l block sums of dS (a BT x BT tile at lay.lds, [query][key])
+// for level l, into dSg at lay.grid_off(l).
+template <class T>
+__device__ void block_sums(const T* dS, T* dSg, const Layout& lay, int l) {
+  const int G = lay.BT >> l, s = 1 << l;
+  T* out = dSg + lay.grid_off(l);
+  for (int e = threadIdx.x; e < G * G; e += blockDim.x) {
+    const int a = e / G, c = e - a * G;
+    T sum = 0;
+    for (int x = 0; x < s; ++x)
+      for (int y = 0; y < s; ++y) sum += dS[(a * s + x) * lay.lds + c * s + y];
+    out[e] = sum;
+  }
+}
+
+// out.p[l] rows of tile `tile` = w_l * the coarse accumulator of level l
+// (Acc at lay.acc_row(l), lay.ld), for l = 1 .. L-1; rows outside the level are skipped.
+template <class T>
+__device__ void store_coarse(const Params& P, const Layout& lay, const T* Acc, const LevelPtrs<T>& out, const T* w,
+                             int64_t bh, int tile) {
+  const int dh = int(P.dh);
+  for (int l = 1; l < P.L; ++l) {
+    const int G = lay.BT >> l;
+    const int64_t n = level_len(P.T, l), first = coarse_first(P, tile, l, lay.BT);
+    const T* acc = Acc + lay.acc_row(l) * lay.ld;
+    for (int e = threadIdx.x; e < G * dh; e += blockDim.x) {
+      const int c = e / dh, d = e - c * dh;
+      const int64_t row = first + c;
+      if (row >= 0 && row < n) out.p[l][(bh * n + row) * P.dh + d] = w[l] * acc[c * lay.ld + d];
+    }
+  }
 }
 
 // --- host side ----------------------------------------------------------------

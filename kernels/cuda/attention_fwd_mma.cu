@@ -19,16 +19,13 @@
 #include <limits>
 
 #include "kernels/cuda/attention_common.cuh"
-#include "kernels/cuda/attention_fwd_mma.hpp"
+#include "kernels/cuda/attention_mma.hpp"
 #include "kernels/cuda/mma_tf32.cuh"
 
 namespace hkt::cuda {
 namespace {
 
-constexpr int kMmaBT = 64;        // query and key tile rows
-constexpr int kMmaThreads = 128;  // 4 warps of 16 query rows
-
-__host__ __device__ constexpr int mma_ld(int dhp) { return dhp + 4; }  // conflict-free fragment reads
+constexpr int kMmaBT = kMmaTile;  // query and key tile rows
 // Shared memory in floats: K and V (hi, lo), then the levels' staging and grids.
 inline size_t mma_fwd_elems(const Layout& lay, int dhp) {
   return 4 * static_cast<size_t>(Layout::up8(kMmaBT * mma_ld(dhp))) + 2 * lay.level_rows() + lay.grid_off(lay.L);
@@ -212,7 +209,7 @@ void launch_fwd_mma(const Params& P, float* o, float* lse) {
 
 bool attention_forward_mma(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
                            const void* v, const void* lambda, const bool* valid, float* o, float* lse) {
-  if (s.dh > 64) return false;
+  if (s.dh > kMmaMaxDh) return false;
   const Params P = make_params(s, q, k, v, lambda, valid, kMmaBT);
   if (s.dh <= 32)
     launch_fwd_mma<32>(P, o, lse);

@@ -52,4 +52,59 @@ __device__ __forceinline__ void mma_3xtf32(float (&d)[4], const uint32_t (&a_hi)
   mma_tf32(d, a_hi, b_hi);
 }
 
+// Warp-wide products of a warp's 16 rows with shared-memory tiles (row major
+// at ld; fragments split into TF32 hi/lo as they are loaded). With g, t as
+// above, element e of acc[j] is row g + 8 (e >> 1), column 8j + 2t + (e & 1).
+//
+// acc[j] = A[16 rows] . B[8j .. 8j + 7]^T over DHP columns (A = the warp's
+// first row; B's rows are the columns of the result).
+template <int DHP, int NT>
+__device__ __forceinline__ void warp_abt(float (&acc)[NT][4], const float* A, const float* B, int ld) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < DHP / 8; ++kk) {
+    const float* a = A + g * ld + 8 * kk + t;
+    uint32_t ah[4], al[4];
+    split_tf32(a[0], ah[0], al[0]);
+    split_tf32(a[8 * ld], ah[1], al[1]);
+    split_tf32(a[4], ah[2], al[2]);
+    split_tf32(a[8 * ld + 4], ah[3], al[3]);
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const float* b = B + (8 * j + g) * ld + 8 * kk + t;  // B^T[t][g] = B[8j + g][8kk + t]
+      uint32_t bh[2], bl[2];
+      split_tf32(b[0], bh[0], bl[0]);
+      split_tf32(b[4], bh[1], bl[1]);
+      mma_3xtf32(acc[j], ah, al, bh, bl);
+    }
+  }
+}
+
+// acc[n] += F B: F is the warp's 16 x 8NT matrix held as C fragments (f[j],
+// the layout above), B a (8 NT) x DHP tile. A C fragment holds columns 2t and
+// 2t + 1 where an A fragment wants t and t + 4, so each group of 8 k indices
+// is taken in the order 0, 2, 4, 6, 1, 3, 5, 7, in F and in B alike.
+template <int DHP, int NT>
+__device__ __forceinline__ void warp_fb(float (&acc)[DHP / 8][4], const float (&f)[NT][4], const float* B, int ld) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    uint32_t ah[4], al[4];
+    split_tf32(f[j][0], ah[0], al[0]);  // A[g][t]         = F[g][8j + 2t]
+    split_tf32(f[j][2], ah[1], al[1]);  // A[g + 8][t]     = F[g + 8][8j + 2t]
+    split_tf32(f[j][1], ah[2], al[2]);  // A[g][t + 4]     = F[g][8j + 2t + 1]
+    split_tf32(f[j][3], ah[3], al[3]);  // A[g + 8][t + 4] = F[g + 8][8j + 2t + 1]
+#pragma unroll
+    for (int n = 0; n < DHP / 8; ++n) {
+      const float* b = B + (8 * j + 2 * t) * ld + 8 * n + g;  // B[8j + 2t][8n + g], then row 8j + 2t + 1
+      uint32_t bh[2], bl[2];
+      split_tf32(b[0], bh[0], bl[0]);
+      split_tf32(b[ld], bh[1], bl[1]);
+      mma_3xtf32(acc[n], ah, al, bh, bl);
+    }
+  }
+}
+
 }  // namespace hkt::cuda

@@ -1,0 +1,310 @@
+// The fused attention backward with the tile products in registers, float32,
+// head dims up to 64: the function of attn_bwd_kv / attn_bwd_q (attention.cu),
+// the same two kernels (so nothing needs atomics and the bits are
+// reproducible), another division of the work.
+//
+// A block of 4 warps takes a 64-row tile; each warp owns 16 of its rows and
+// keeps their tile products and gradient accumulators as PTX mma.sync
+// fragments (mma_tf32.cuh: warp_abt, warp_fb, 3xTF32). Shared memory holds
+// only the four 64-row tiles (Q, K, V, dO) and, for L > 1, the levels' buffers.
+//   key side   (block per key tile, warp = 16 keys), per query tile:
+//     S^T = K Q^T, dP^T = V dO^T, P^T, dS^T = P^T (dP^T - D) in registers;
+//     dV += P^T dO, dK_0 += dS^T Q_0 (warp_fb); the levels as attn_bwd_kv.
+//   query side (block per query tile, warp = 16 queries), per key tile:
+//     S = Q K^T, dP = dO V^T, dS; dQ_0 += dS K_0; the levels as attn_bwd_q.
+// The levels' block sums need dS across warps: it goes to shared memory only
+// when L > 1. The dlambda partials come at the end from the identity
+//   sum_ij dS_ij (Q_0 K_0^T)_ij = sum_i Q_0[i] . (dS K_0)[i]
+// (and the same per level with the coarse accumulators), instead of a sum
+// per score.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/attention_mma.hpp"
+#include "kernels/cuda/mma_tf32.cuh"
+
+namespace hkt::cuda {
+namespace {
+
+// Shared buffers of a backward block (floats).
+struct MmaBwdTiles {
+  float *Qs, *Ks, *Vs, *dOs, *lse, *Dr;  // 64-row tiles at mma_ld(dhp); per-query LSE and D
+  float *dSs, *Ql, *Kl, *Cg, *dSg, *Acc;  // L > 1 only (null otherwise), at the Layout's geometry
+  static size_t elems(const Layout& lay, int dhp) {
+    size_t n = 4 * static_cast<size_t>(Layout::up8(kMmaTile * mma_ld(dhp))) + 2 * Layout::up8(kMmaTile);
+    if (lay.L > 1)
+      n += static_cast<size_t>(lay.scores()) + 2 * lay.level_rows() + 2 * lay.grid_off(lay.L) +
+           Layout::up8(lay.acc_row(lay.L) * lay.ld);
+    return n;
+  }
+  __device__ MmaBwdTiles(float* sm, const Layout& lay, int dhp) {
+    Carver<float> cv{sm};
+    const int rows = Layout::up8(kMmaTile * mma_ld(dhp));
+    Qs = cv.take(rows);
+    Ks = cv.take(rows);
+    Vs = cv.take(rows);
+    dOs = cv.take(rows);
+    lse = cv.take(Layout::up8(kMmaTile));
+    Dr = cv.take(Layout::up8(kMmaTile));
+    dSs = Ql = Kl = Cg = dSg = Acc = nullptr;
+    if (lay.L > 1) {
+      dSs = cv.take(lay.scores());
+      Ql = cv.take(lay.level_rows());
+      Kl = cv.take(lay.level_rows());
+      Cg = cv.take(lay.grid_off(lay.L));
+      dSg = cv.take(lay.grid_off(lay.L));
+      Acc = cv.take(Layout::up8(lay.acc_row(lay.L) * lay.ld));
+    }
+  }
+};
+
+// LSE and D of query tile tq (+inf and 0 on virtual rows).
+__device__ void load_lse_d(const Params& P, const MmaBwdTiles& s, int64_t bh, int64_t i0, const float* LSE,
+                           const float* D) {
+  for (int p = threadIdx.x; p < kMmaTile; p += blockDim.x) {
+    const int64_t i = i0 + p;
+    const bool in = i >= 0 && i < P.T;
+    s.lse[p] = in ? LSE[bh * P.T + i] : std::numeric_limits<float>::infinity();
+    s.Dr[p] = in ? D[bh * P.T + i] : 0.0f;
+  }
+}
+
+// Level l's gradient products for the tile pair whose dS is in s.dSs: the
+// block sums dSg_l, then Acc_l += dSg_l^T rows (key side, KeySide) or
+// Acc_l += dSg_l rows (query side), rows = the level-l rows of the other
+// side's tile `other`. Starts with a barrier.
+template <bool KeySide>
+__device__ void level_grads(const Params& P, const MmaBwdTiles& s, const Layout& lay, int64_t bh, int other) {
+  const int dh = int(P.dh);
+  for (int l = 1; l < P.L; ++l) {
+    const int G = lay.BT >> l;
+    float* rows = KeySide ? s.Ql : s.Kl;
+    __syncthreads();  // dSs complete; rows free
+    block_sums<float>(s.dSs, s.dSg, lay, l);
+    load_rows(rows, lay.ld, level_rows<float>(P, KeySide ? P.q : P.k, l, bh), coarse_first(P, other, l, lay.BT), G,
+              level_len(P.T, l), dh, lay.dhp);
+    __syncthreads();
+    tile_mm<!KeySide, true>(s.Acc + lay.acc_row(l) * lay.ld, lay.ld, s.dSg + lay.grid_off(l), G, rows, lay.ld, G,
+                            lay.dhp, G, true);
+  }
+}
+
+template <int DHP>
+__global__ void __launch_bounds__(kMmaThreads)
+    attn_bwd_kv_mma(const Params P, const float* dO, const float* LSE, const float* D, const LevelPtrs<float> dK,
+                    float* dV) {
+  HKT_DYNAMIC_SHARED(smem_raw);
+  constexpr int BT = kMmaTile, ld = mma_ld(DHP), NT = BT / 8, ND = DHP / 8;
+  const Layout lay(BT, int(P.dh), P.L);
+  const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP);
+  const int tk = blockIdx.x, dh = int(P.dh);
+  const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int r0 = warp * 16 + g;  // this lane's keys: r0 and r0 + 8
+  float w[kMaxLevels];
+#pragma unroll
+  for (int l = 0; l < kMaxLevels; ++l) w[l] = l < P.L ? weight<float>(P, h, l) : 0.0f;
+  const int64_t j0 = int64_t(tk) * BT - P.off;
+  const RowCopy<float> kv[2] = {{s.Ks, level_rows<float>(P, P.k, 0, bh), j0},
+                                {s.Vs, static_cast<const float*>(P.v) + bh * P.T * P.dh, j0}};
+  load_rows(kv, ld, BT, P.T, dh, DHP);
+  if (P.L > 1) zero(s.Acc, lay.acc_row(P.L) * lay.ld);
+  float dk[ND][4], dv[ND][4];
+#pragma unroll
+  for (int n = 0; n < ND; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dk[n][e] = dv[n][e] = 0.0f;
+
+  for (int tq = P.causal ? tk : 0; tq < P.nt; ++tq) {
+    const int64_t i0 = int64_t(tq) * BT - P.off;
+    __syncthreads();  // the previous query tile's readers are done
+    const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0}, {s.dOs, dO + bh * P.T * P.dh, i0}};
+    load_rows(qo, ld, BT, P.T, dh, DHP);
+    load_lse_d(P, s, bh, i0, LSE, D);
+    level_grids<float>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
+    // Element e of st[j]: key r0 + 8 (e >> 1), query 8j + 2t + (e & 1).
+    float st[NT][4], dpt[NT][4];
+    warp_abt<DHP, NT>(st, s.Ks + warp * 16 * ld, s.Qs, ld);   // S^T = K Q^T (level 0, unweighted)
+    warp_abt<DHP, NT>(dpt, s.Vs + warp * 16 * ld, s.dOs, ld);  // dP^T = V dO^T
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int kr = r0 + 8 * (e >> 1), q = 8 * j + 2 * t + (e & 1);
+        float pv = 0.0f, ds = 0.0f;
+        if (!key_masked(P, b, i0 + q, j0 + kr)) {
+          pv = exp(combine(P, lay, w, s.Cg, q, kr, st[j][e]) - s.lse[q]);  // 0 when lse = +inf
+          ds = pv * (dpt[j][e] - s.Dr[q]);
+        }
+        st[j][e] = pv;
+        dpt[j][e] = ds;
+      }
+    warp_fb<DHP, NT>(dv, st, s.dOs, ld);   // dV += P^T dO
+    warp_fb<DHP, NT>(dk, dpt, s.Qs, ld);   // dK_0 / w_0 += dS^T Q_0
+    if (P.L > 1) {
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s.dSs[(8 * j + 2 * t + (e & 1)) * lay.lds + r0 + 8 * (e >> 1)] = dpt[j][e];
+      level_grads<true>(P, s, lay, bh, tq);
+    }
+  }
+
+  // dV and dK_0 = w_0 dk straight from the fragments: keys r0 + 8r, columns 8n + 2t (+1).
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t j = j0 + r0 + 8 * r;
+    if (j < 0 || j >= P.T) continue;
+#pragma unroll
+    for (int n = 0; n < ND; ++n)
+#pragma unroll
+      for (int c2 = 0; c2 < 2; ++c2) {
+        const int c = 8 * n + 2 * t + c2;
+        if (c >= dh) continue;
+        if (dV) dV[(bh * P.T + j) * P.dh + c] = dv[n][2 * r + c2];
+        if (dK.on) dK.p[0][(bh * P.T + j) * P.dh + c] = w[0] * dk[n][2 * r + c2];
+      }
+  }
+  if (dK.on && P.L > 1) {
+    __syncthreads();
+    store_coarse(P, lay, s.Acc, dK, w, bh, tk);
+  }
+}
+
+template <int DHP>
+__global__ void __launch_bounds__(kMmaThreads)
+    attn_bwd_q_mma(const Params P, const float* dO, const float* LSE, const float* D, const LevelPtrs<float> dQ,
+                   double* dlam_part) {
+  HKT_DYNAMIC_SHARED(smem_raw);
+  constexpr int BT = kMmaTile, ld = mma_ld(DHP), NT = BT / 8, ND = DHP / 8;
+  const Layout lay(BT, int(P.dh), P.L);
+  const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP);
+  const int tq = blockIdx.x, dh = int(P.dh);
+  const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int r0 = warp * 16 + g;  // this lane's queries: r0 and r0 + 8
+  float w[kMaxLevels];
+#pragma unroll
+  for (int l = 0; l < kMaxLevels; ++l) w[l] = l < P.L ? weight<float>(P, h, l) : 0.0f;
+  const int64_t i0 = int64_t(tq) * BT - P.off;
+  const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0}, {s.dOs, dO + bh * P.T * P.dh, i0}};
+  load_rows(qo, ld, BT, P.T, dh, DHP);
+  load_lse_d(P, s, bh, i0, LSE, D);
+  if (P.L > 1) zero(s.Acc, lay.acc_row(P.L) * lay.ld);
+  float dq[ND][4];
+#pragma unroll
+  for (int n = 0; n < ND; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+
+  const float* k0 = level_rows<float>(P, P.k, 0, bh);
+  const float* vv = static_cast<const float*>(P.v) + bh * P.T * P.dh;
+  const int last = P.causal ? tq : P.nt - 1;
+  for (int tk = 0; tk <= last; ++tk) {
+    const int64_t j0 = int64_t(tk) * BT - P.off;
+    __syncthreads();  // the previous key tile's readers are done
+    const RowCopy<float> kv[2] = {{s.Ks, k0, j0}, {s.Vs, vv, j0}};
+    load_rows(kv, ld, BT, P.T, dh, DHP);
+    level_grids<float>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
+    // Element e of sc[j]: query r0 + 8 (e >> 1), key 8j + 2t + (e & 1).
+    float sc[NT][4], dp[NT][4];
+    warp_abt<DHP, NT>(sc, s.Qs + warp * 16 * ld, s.Ks, ld);   // S = Q K^T (level 0, unweighted)
+    warp_abt<DHP, NT>(dp, s.dOs + warp * 16 * ld, s.Vs, ld);  // dP = dO V^T
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int p = r0 + 8 * (e >> 1), p2 = 8 * j + 2 * t + (e & 1);
+        float ds = 0.0f;
+        if (!key_masked(P, b, i0 + p, j0 + p2)) {
+          const float pv = exp(combine(P, lay, w, s.Cg, p, p2, sc[j][e]) - s.lse[p]);
+          ds = pv * (dp[j][e] - s.Dr[p]);
+        }
+        sc[j][e] = ds;
+      }
+    warp_fb<DHP, NT>(dq, sc, s.Ks, ld);  // dQ_0 / w_0 += dS K_0
+    if (P.L > 1) {
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s.dSs[(r0 + 8 * (e >> 1)) * lay.lds + 8 * j + 2 * t + (e & 1)] = sc[j][e];
+      level_grads<false>(P, s, lay, bh, tk);
+    }
+  }
+
+  // dQ_0 = w_0 dq from the fragments; dlambda_0 partial = scale sum Q_0 . dq.
+  double dl0 = 0;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int p = r0 + 8 * r;
+    const int64_t i = i0 + p;
+#pragma unroll
+    for (int n = 0; n < ND; ++n)
+#pragma unroll
+      for (int c2 = 0; c2 < 2; ++c2) {
+        const int c = 8 * n + 2 * t + c2;
+        dl0 += double(s.Qs[p * ld + c]) * double(dq[n][2 * r + c2]);  // zero on virtual rows and pad columns
+        if (dQ.on && c < dh && i >= 0 && i < P.T) dQ.p[0][(bh * P.T + i) * P.dh + c] = w[0] * dq[n][2 * r + c2];
+      }
+  }
+  __syncthreads();  // every warp's level products are in Acc; Ql is free
+  if (dlam_part) {
+    const double s0 = block_reduce(dl0, 0.0, SumOp{});
+    if (threadIdx.x == 0) dlam_part[(bh * P.nt + tq) * P.L] = s0 * P.scale;
+    for (int l = 1; l < P.L; ++l) {  // dlambda_l partial = scale sum Q_l . Acc_l over this tile's coarse rows
+      const int G = BT >> l;
+      __syncthreads();
+      load_rows(s.Ql, lay.ld, level_rows<float>(P, P.q, l, bh), coarse_first(P, tq, l, BT), G, level_len(P.T, l), dh,
+                lay.dhp);
+      __syncthreads();
+      const float* acc = s.Acc + lay.acc_row(l) * lay.ld;
+      double sl = 0;
+      for (int e = threadIdx.x; e < G * dh; e += blockDim.x) {
+        const int a = e / dh, d = e - a * dh;
+        sl += double(s.Ql[a * lay.ld + d]) * double(acc[a * lay.ld + d]);
+      }
+      sl = block_reduce(sl, 0.0, SumOp{});
+      if (threadIdx.x == 0) dlam_part[(bh * P.nt + tq) * P.L + l] = sl * P.scale;
+    }
+  }
+  if (dQ.on && P.L > 1) store_coarse(P, lay, s.Acc, dQ, w, bh, tq);
+}
+
+template <int DHP>
+void launch_bwd_mma(const Params& P, const float* dout, const float* lse, const float* D, const LevelPtrs<float>& dk,
+                    float* dv, const LevelPtrs<float>& dq, double* part) {
+  const Layout lay(kMmaTile, int(P.dh), P.L);
+  const size_t bytes = MmaBwdTiles::elems(lay, DHP) * sizeof(float);
+  const dim3 grid(static_cast<unsigned>(P.nt), static_cast<unsigned>(P.B * P.H));
+  if (dk.on || dv) {
+    allow_smem(attn_bwd_kv_mma<DHP>, bytes);
+    HKT_LAUNCH(grid, kMmaThreads, bytes, attn_bwd_kv_mma<DHP>)(P, dout, lse, D, dk, dv);
+    CUDA_CHECK_LAUNCH();
+  }
+  if (dq.on || part) {
+    allow_smem(attn_bwd_q_mma<DHP>, bytes);
+    HKT_LAUNCH(grid, kMmaThreads, bytes, attn_bwd_q_mma<DHP>)(P, dout, lse, D, dq, part);
+    CUDA_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace
+
+void attention_backward_mma(const AttnShape& s, const std::vector<const void*>& q,
+                            const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid,
+                            const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,
+                            const std::vector<void*>& dk, float* dv, double* part) {
+  HKT_CHECK(s.dh <= kMmaMaxDh, "attention_backward_mma: head dim ", s.dh, " above ", kMmaMaxDh);
+  const Params P = make_params(s, q, k, v, lambda, valid, kMmaTile);
+  LevelPtrs<float> dq_dev{}, dk_dev{};
+  dq_dev.on = !dq.empty();
+  dk_dev.on = !dk.empty();
+  for (size_t l = 0; l < dq.size(); ++l) dq_dev.p[l] = static_cast<float*>(dq[l]);
+  for (size_t l = 0; l < dk.size(); ++l) dk_dev.p[l] = static_cast<float*>(dk[l]);
+  if (s.dh <= 32)
+    launch_bwd_mma<32>(P, dout, lse, D, dk_dev, dv, dq_dev, part);
+  else
+    launch_bwd_mma<64>(P, dout, lse, D, dk_dev, dv, dq_dev, part);
+}
+
+}  // namespace hkt::cuda

@@ -1,0 +1,34 @@
+// The register-resident fused attention kernels (attention_fwd_mma.cu,
+// attention_bwd_mma.cu): float32, head dims up to 64, 64-row tiles.
+// attention.cu calls them when HKT_CUDA_ATTN_FWD=mma / HKT_CUDA_ATTN_BWD=mma.
+// Plain C++; device pointers.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cuda/attention.hpp"
+
+namespace hkt::cuda {
+
+constexpr int kMmaTile = 64;     // their query and key tile (Params::nt counts these)
+constexpr int kMmaThreads = 128;  // 4 warps of 16 rows
+constexpr int64_t kMmaMaxDh = 64;
+// The leading dimension of their shared tiles: conflict-free fragment reads
+// (rows 4 banks apart) for padded head dims dhp = 32 or 64.
+constexpr int mma_ld(int dhp) { return dhp + 4; }
+
+// Launches the forward and returns true, or returns false when the shape
+// needs the general kernel (dh > 64). Same arguments as attention_forward.
+bool attention_forward_mma(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                           const void* v, const void* lambda, const bool* valid, float* o, float* lse);
+
+// The backward's two kernels (key side: dv, dk[l]; query side: dq[l] and the
+// dlambda partials part[(bh * nt + tile) * L + l], nt = tiles of kMmaTile),
+// for dh <= 64. D[i] = rowsum(dout * o); dq, dk empty and dv, part null when
+// not wanted. attention_backward does the rest (zeroing, D, the dlambda sum).
+void attention_backward_mma(const AttnShape& s, const std::vector<const void*>& q,
+                            const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid,
+                            const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,
+                            const std::vector<void*>& dk, float* dv, double* part);
+
+}  // namespace hkt::cuda
