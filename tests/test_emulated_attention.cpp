@@ -88,6 +88,17 @@ std::vector<Tensor> run_emulated(const Inputs& src, DType dt, bool causal, doubl
   return out;
 }
 
+// Every case in the emulator against the CPU fused kernel, float32, 1e-4.
+void compare_cases(const std::vector<Case>& cases, uint64_t seed, const std::string& what) {
+  for (const Case& c : cases) {
+    const Inputs in = make_inputs(c.B, c.H, c.T, c.dh, c.L, c.padded, seed++);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(c.dh));
+    const auto emu = run_emulated(in, DType::Float32, c.causal, scale);
+    const auto cpu = hkt::test::run(in, Device::cpu(), DType::Float32, c.causal, scale, false);
+    check_all(emu, cpu, c.name() + ": emulated cuda (" + what + ") vs cpu fused", 1e-4);
+  }
+}
+
 bool same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -108,14 +119,7 @@ TEST_CASE("emulated cuda attention: fused kernels vs the CPU fused kernel, float
       {3, 1, 100, 24, 4, true, true},  {1, 1, 130, 64, 3, false, false}, {1, 1, 129, 64, 1, true, false},
       {2, 1, 70, 18, 2, false, true},  {1, 1, 97, 100, 2, true, false},
   };
-  uint64_t seed = 101;
-  for (const Case& c : cases) {
-    const Inputs in = make_inputs(c.B, c.H, c.T, c.dh, c.L, c.padded, seed++);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(c.dh));
-    const auto emu = run_emulated(in, DType::Float32, c.causal, scale);
-    const auto cpu = hkt::test::run(in, Device::cpu(), DType::Float32, c.causal, scale, false);
-    check_all(emu, cpu, c.name() + ": emulated cuda vs cpu fused", 1e-4);
-  }
+  compare_cases(cases, 101, "default kernels");
 }
 
 TEST_CASE("emulated cuda attention: the register-resident kernels (HKT_CUDA_ATTN_FWD=mma, HKT_CUDA_ATTN_BWD=mma)") {
@@ -129,14 +133,7 @@ TEST_CASE("emulated cuda attention: the register-resident kernels (HKT_CUDA_ATTN
   };
   setenv("HKT_CUDA_ATTN_FWD", "mma", 1);
   setenv("HKT_CUDA_ATTN_BWD", "mma", 1);
-  uint64_t seed = 301;
-  for (const Case& c : cases) {
-    const Inputs in = make_inputs(c.B, c.H, c.T, c.dh, c.L, c.padded, seed++);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(c.dh));
-    const auto emu = run_emulated(in, DType::Float32, c.causal, scale);
-    const auto cpu = hkt::test::run(in, Device::cpu(), DType::Float32, c.causal, scale, false);
-    check_all(emu, cpu, c.name() + ": emulated cuda (mma kernels) vs cpu fused", 1e-4);
-  }
+  compare_cases(cases, 301, "mma kernels");
   // A race between the lanes or warps of the new kernel would show here too.
   const Inputs in = make_inputs(3, 1, 100, 24, 3, true, 9);
   const auto fwd = run_emulated(in, DType::Float32, true, 0.2);
@@ -154,14 +151,7 @@ TEST_CASE("emulated cuda attention: the backward's accumulators in registers (HK
   const std::vector<Case> cases = {{3, 1, 100, 24, 4, true, true}, {1, 1, 97, 100, 2, false, false},
                                    {1, 2, 130, 64, 1, false, true}};
   setenv("HKT_CUDA_ATTN_BWD_ACC", "regs", 1);
-  uint64_t seed = 201;
-  for (const Case& c : cases) {
-    const Inputs in = make_inputs(c.B, c.H, c.T, c.dh, c.L, c.padded, seed++);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(c.dh));
-    const auto emu = run_emulated(in, DType::Float32, c.causal, scale);
-    const auto cpu = hkt::test::run(in, Device::cpu(), DType::Float32, c.causal, scale, false);
-    check_all(emu, cpu, c.name() + ": emulated cuda (register accumulators) vs cpu fused", 1e-4);
-  }
+  compare_cases(cases, 201, "register accumulators");
   unsetenv("HKT_CUDA_ATTN_BWD_ACC");
 }
 

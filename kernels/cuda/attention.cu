@@ -73,8 +73,7 @@ __global__ void __launch_bounds__(4 * BT) attn_fwd(const Params P, T* O, T* LSE)
   constexpr int M = BT / 4;
   const int64_t i = int64_t(tq) * BT - P.off + p;
   T w[kMaxLevels];
-#pragma unroll
-  for (int l = 0; l < kMaxLevels; ++l) w[l] = l < P.L ? weight<T>(P, h, l) : T(0);
+  level_weights(P, h, w);
 
   const T* k0 = level_rows<T>(P, P.k, 0, bh);
   const T* vv = static_cast<const T*>(P.v) + bh * P.T * P.dh;
@@ -232,8 +231,7 @@ __global__ void __launch_bounds__(4 * BT)
   const int tk = blockIdx.x;
   const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
   T w[kMaxLevels];
-#pragma unroll
-  for (int l = 0; l < kMaxLevels; ++l) w[l] = l < P.L ? weight<T>(P, h, l) : T(0);
+  level_weights(P, h, w);
   const int64_t j0 = int64_t(tk) * BT - P.off;
   const RowCopy<T> kv[2] = {{t.K0, level_rows<T>(P, P.k, 0, bh), j0}, {t.Vs, static_cast<const T*>(P.v) + bh * P.T * P.dh, j0}};
   load_rows(kv, ld, BT, P.T, dh, dhp);
@@ -301,8 +299,7 @@ __global__ void __launch_bounds__(4 * BT)
   const int tq = blockIdx.x;
   const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
   T w[kMaxLevels];
-#pragma unroll
-  for (int l = 0; l < kMaxLevels; ++l) w[l] = l < P.L ? weight<T>(P, h, l) : T(0);
+  level_weights(P, h, w);
   load_query_side<T>(P, t, lay, bh, tq, dO, LSE, D);
   wmma_tf32::AccFrags<NF> accQ;  // dQ_0 / w_0
   if constexpr (NF > 0)

@@ -101,11 +101,9 @@ __global__ void __launch_bounds__(kMmaThreads)
   const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP);
   const int tk = blockIdx.x, dh = int(P.dh);
   const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int r0 = warp * 16 + g;  // this lane's keys: r0 and r0 + 8
+  const auto [warp, g, t, r0] = frag_lane();  // this lane's keys: r0 and r0 + 8
   float w[kMaxLevels];
-#pragma unroll
-  for (int l = 0; l < kMaxLevels; ++l) w[l] = l < P.L ? weight<float>(P, h, l) : 0.0f;
+  level_weights(P, h, w);
   const int64_t j0 = int64_t(tk) * BT - P.off;
   const RowCopy<float> kv[2] = {{s.Ks, level_rows<float>(P, P.k, 0, bh), j0},
                                 {s.Vs, static_cast<const float*>(P.v) + bh * P.T * P.dh, j0}};
@@ -183,11 +181,9 @@ __global__ void __launch_bounds__(kMmaThreads)
   const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP);
   const int tq = blockIdx.x, dh = int(P.dh);
   const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int r0 = warp * 16 + g;  // this lane's queries: r0 and r0 + 8
+  const auto [warp, g, t, r0] = frag_lane();  // this lane's queries: r0 and r0 + 8
   float w[kMaxLevels];
-#pragma unroll
-  for (int l = 0; l < kMaxLevels; ++l) w[l] = l < P.L ? weight<float>(P, h, l) : 0.0f;
+  level_weights(P, h, w);
   const int64_t i0 = int64_t(tq) * BT - P.off;
   const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0}, {s.dOs, dO + bh * P.T * P.dh, i0}};
   load_rows(qo, ld, BT, P.T, dh, DHP);

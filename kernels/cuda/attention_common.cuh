@@ -193,6 +193,13 @@ __device__ inline T weight(const Params& P, int64_t h, int l) {
   return static_cast<T>(static_cast<double>(static_cast<const T*>(P.lambda)[h * P.L + l]) * P.scale);
 }
 
+// w[l] = weight(P, h, l) for l < L, 0 above (unrolled: w stays in registers).
+template <class T>
+__device__ inline void level_weights(const Params& P, int64_t h, T (&w)[kMaxLevels]) {
+#pragma unroll
+  for (int l = 0; l < kMaxLevels; ++l) w[l] = l < P.L ? weight<T>(P, h, l) : T(0);
+}
+
 // Combined score of local (p, p2) given the level-0 dot c0.
 template <class T>
 __device__ inline T combine(const Params& P, const Layout& lay, const T* w, const T* Cg, int p, int p2, T c0) {

@@ -61,12 +61,10 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
 
   const int tq = blockIdx.x, dh = int(P.dh);
   const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int r0 = (threadIdx.x >> 5) * 16 + g;  // this lane's rows: r0 and r0 + 8
+  const auto [warp, g, t, r0] = frag_lane();  // this lane's rows: r0 and r0 + 8
   const int64_t i0 = int64_t(tq) * BT - P.off;
   float w[kMaxLevels];
-#pragma unroll
-  for (int l = 0; l < kMaxLevels; ++l) w[l] = l < P.L ? weight<float>(P, h, l) : 0.0f;
+  level_weights(P, h, w);
 
   // Q's A fragments, split once: staged through Khi.
   load_rows(Khi, ld, level_rows<float>(P, P.q, 0, bh), i0, BT, P.T, dh, DHP);
@@ -159,22 +157,7 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
       o[n][3] *= alpha[1];
     }
 
-    // O += P V over the keys of n-tile j, in the order 2t, 2t + 1 -> t, t + 4.
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      uint32_t ah[4], al[4];
-      split_tf32(s[j][0], ah[0], al[0]);  // A[g][t]         = P[r0][8j + 2t]
-      split_tf32(s[j][2], ah[1], al[1]);  // A[g + 8][t]     = P[r0 + 8][8j + 2t]
-      split_tf32(s[j][1], ah[2], al[2]);  // A[g][t + 4]     = P[r0][8j + 2t + 1]
-      split_tf32(s[j][3], ah[3], al[3]);  // A[g + 8][t + 4] = P[r0 + 8][8j + 2t + 1]
-#pragma unroll
-      for (int n = 0; n < ND; ++n) {
-        const int e = (8 * j + 2 * t) * ld + 8 * n + g;  // B[t][g] = V[8j + 2t][8n + g], B[t + 4][g]: key + 1
-        const uint32_t bh2[2] = {__float_as_uint(Vhi[e]), __float_as_uint(Vhi[e + ld])};
-        const uint32_t bl2[2] = {__float_as_uint(Vlo[e]), __float_as_uint(Vlo[e + ld])};
-        mma_3xtf32(o[n], ah, al, bh2, bl2);
-      }
-    }
+    warp_fb<DHP, NT>(o, s, Vhi, ld, Vlo);  // O += P V (V split already)
   }
 
   // O / l and LSE, straight from the fragments (columns 8n + 2t, 8n + 2t + 1).

@@ -52,6 +52,16 @@ __device__ __forceinline__ void mma_3xtf32(float (&d)[4], const uint32_t (&a_hi)
   mma_tf32(d, a_hi, b_hi);
 }
 
+// This lane's place in the fragments of a block whose warps own 16 rows each:
+// g = lane / 4, t = lane % 4, r0 = 16 warp + g (its rows are r0 and r0 + 8).
+struct FragLane {
+  int warp, g, t, r0;
+};
+__device__ __forceinline__ FragLane frag_lane() {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  return {warp, lane >> 2, lane & 3, warp * 16 + (lane >> 2)};
+}
+
 // Warp-wide products of a warp's 16 rows with shared-memory tiles (row major
 // at ld; fragments split into TF32 hi/lo as they are loaded). With g, t as
 // above, element e of acc[j] is row g + 8 (e >> 1), column 8j + 2t + (e & 1).
@@ -86,8 +96,10 @@ __device__ __forceinline__ void warp_abt(float (&acc)[NT][4], const float* A, co
 // the layout above), B a (8 NT) x DHP tile. A C fragment holds columns 2t and
 // 2t + 1 where an A fragment wants t and t + 4, so each group of 8 k indices
 // is taken in the order 0, 2, 4, 6, 1, 3, 5, 7, in F and in B alike.
+// B_lo non-null: B is already split (B holds the TF32 hi parts, B_lo the lo).
 template <int DHP, int NT>
-__device__ __forceinline__ void warp_fb(float (&acc)[DHP / 8][4], const float (&f)[NT][4], const float* B, int ld) {
+__device__ __forceinline__ void warp_fb(float (&acc)[DHP / 8][4], const float (&f)[NT][4], const float* B, int ld,
+                                        const float* B_lo = nullptr) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int j = 0; j < NT; ++j) {
@@ -98,10 +110,17 @@ __device__ __forceinline__ void warp_fb(float (&acc)[DHP / 8][4], const float (&
     split_tf32(f[j][3], ah[3], al[3]);  // A[g + 8][t + 4] = F[g + 8][8j + 2t + 1]
 #pragma unroll
     for (int n = 0; n < DHP / 8; ++n) {
-      const float* b = B + (8 * j + 2 * t) * ld + 8 * n + g;  // B[8j + 2t][8n + g], then row 8j + 2t + 1
+      const int e = (8 * j + 2 * t) * ld + 8 * n + g;  // B[8j + 2t][8n + g], then row 8j + 2t + 1
       uint32_t bh[2], bl[2];
-      split_tf32(b[0], bh[0], bl[0]);
-      split_tf32(b[ld], bh[1], bl[1]);
+      if (B_lo) {
+        bh[0] = __float_as_uint(B[e]);
+        bh[1] = __float_as_uint(B[e + ld]);
+        bl[0] = __float_as_uint(B_lo[e]);
+        bl[1] = __float_as_uint(B_lo[e + ld]);
+      } else {
+        split_tf32(B[e], bh[0], bl[0]);
+        split_tf32(B[e + ld], bh[1], bl[1]);
+      }
       mma_3xtf32(acc[n], ah, al, bh, bl);
     }
   }

@@ -46,11 +46,28 @@ __device__ inline void split(Frag& hi, Frag& lo) {
   }
 }
 
+// c += op(A)[m0:m0+16, :K] op(B)[:K, n0:n0+16] in 3xTF32 (K a multiple of 8).
+template <bool ARow, bool BRow>
+__device__ void mma_k(wmma::fragment<wmma::accumulator, 16, 16, 8, float>& c, const float* A, int lda, const float* B,
+                      int ldb, int m0, int n0, int K) {
+  using ALay = std::conditional_t<ARow, wmma::row_major, wmma::col_major>;
+  using BLay = std::conditional_t<BRow, wmma::row_major, wmma::col_major>;
+  for (int k0 = 0; k0 < K; k0 += 8) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, ALay> a_hi, a_lo;
+    wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, BLay> b_hi, b_lo;
+    wmma::load_matrix_sync(a_hi, ARow ? A + m0 * lda + k0 : A + k0 * lda + m0, lda);
+    wmma::load_matrix_sync(b_hi, BRow ? B + k0 * ldb + n0 : B + n0 * ldb + k0, ldb);
+    split(a_hi, a_lo);
+    split(b_hi, b_lo);
+    wmma::mma_sync(c, a_lo, b_hi, c);
+    wmma::mma_sync(c, a_hi, b_lo, c);
+    wmma::mma_sync(c, a_hi, b_hi, c);
+  }
+}
+
 template <bool ARow, bool BRow>
 __device__ void mm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, int M, int N, int K,
                    bool accumulate) {
-  using ALay = std::conditional_t<ARow, wmma::row_major, wmma::col_major>;
-  using BLay = std::conditional_t<BRow, wmma::row_major, wmma::col_major>;
   const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, tn = N / 16, tiles = (M / 16) * tn;
   for (int t = warp; t < tiles; t += warps) {
     const int m0 = (t / tn) * 16, n0 = (t - (t / tn) * tn) * 16;
@@ -59,17 +76,7 @@ __device__ void mm(float* C, int ldc, const float* A, int lda, const float* B, i
       wmma::load_matrix_sync(c, C + m0 * ldc + n0, ldc, wmma::mem_row_major);
     else
       wmma::fill_fragment(c, 0.0f);
-    for (int k0 = 0; k0 < K; k0 += 8) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, ALay> a_hi, a_lo;
-      wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, BLay> b_hi, b_lo;
-      wmma::load_matrix_sync(a_hi, ARow ? A + m0 * lda + k0 : A + k0 * lda + m0, lda);
-      wmma::load_matrix_sync(b_hi, BRow ? B + k0 * ldb + n0 : B + n0 * ldb + k0, ldb);
-      split(a_hi, a_lo);
-      split(b_hi, b_lo);
-      wmma::mma_sync(c, a_lo, b_hi, c);
-      wmma::mma_sync(c, a_hi, b_lo, c);
-      wmma::mma_sync(c, a_hi, b_hi, c);
-    }
+    mma_k<ARow, BRow>(c, A, lda, B, ldb, m0, n0, K);
     wmma::store_matrix_sync(C + m0 * ldc + n0, c, ldc, wmma::mem_row_major);
   }
 }
@@ -91,44 +98,30 @@ struct AccFrags<0> {
   __device__ void zero() {}
 };
 
-// acc += op(A) op(B); M, N multiples of 16, K of 8; layouts as in mm().
-template <bool ARow, bool BRow, int NF>
-__device__ void mm_acc(AccFrags<NF>& acc, const float* A, int lda, const float* B, int ldb, int M, int N, int K) {
-  using ALay = std::conditional_t<ARow, wmma::row_major, wmma::col_major>;
-  using BLay = std::conditional_t<BRow, wmma::row_major, wmma::col_major>;
+// Calls f(i, m0, n0) for each 16 x 16 tile (m0, n0) of an M x N product that
+// this warp owns as AccFrags' fragment i (unrolled: i is a constant after inlining).
+template <int NF, class F>
+__device__ __forceinline__ void owned_tiles(int M, int N, F&& f) {
   const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, tn = N / 16, tiles = (M / 16) * tn;
 #pragma unroll
   for (int i = 0; i < NF; ++i) {
     const int t = warp + i * warps;
-    if (t < tiles) {
-      const int m0 = (t / tn) * 16, n0 = (t - (t / tn) * tn) * 16;
-      for (int k0 = 0; k0 < K; k0 += 8) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, ALay> a_hi, a_lo;
-        wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, BLay> b_hi, b_lo;
-        wmma::load_matrix_sync(a_hi, ARow ? A + m0 * lda + k0 : A + k0 * lda + m0, lda);
-        wmma::load_matrix_sync(b_hi, BRow ? B + k0 * ldb + n0 : B + n0 * ldb + k0, ldb);
-        split(a_hi, a_lo);
-        split(b_hi, b_lo);
-        wmma::mma_sync(acc.f[i], a_lo, b_hi, acc.f[i]);
-        wmma::mma_sync(acc.f[i], a_hi, b_lo, acc.f[i]);
-        wmma::mma_sync(acc.f[i], a_hi, b_hi, acc.f[i]);
-      }
-    }
+    if (t < tiles) f(i, (t / tn) * 16, (t % tn) * 16);
   }
+}
+
+// acc += op(A) op(B); M, N multiples of 16, K of 8; layouts as in mm().
+template <bool ARow, bool BRow, int NF>
+__device__ void mm_acc(AccFrags<NF>& acc, const float* A, int lda, const float* B, int ldb, int M, int N, int K) {
+  owned_tiles<NF>(M, N, [&](int i, int m0, int n0) { mma_k<ARow, BRow>(acc.f[i], A, lda, B, ldb, m0, n0, K); });
 }
 
 // C = acc (row major, in shared memory), the tiles as mm_acc owns them.
 template <int NF>
 __device__ void store_acc(float* C, int ldc, const AccFrags<NF>& acc, int M, int N) {
-  const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, tn = N / 16, tiles = (M / 16) * tn;
-#pragma unroll
-  for (int i = 0; i < NF; ++i) {
-    const int t = warp + i * warps;
-    if (t < tiles) {
-      const int m0 = (t / tn) * 16, n0 = (t - (t / tn) * tn) * 16;
-      wmma::store_matrix_sync(C + m0 * ldc + n0, acc.f[i], ldc, wmma::mem_row_major);
-    }
-  }
+  owned_tiles<NF>(M, N, [&](int i, int m0, int n0) {
+    wmma::store_matrix_sync(C + m0 * ldc + n0, acc.f[i], ldc, wmma::mem_row_major);
+  });
 }
 }  // namespace wmma_tf32
 
