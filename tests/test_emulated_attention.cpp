@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <random>
+#include <string>
 
 #include "cuda_emu/emulated.hpp"
 #include "helpers/attention_cases.hpp"
@@ -155,6 +157,30 @@ TEST_CASE("emulated cuda attention: the backward's accumulators in registers (HK
   unsetenv("HKT_CUDA_ATTN_BWD_ACC");
 }
 
+TEST_CASE("emulated cuda attention: random shapes, every kernel variant") {
+  // Random (T, dh, L, masks) drawn with a fixed seed, each under the default
+  // kernels and under the knobs (the mma kernels fall back above dh = 64).
+#if defined(__SANITIZE_ADDRESS__)
+  const int n = 3;
+#else
+  const int n = 8;
+#endif
+  std::mt19937_64 rng(2026);
+  const auto pick = [&](int lo, int hi) { return int(std::uniform_int_distribution<int>(lo, hi)(rng)); };
+  const char* knobs[][2] = {{nullptr, nullptr}, {"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "mma"},
+                            {"HKT_CUDA_ATTN_BWD_ACC", "regs"}};
+  for (int i = 0; i < n; ++i) {
+    const int L = pick(1, 7);
+    const int T = pick(1, 200);
+    const int dh = pick(0, 3) == 0 && L < 7 ? pick(1, 128) : pick(1, 64);  // L = 7 with dh > 64 does not fit
+    const Case c{pick(1, 3), pick(1, 2), T, dh, L, pick(0, 1) == 1, pick(0, 1) == 1};
+    const auto& k = knobs[i % 4];
+    if (k[0]) setenv(k[0], k[1], 1);
+    compare_cases({c}, 1000 + uint64_t(i), std::string(k[0] ? k[0] : "default") + " sweep");
+    if (k[0]) unsetenv(k[0]);
+  }
+}
+
 TEST_CASE("emulated cuda attention: float64 matches the CPU to 1e-10") {
   const Inputs in = make_inputs(3, 1, 45, 16, 3, true, 5);
   for (bool causal : {false, true}) {
@@ -177,7 +203,7 @@ TEST_CASE("emulated cuda attention: the bits do not depend on the order threads 
   }
 }
 
-TEST_CASE("emulated cuda attention: a head dim the kernel cannot take is refused") {
+TEST_CASE("emulated cuda attention: shapes the kernels cannot take are refused, saying why") {
   // A head dim above the kernel's 128 is refused on the host, before any launch.
   const Inputs in = make_inputs(1, 1, 8, 16, 1, false, 3);
   std::vector<const void*> q{in.q[0].raw_data()}, k{in.k[0].raw_data()};
@@ -186,4 +212,11 @@ TEST_CASE("emulated cuda attention: a head dim the kernel cannot take is refused
   CHECK_THROWS_WITH_AS(cuda::attention_forward<float>(big, q, k, in.v.raw_data(), in.lam.raw_data(), nullptr,
                                                       o.raw_data(), lse.raw_data()),
                        doctest::Contains("head dims up to 128"), Error);
+  // L = 7 needs 64-row tiles, whose backward does not fit in shared memory at dh = 100.
+  const Inputs in7 = make_inputs(1, 1, 70, 100, 7, false, 4);
+  CHECK_THROWS_WITH_AS(run_emulated(in7, DType::Float32, false, 0.1),
+                       doctest::Contains("no CUDA tile fits: dh = 100, L = 7, 32-bit floats need more shared memory "
+                                         "than the device's 232448 bytes per block (use a smaller head dim, at most "
+                                         "6 levels (32-row tiles), or the cpu)"),
+                       Error);
 }

@@ -426,7 +426,9 @@ int pick_tile(const AttnShape& s, bool bwd, bool smem_acc, size_t* bytes) {
   }
   throw Error(str_cat("hkt_attention: no CUDA tile fits: dh = ", s.dh, ", L = ", s.L, ", ", sizeof(T) * 8,
                       "-bit floats need more shared memory than the device's ", max_smem_optin(),
-                      " bytes per block (use float32, a smaller head dim, or the cpu)"));
+                      " bytes per block (use ", std::is_same_v<T, float> ? "" : "float32, ",
+                      "a smaller head dim, ", s.L == kMaxLevels ? "at most 6 levels (32-row tiles), " : "",
+                      "or the cpu)"));
 }
 
 template <class T, int BT>
