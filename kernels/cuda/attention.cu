@@ -442,6 +442,9 @@ void launch_fwd(const Params& P, size_t bytes, T* o, T* lse) {
 template <class T, int BT, int NF>
 void launch_bwd_nf(const Params& P, size_t bytes, const T* dout, const T* lse, const T* D, const LevelPtrs<T>& dk,
                    T* dv, const LevelPtrs<T>& dq, double* part) {
+  const int tiles = (BT / 16) * Layout(BT, int(P.dh), P.L).dhp / 16, warps = 4 * BT / 32;
+  HKT_CHECK(NF == 0 || tiles <= NF * warps, "hkt_attention: ", tiles, " accumulator tiles for ", warps,
+            " warps of ", NF, " fragments (dh = ", P.dh, ")");
   const dim3 grid(static_cast<unsigned>(P.nt), static_cast<unsigned>(P.B * P.H));
   if (dk.on || dv) {
     allow_smem(attn_bwd_kv<T, BT, NF>, bytes);

@@ -83,7 +83,7 @@ __device__ void mm(float* C, int ldc, const float* A, int lda, const float* B, i
 
 // Accumulator tiles of one M x N float product kept in registers across calls
 // (instead of a shared-memory C loaded and stored by every call): warp w owns
-// the 16 x 16 tiles w, w + warps, ..., at most NF of them (the caller checks
+// the 16 x 16 tiles w, w + warps, ..., at most NF of them (the launcher checks
 // (M / 16) (N / 16) <= NF * warps). AccFrags<0> is empty: the shared-memory path.
 template <int NF>
 struct AccFrags {
