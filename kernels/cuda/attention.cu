@@ -384,6 +384,14 @@ int max_smem_optin() {
   return v;
 }
 
+// True when the environment variable `name` is `value`: the kernel variants'
+// knobs (docs/cuda.md), read at every call so that a benchmark or a test can
+// switch them within one process.
+inline bool knob(const char* name, std::string_view value) {
+  const char* e = std::getenv(name);
+  return e && value == e;
+}
+
 // Where the backward keeps its level-0 accumulators: shared memory (the
 // default, and float64 always) or registers (float with
 // HKT_CUDA_ATTN_BWD_ACC=regs, a knob until measured on a GPU). Read at every call.
@@ -392,8 +400,7 @@ bool bwd_smem_acc() {
   if constexpr (!std::is_same_v<T, float>) {
     return true;
   } else {
-    const char* e = std::getenv("HKT_CUDA_ATTN_BWD_ACC");
-    return !(e && std::string_view(e) == "regs");
+    return !knob("HKT_CUDA_ATTN_BWD_ACC", "regs");
   }
 }
 // Register fragments per warp for a BT x dhp accumulator (4 BT threads, so
@@ -479,8 +486,7 @@ void attention_forward(const AttnShape& s, const std::vector<const void*>& q, co
                        const void* v, const void* lambda, const bool* valid, void* o, void* lse) {
   if (s.B * s.H == 0) return;
   if constexpr (std::is_same_v<T, float>) {
-    const char* e = std::getenv("HKT_CUDA_ATTN_FWD");
-    if (e && std::string_view(e) == "mma" &&
+    if (knob("HKT_CUDA_ATTN_FWD", "mma") &&
         attention_forward_mma(s, q, k, v, lambda, valid, static_cast<float*>(o), static_cast<float*>(lse)))
       return;
   }
@@ -505,10 +511,7 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   size_t bytes = 0;
   const bool smem_acc = bwd_smem_acc<T>();
   bool mma = false;  // the register-resident kernels (attention_bwd_mma.cu)
-  if constexpr (std::is_same_v<T, float>) {
-    const char* e = std::getenv("HKT_CUDA_ATTN_BWD");
-    mma = e && std::string_view(e) == "mma" && s.dh <= kMmaMaxDh;
-  }
+  if constexpr (std::is_same_v<T, float>) mma = knob("HKT_CUDA_ATTN_BWD", "mma") && s.dh <= kMmaMaxDh;
   const int bt = mma ? kMmaTile : pick_tile<T>(s, true, smem_acc, &bytes);
   const Params P = make_params(s, q, k, v, lambda, valid, bt);
   // Coarse rows that only virtual positions map to get no gradient: zero everything first.

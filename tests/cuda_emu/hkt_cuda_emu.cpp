@@ -223,12 +223,7 @@ struct Mma16x8x8 {
   const uint32_t* a;
   const uint32_t* b;
 };
-float tf32_value(uint32_t bits) {
-  bits &= ~0x1fffu;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
+float tf32_value(uint32_t bits) { return tf32_truncate(__uint_as_float(bits)); }
 void mma16x8x8_warp(void* const* lanes, int n) {
   if (n != 32) throw std::logic_error("hkt_emu: mma.sync needs a full warp of 32 lanes");
   float A[16][8], B[8][8], C[16][8];

@@ -146,12 +146,21 @@ T shfl(const char* what, T v, int src) {
   return d.out;
 }
 
-// cvt.rna.tf32.f32 as bits: round to 10 mantissa bits, ties away from zero.
+// cvt.rna.tf32.f32 as bits: round to 10 mantissa bits, ties away from zero
+// (finite values; inf and NaN pass unchanged).
 inline uint32_t tf32_rna_bits(float x) {
   uint32_t u;
   std::memcpy(&u, &x, 4);
   if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & ~0x1fffu;
   return u;
+}
+// What the tensor cores read of a TF32 operand: its top 19 bits.
+inline float tf32_truncate(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u &= ~0x1fffu;
+  std::memcpy(&x, &u, 4);
+  return x;
 }
 // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, d += a b, with the PTX
 // ISA's fragment layout (g = lane / 4, t = lane % 4): a0 = A[g][t],

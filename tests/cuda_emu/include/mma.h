@@ -30,31 +30,26 @@ namespace precision {
 struct tf32 {};
 }  // namespace precision
 
-// cvt.rna.tf32.f32: round to the nearest TF32 value (10 mantissa bits), ties
-// away from zero; the result is a float whose low 13 mantissa bits are 0.
+// cvt.rna.tf32.f32: the nearest TF32 value (ties away from zero), as a float.
 inline float __float_to_tf32(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & ~0x1fffu;  // finite: round the magnitude
+  const uint32_t u = ::hkt_emu::tf32_rna_bits(x);
   float r;
   std::memcpy(&r, &u, 4);
   return r;
 }
 namespace detail {
-// What the tensor cores read of a TF32 operand: the top 19 bits.
-inline float tf32_bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  u &= ~0x1fffu;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
 template <class Use, int M, int N, int K>
 struct dims {
   static constexpr int rows = std::is_same_v<Use, matrix_b> ? K : M;
   static constexpr int cols = std::is_same_v<Use, matrix_a> ? K : N;
 };
 [[noreturn]] inline void fail(const std::string& what) { throw std::logic_error("hkt_emu: wmma: " + what); }
+// Where element e of this lane's share of a rows x cols fragment lives in
+// memory at ldm (row or column major).
+inline size_t offset(int e, int cols, unsigned ldm, bool row_major) {
+  const int i = 32 * e + int(::hkt_emu::lane_id()), r = i / cols, c = i % cols;
+  return row_major ? size_t(r) * ldm + c : size_t(c) * ldm + r;
+}
 inline void check_ptr(const void* p, unsigned ldm, size_t elem, const char* fn) {
   if (reinterpret_cast<uintptr_t>(p) % 32 != 0)
     fail(std::string(fn) + ": the pointer must be 256-bit (32-byte) aligned");
@@ -84,31 +79,19 @@ void load_matrix_sync(fragment<Use, M, N, K, T, L>& f, const float* p, unsigned 
   static_assert(!std::is_same_v<Use, accumulator>, "an accumulator load needs a layout_t");
   detail::check_ptr(p, ldm, sizeof(float), "load_matrix_sync");
   using F = fragment<Use, M, N, K, T, L>;
-  const unsigned lane = ::hkt_emu::lane_id();
-  for (int e = 0; e < F::num_elements; ++e) {
-    const int i = 32 * e + int(lane), r = i / F::cols, c = i % F::cols;
-    f.x[e] = std::is_same_v<L, row_major> ? p[size_t(r) * ldm + c] : p[size_t(c) * ldm + r];
-  }
+  for (int e = 0; e < F::num_elements; ++e) f.x[e] = p[detail::offset(e, F::cols, ldm, std::is_same_v<L, row_major>)];
 }
 template <int M, int N, int K>
 void load_matrix_sync(fragment<accumulator, M, N, K, float>& f, const float* p, unsigned ldm, layout_t lay) {
   detail::check_ptr(p, ldm, sizeof(float), "load_matrix_sync");
   using F = fragment<accumulator, M, N, K, float>;
-  const unsigned lane = ::hkt_emu::lane_id();
-  for (int e = 0; e < F::num_elements; ++e) {
-    const int i = 32 * e + int(lane), r = i / F::cols, c = i % F::cols;
-    f.x[e] = lay == mem_row_major ? p[size_t(r) * ldm + c] : p[size_t(c) * ldm + r];
-  }
+  for (int e = 0; e < F::num_elements; ++e) f.x[e] = p[detail::offset(e, F::cols, ldm, lay == mem_row_major)];
 }
 template <int M, int N, int K>
 void store_matrix_sync(float* p, const fragment<accumulator, M, N, K, float>& f, unsigned ldm, layout_t lay) {
   detail::check_ptr(p, ldm, sizeof(float), "store_matrix_sync");
   using F = fragment<accumulator, M, N, K, float>;
-  const unsigned lane = ::hkt_emu::lane_id();
-  for (int e = 0; e < F::num_elements; ++e) {
-    const int i = 32 * e + int(lane), r = i / F::cols, c = i % F::cols;
-    (lay == mem_row_major ? p[size_t(r) * ldm + c] : p[size_t(c) * ldm + r]) = f.x[e];
-  }
+  for (int e = 0; e < F::num_elements; ++e) p[detail::offset(e, F::cols, ldm, lay == mem_row_major)] = f.x[e];
 }
 
 namespace detail {
@@ -123,8 +106,8 @@ void mma_warp(void* const* lanes, int n) {
   constexpr int ea = M * K / 32, eb = K * N / 32, ec = M * N / 32;
   for (int l = 0; l < 32; ++l) {
     const MmaLane& m = *static_cast<const MmaLane*>(lanes[l]);
-    for (int e = 0; e < ea; ++e) A[32 * e + l] = tf32_bits(m.a[e]);
-    for (int e = 0; e < eb; ++e) B[32 * e + l] = tf32_bits(m.b[e]);
+    for (int e = 0; e < ea; ++e) A[32 * e + l] = ::hkt_emu::tf32_truncate(m.a[e]);
+    for (int e = 0; e < eb; ++e) B[32 * e + l] = ::hkt_emu::tf32_truncate(m.b[e]);
     for (int e = 0; e < ec; ++e) C[32 * e + l] = m.c[e];
   }
   float D[M * N];
