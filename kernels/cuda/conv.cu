@@ -84,7 +84,7 @@ void conv_forward(const void* x, const void* w, const void* bias, void* y, int64
                   int64_t k, int64_t s) {
   const int64_t len_out = (len + s - 1) / s, n = B * len_out * C;
   if (n <= 0) return;
-  conv_fwd_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<const T*>(x), static_cast<const T*>(w),
+  HKT_LAUNCH(blocks_for(n), kThreads, 0, conv_fwd_kernel<T>)(static_cast<const T*>(x), static_cast<const T*>(w),
                                                                static_cast<const T*>(bias), static_cast<T*>(y), len,
                                                                len_out, C, k, s, n);
   CUDA_CHECK_LAUNCH();
@@ -99,7 +99,7 @@ void conv_backward(const void* xv, const void* wv, const void* gv, int64_t B, in
   const int64_t len_out = (len + s - 1) / s;
   if (dx && B * len > 0) {
     const int64_t n = B * len * C;
-    conv_dx_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(w, g, dx, len, len_out, C, k, s, n);
+    HKT_LAUNCH(blocks_for(n), kThreads, 0, conv_dx_kernel<T>)(w, g, dx, len, len_out, C, k, s, n);
     CUDA_CHECK_LAUNCH();
   }
   if (!dw && !db) return;
@@ -113,9 +113,9 @@ void conv_backward(const void* xv, const void* wv, const void* gv, int64_t B, in
   const int64_t nc = rows < 64 ? rows : 64, per = (rows + nc - 1) / nc;
   Scratch part(static_cast<size_t>(nc * width) * sizeof(double));
   const dim3 grid(static_cast<unsigned>((width + kThreads - 1) / kThreads), static_cast<unsigned>(nc));
-  conv_dwdb_partial<T><<<grid, kThreads, 0, stream()>>>(x, g, len, len_out, C, k, s, rows, per, part.as<double>());
+  HKT_LAUNCH(grid, kThreads, 0, conv_dwdb_partial<T>)(x, g, len, len_out, C, k, s, rows, per, part.as<double>());
   CUDA_CHECK_LAUNCH();
-  conv_dwdb_combine<T><<<blocks_for(width), kThreads, 0, stream()>>>(part.as<double>(), nc, C, k, dw, db);
+  HKT_LAUNCH(blocks_for(width), kThreads, 0, conv_dwdb_combine<T>)(part.as<double>(), nc, C, k, dw, db);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -71,16 +71,16 @@ void unary(const void* x, const Strides& xs, void* y, const Shape& shape) {
   const Strides* st[2] = {&xs, &ys};
   const auto ix = make_index<2>(shape, st, "unary");
   if (is_dense(ix))
-    unary_dense<Op, T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<const T*>(x), static_cast<T*>(y), n);
+    HKT_LAUNCH(blocks_for(n), kThreads, 0, unary_dense<Op, T>)(static_cast<const T*>(x), static_cast<T*>(y), n);
   else
-    unary_strided<Op, T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<const T*>(x), static_cast<T*>(y), n, ix);
+    HKT_LAUNCH(blocks_for(n), kThreads, 0, unary_strided<Op, T>)(static_cast<const T*>(x), static_cast<T*>(y), n, ix);
   CUDA_CHECK_LAUNCH();
 }
 
 template <class Op, class T>
 void unary_grad(const void* x, const void* y, const void* g, void* gx, int64_t n) {
   if (n == 0) return;
-  unary_grad_kernel<Op, T><<<blocks_for(n), kThreads, 0, stream()>>>(
+  HKT_LAUNCH(blocks_for(n), kThreads, 0, unary_grad_kernel<Op, T>)(
       static_cast<const T*>(x), static_cast<const T*>(y), static_cast<const T*>(g), static_cast<T*>(gx), n);
   CUDA_CHECK_LAUNCH();
 }
@@ -95,9 +95,9 @@ void binary(const void* a, const Strides& as, const void* b, const Strides& bs, 
   const T* ap = static_cast<const T*>(a);
   const T* bp = static_cast<const T*>(b);
   if (is_dense(ix))
-    binary_dense<Op, T, R><<<blocks_for(n), kThreads, 0, stream()>>>(ap, bp, static_cast<R*>(out), n);
+    HKT_LAUNCH(blocks_for(n), kThreads, 0, binary_dense<Op, T, R>)(ap, bp, static_cast<R*>(out), n);
   else
-    binary_strided<Op, T, R><<<blocks_for(n), kThreads, 0, stream()>>>(ap, bp, static_cast<R*>(out), n, ix);
+    HKT_LAUNCH(blocks_for(n), kThreads, 0, binary_strided<Op, T, R>)(ap, bp, static_cast<R*>(out), n, ix);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -108,7 +108,7 @@ void copy_cast(const void* src, DType sdt, const Strides& ss, void* dst, const S
   const Strides* st[2] = {&ss, &ds};
   const auto ix = make_index<2>(shape, st, "copy");
   dispatch_all(sdt, [&]<class S>() {
-    copy_strided<S, D><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<const S*>(src), static_cast<D*>(dst), n, ix);
+    HKT_LAUNCH(blocks_for(n), kThreads, 0, copy_strided<S, D>)(static_cast<const S*>(src), static_cast<D*>(dst), n, ix);
   });
   CUDA_CHECK_LAUNCH();
 }
@@ -124,7 +124,7 @@ void fill(void* dst, const Strides& ds, const Shape& shape, double v) {
   if (n == 0) return;
   const Strides* st[1] = {&ds};
   const auto ix = make_index<1>(shape, st, "fill");
-  fill_strided<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<T*>(dst), n, ix, static_cast<T>(v));
+  HKT_LAUNCH(blocks_for(n), kThreads, 0, fill_strided<T>)(static_cast<T*>(dst), n, ix, static_cast<T>(v));
   CUDA_CHECK_LAUNCH();
 }
 
@@ -136,7 +136,7 @@ void where(const void* c, const Strides& cs, const void* a, const Strides& as, c
   const Strides os = contiguous_strides(shape);
   const Strides* st[4] = {&cs, &as, &bs, &os};
   const auto ix = make_index<4>(shape, st, "where");
-  where_strided<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<const bool*>(c), static_cast<const T*>(a),
+  HKT_LAUNCH(blocks_for(n), kThreads, 0, where_strided<T>)(static_cast<const bool*>(c), static_cast<const T*>(a),
                                                              static_cast<const T*>(b), static_cast<T*>(out), n, ix);
   CUDA_CHECK_LAUNCH();
 }

@@ -62,7 +62,7 @@ template <class T>
 void gated_mix_forward(const void* a, const void* b, const void* w, void* y, int64_t rows, int64_t C) {
   const int64_t n = rows * C;
   if (n <= 0) return;
-  mix_fwd_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<const T*>(a), static_cast<const T*>(b),
+  HKT_LAUNCH(blocks_for(n), kThreads, 0, mix_fwd_kernel<T>)(static_cast<const T*>(a), static_cast<const T*>(b),
                                                               static_cast<const T*>(w), static_cast<T*>(y), C, n);
   CUDA_CHECK_LAUNCH();
 }
@@ -76,7 +76,7 @@ void gated_mix_backward(const void* av, const void* bv, const void* wv, const vo
   T *da = static_cast<T*>(dav), *db = static_cast<T*>(dbv), *dw = static_cast<T*>(dwv);
   const int64_t n = rows * C;
   if ((da || db) && n > 0) {
-    mix_dadb_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(w, g, da, db, C, n);
+    HKT_LAUNCH(blocks_for(n), kThreads, 0, mix_dadb_kernel<T>)(w, g, da, db, C, n);
     CUDA_CHECK_LAUNCH();
   }
   if (!dw) return;
@@ -87,9 +87,9 @@ void gated_mix_backward(const void* av, const void* bv, const void* wv, const vo
   const int64_t nc = dw_chunks(rows, C), per = (rows + nc - 1) / nc;
   Scratch part(static_cast<size_t>(nc * C) * sizeof(double));
   const dim3 grid(static_cast<unsigned>((C + kThreads - 1) / kThreads), static_cast<unsigned>(nc));
-  mix_dw_partial<T><<<grid, kThreads, 0, stream()>>>(a, b, g, rows, C, per, part.as<double>());
+  HKT_LAUNCH(grid, kThreads, 0, mix_dw_partial<T>)(a, b, g, rows, C, per, part.as<double>());
   CUDA_CHECK_LAUNCH();
-  mix_dw_combine<T><<<blocks_for(C), kThreads, 0, stream()>>>(part.as<double>(), nc, C, dw);
+  HKT_LAUNCH(blocks_for(C), kThreads, 0, mix_dw_combine<T>)(part.as<double>(), nc, C, dw);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -65,7 +65,7 @@ int64_t first_out_of_range(const int64_t* idx, const Strides& is, const Shape& s
   const auto ix = make_index<1>(shape, st, "index_check");
   Scratch first(sizeof(unsigned long long));
   CUDA_CHECK(cudaMemsetAsync(first.as<void>(), 0xff, sizeof(unsigned long long), stream()));
-  range_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(idx, n, ix, size, first.as<unsigned long long>());
+  HKT_LAUNCH(blocks_for(n), kThreads, 0, range_kernel)(idx, n, ix, size, first.as<unsigned long long>());
   CUDA_CHECK_LAUNCH();
   unsigned long long pos = 0;
   copy_device_to_host(&pos, first.as<void>(), sizeof(pos));
@@ -88,7 +88,7 @@ void indexed_gather(const void* x, const Strides& xs, int64_t x_dim_stride, cons
   const Strides os = contiguous_strides(shape);
   const Strides* st[3] = {&xs, &is, &os};
   const auto ix = make_index<3>(shape, st, "gather");
-  gather_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<const T*>(x), x_dim_stride, idx,
+  HKT_LAUNCH(blocks_for(n), kThreads, 0, gather_kernel<T>)(static_cast<const T*>(x), x_dim_stride, idx,
                                                              static_cast<T*>(out), n, ix);
   CUDA_CHECK_LAUNCH();
 }
@@ -114,7 +114,7 @@ void index_add_rows(const void* g, const int64_t* idx, int64_t outer, int64_t n,
   }
   Scratch dev(table.size() * sizeof(int64_t));
   copy_host_to_device(dev.as<void>(), table.data(), table.size() * sizeof(int64_t));
-  index_add_kernel<T><<<blocks_for(total), kThreads, 0, stream()>>>(static_cast<const T*>(g), dev.as<int64_t>(),
+  HKT_LAUNCH(blocks_for(total), kThreads, 0, index_add_kernel<T>)(static_cast<const T*>(g), dev.as<int64_t>(),
                                                                      dev.as<int64_t>() + size + 1, n, inner, size,
                                                                      static_cast<T*>(gx), total);
   CUDA_CHECK_LAUNCH();
@@ -127,7 +127,7 @@ void scatter_add_dim(const void* g, const Strides& gs, int64_t g_dim, const int6
   if (n_cols == 0 || len == 0) return;
   const Strides* st[3] = {&gs, &is, &gxs};
   const auto ix = make_index<3>(cols, st, "scatter_add");
-  scatter_add_kernel<T><<<blocks_for(n_cols), kThreads, 0, stream()>>>(
+  HKT_LAUNCH(blocks_for(n_cols), kThreads, 0, scatter_add_kernel<T>)(
       static_cast<const T*>(g), g_dim, idx, i_dim, static_cast<T*>(gx), gx_dim, len, n_cols, ix);
   CUDA_CHECK_LAUNCH();
 }

@@ -103,7 +103,7 @@ void layer_norm_forward(const void* x, const void* w, const void* b, void* y, vo
                         int64_t D, double eps) {
   if (rows <= 0 || D <= 0) return;
   HKT_CHECK(rows < (int64_t{1} << 31), "layer_norm: too many rows (", rows, ") for the CUDA kernel");
-  ln_fwd_kernel<T><<<static_cast<unsigned>(rows), kRowThreads, 0, stream()>>>(
+  HKT_LAUNCH(static_cast<unsigned>(rows), kRowThreads, 0, ln_fwd_kernel<T>)(
       static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b), static_cast<T*>(y),
       static_cast<T*>(mean), static_cast<T*>(rstd), D, eps);
   CUDA_CHECK_LAUNCH();
@@ -123,17 +123,17 @@ void layer_norm_backward(const void* xv, const void* gv, const void* wv, const v
   }
   HKT_CHECK(rows < (int64_t{1} << 31), "layer_norm_backward: too many rows (", rows, ") for the CUDA kernel");
   if (dx) {
-    ln_dx_kernel<T><<<static_cast<unsigned>(rows), kRowThreads, 0, stream()>>>(x, g, w, mean, rstd, D, dx);
+    HKT_LAUNCH(static_cast<unsigned>(rows), kRowThreads, 0, ln_dx_kernel<T>)(x, g, w, mean, rstd, D, dx);
     CUDA_CHECK_LAUNCH();
   }
   if (!dw && !db) return;
   const int64_t nc = std::min<int64_t>(kChunks, rows), per = (rows + nc - 1) / nc;
   Scratch pw(static_cast<size_t>(nc * D) * sizeof(double)), pb(static_cast<size_t>(nc * D) * sizeof(double));
   const dim3 grid(static_cast<unsigned>((D + kThreads - 1) / kThreads), static_cast<unsigned>(nc));
-  ln_dwdb_partial<T><<<grid, kThreads, 0, stream()>>>(x, g, mean, rstd, rows, D, per,
+  HKT_LAUNCH(grid, kThreads, 0, ln_dwdb_partial<T>)(x, g, mean, rstd, rows, D, per,
                                                       dw ? pw.as<double>() : nullptr, db ? pb.as<double>() : nullptr);
   CUDA_CHECK_LAUNCH();
-  ln_dwdb_combine<T><<<blocks_for(D), kThreads, 0, stream()>>>(pw.as<double>(), pb.as<double>(), nc, D, dw, db);
+  HKT_LAUNCH(blocks_for(D), kThreads, 0, ln_dwdb_combine<T>)(pw.as<double>(), pb.as<double>(), nc, D, dw, db);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -79,7 +79,7 @@ template <class T>
 void ce_forward(const void* x, const int64_t* t, int64_t N, int64_t C, int64_t ignore, void* loss, void* lse) {
   if (N <= 0) return;
   HKT_CHECK(N < (int64_t{1} << 31), "cross_entropy: too many rows (", N, ") for the CUDA kernel");
-  ce_fwd_kernel<T><<<static_cast<unsigned>(N), kRowThreads, 0, stream()>>>(
+  HKT_LAUNCH(static_cast<unsigned>(N), kRowThreads, 0, ce_fwd_kernel<T>)(
       static_cast<const T*>(x), t, C, ignore, static_cast<T*>(loss), static_cast<T*>(lse));
   CUDA_CHECK_LAUNCH();
 }
@@ -89,7 +89,7 @@ void ce_backward(const void* x, const int64_t* t, int64_t N, int64_t C, int64_t 
                  const void* g, int64_t g_stride, double scale, void* dx) {
   if (N <= 0) return;
   HKT_CHECK(N < (int64_t{1} << 31), "cross_entropy_backward: too many rows (", N, ") for the CUDA kernel");
-  ce_bwd_kernel<T><<<static_cast<unsigned>(N), kRowThreads, 0, stream()>>>(
+  HKT_LAUNCH(static_cast<unsigned>(N), kRowThreads, 0, ce_bwd_kernel<T>)(
       static_cast<const T*>(x), t, C, ignore, static_cast<const T*>(lse), static_cast<const T*>(g), g_stride, scale,
       static_cast<T*>(dx));
   CUDA_CHECK_LAUNCH();

@@ -65,7 +65,7 @@ template <class T>
 void sgd_update(void* p, const void* g, void* buf, int64_t n, double lr, double momentum, double dampening, double wd,
                 bool nesterov, bool first_step) {
   if (n == 0) return;
-  sgd_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<T*>(p), static_cast<const T*>(g),
+  HKT_LAUNCH(blocks_for(n), kThreads, 0, sgd_kernel<T>)(static_cast<T*>(p), static_cast<const T*>(g),
                                                           static_cast<T*>(buf), n, lr, momentum, dampening, wd,
                                                           nesterov, first_step);
   CUDA_CHECK_LAUNCH();
@@ -75,7 +75,7 @@ template <class T>
 void adamw_update(void* p, const void* g, void* m, void* v, int64_t n, double beta1, double beta2, double eps,
                   double decay, double step_size, double bc2_sqrt) {
   if (n == 0) return;
-  adamw_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<T*>(p), static_cast<const T*>(g),
+  HKT_LAUNCH(blocks_for(n), kThreads, 0, adamw_kernel<T>)(static_cast<T*>(p), static_cast<const T*>(g),
                                                             static_cast<T*>(m), static_cast<T*>(v), n, beta1, beta2,
                                                             eps, decay, step_size, bc2_sqrt);
   CUDA_CHECK_LAUNCH();
@@ -94,7 +94,7 @@ void adamw_update_multi(const std::vector<AdamWTensor>& ts, double beta1, double
     CUDA_CHECK(cudaMemcpyAsync(table.as<void>(), ts.data() + first, count * sizeof(AdamWTensor),
                                cudaMemcpyHostToDevice, stream()));
     const dim3 grid(std::min(blocks_for(most), 1024u), static_cast<unsigned>(count));
-    adamw_multi_kernel<T><<<grid, kThreads, 0, stream()>>>(table.as<AdamWTensor>(), beta1, beta2, eps);
+    HKT_LAUNCH(grid, kThreads, 0, adamw_multi_kernel<T>)(table.as<AdamWTensor>(), beta1, beta2, eps);
     CUDA_CHECK_LAUNCH();
   }
 }
@@ -105,10 +105,10 @@ double sum_squares(const void* x, int64_t n) {
   const int64_t nc = (n + kChunk - 1) / kChunk;
   HKT_CHECK(nc < (int64_t{1} << 31), "sum_of_squares: tensor too large for the CUDA kernel");
   Scratch part(static_cast<size_t>(nc + 1) * sizeof(double));
-  sum_squares_partial<T><<<static_cast<unsigned>(nc), kThreads, 0, stream()>>>(static_cast<const T*>(x), n,
+  HKT_LAUNCH(static_cast<unsigned>(nc), kThreads, 0, sum_squares_partial<T>)(static_cast<const T*>(x), n,
                                                                                part.as<double>());
   CUDA_CHECK_LAUNCH();
-  sum_in_order<<<1, 1, 0, stream()>>>(part.as<double>(), nc, part.as<double>() + nc);
+  HKT_LAUNCH(1, 1, 0, sum_in_order)(part.as<double>(), nc, part.as<double>() + nc);
   CUDA_CHECK_LAUNCH();
   double s = 0;
   copy_device_to_host(&s, part.as<double>() + nc, sizeof(double));
@@ -118,7 +118,7 @@ double sum_squares(const void* x, int64_t n) {
 template <class T>
 void scale(void* x, int64_t n, double factor) {
   if (n == 0) return;
-  scale_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<T*>(x), n, factor);
+  HKT_LAUNCH(blocks_for(n), kThreads, 0, scale_kernel<T>)(static_cast<T*>(x), n, factor);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -47,19 +47,19 @@ __global__ void dropout_kernel(T* out, int64_t n, uint64_t seed, uint64_t first,
 template <class T>
 void rand_uniform(void* out, int64_t n, uint64_t seed, uint64_t first, double lo, double hi) {
   if (n == 0) return;
-  uniform_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<T*>(out), n, seed, first, lo, hi);
+  HKT_LAUNCH(blocks_for(n), kThreads, 0, uniform_kernel<T>)(static_cast<T*>(out), n, seed, first, lo, hi);
   CUDA_CHECK_LAUNCH();
 }
 template <class T>
 void rand_normal(void* out, int64_t n, uint64_t seed, uint64_t first, double mean, double std) {
   if (n == 0) return;
-  normal_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<T*>(out), n, seed, first, mean, std);
+  HKT_LAUNCH(blocks_for(n), kThreads, 0, normal_kernel<T>)(static_cast<T*>(out), n, seed, first, mean, std);
   CUDA_CHECK_LAUNCH();
 }
 template <class T>
 void dropout_mask(void* out, int64_t n, uint64_t seed, uint64_t first, double p) {
   if (n == 0) return;
-  dropout_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<T*>(out), n, seed, first, p);
+  HKT_LAUNCH(blocks_for(n), kThreads, 0, dropout_kernel<T>)(static_cast<T*>(out), n, seed, first, p);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -94,16 +94,16 @@ void reduce(const void* xv, const Shape& shape, const Strides& strides, const st
     const int64_t chunk = (n_in + chunks - 1) / chunks;
     const dim3 grid(static_cast<unsigned>(n_out), static_cast<unsigned>(chunks));
     if (chunks == 1) {  // one block per output writes it
-      reduce_block<T, R, T><<<grid, kThreads, 0, stream()>>>(x, out, n_in, chunk, outer, inner);
+      HKT_LAUNCH(grid, kThreads, 0, reduce_block<T, R, T>)(x, out, n_in, chunk, outer, inner);
     } else {
       using Acc = typename R::Acc;
       Scratch part(static_cast<size_t>(n_out * chunks) * sizeof(Acc));
-      reduce_block<T, R, Acc><<<grid, kThreads, 0, stream()>>>(x, part.as<Acc>(), n_in, chunk, outer, inner);
+      HKT_LAUNCH(grid, kThreads, 0, reduce_block<T, R, Acc>)(x, part.as<Acc>(), n_in, chunk, outer, inner);
       CUDA_CHECK_LAUNCH();
-      reduce_parts<T, R><<<blocks_for(n_out), kThreads, 0, stream()>>>(part.as<Acc>(), out, n_out, chunks);
+      HKT_LAUNCH(blocks_for(n_out), kThreads, 0, reduce_parts<T, R>)(part.as<Acc>(), out, n_out, chunks);
     }
   } else {
-    reduce_thread<T, R><<<blocks_for(n_out), kThreads, 0, stream()>>>(x, out, n_out, n_in, outer, inner);
+    HKT_LAUNCH(blocks_for(n_out), kThreads, 0, reduce_thread<T, R>)(x, out, n_out, n_in, outer, inner);
   }
   CUDA_CHECK_LAUNCH();
 }

@@ -79,7 +79,7 @@ void softmax_forward(const void* x, void* y, int64_t outer, int64_t D, int64_t i
   const int64_t rows = outer * inner;
   if (rows <= 0 || D <= 0) return;
   HKT_CHECK(rows < (int64_t{1} << 31), "softmax: too many rows (", rows, ") for the CUDA kernel");
-  softmax_fwd_kernel<T, Log><<<static_cast<unsigned>(rows), kRowThreads, 0, stream()>>>(
+  HKT_LAUNCH(static_cast<unsigned>(rows), kRowThreads, 0, softmax_fwd_kernel<T, Log>)(
       static_cast<const T*>(x), static_cast<T*>(y), D, inner);
   CUDA_CHECK_LAUNCH();
 }
@@ -88,7 +88,7 @@ void softmax_backward(const void* y, const void* g, void* dx, int64_t outer, int
   const int64_t rows = outer * inner;
   if (rows <= 0 || D <= 0) return;
   HKT_CHECK(rows < (int64_t{1} << 31), "softmax_backward: too many rows (", rows, ") for the CUDA kernel");
-  softmax_bwd_kernel<T, Log><<<static_cast<unsigned>(rows), kRowThreads, 0, stream()>>>(
+  HKT_LAUNCH(static_cast<unsigned>(rows), kRowThreads, 0, softmax_bwd_kernel<T, Log>)(
       static_cast<const T*>(y), static_cast<const T*>(g), static_cast<T*>(dx), D, inner);
   CUDA_CHECK_LAUNCH();
 }
