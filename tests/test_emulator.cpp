@@ -1,13 +1,16 @@
 // The CPU emulator of the CUDA kernels (tests/cuda_emu) checked on small
 // kernels of its own (tests/cuda_emu/selftest_kernels.cpp): warp shuffles,
-// block_reduce, WMMA with TF32 rounding, poisoned shared memory, launch limits
-// and deadlock detection. tests/test_emulated_attention.cpp relies on these.
+// block_reduce, WMMA with TF32 rounding, poisoned shared memory, launch limits,
+// deadlock detection, the device-memory checks and the emulated cuBLAS GEMM.
+// tests/test_emulated_attention.cpp and the emulated backend rely on these.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <random>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "cuda_emu/emulated.hpp"
@@ -19,6 +22,9 @@ std::vector<float> shared_poison();
 void deadlock();
 int big_shared(bool allow);
 void wmma(const float* A, const float* B, float* C, int offset);
+std::vector<std::string> memory_checks();
+std::string sgemm(bool ta, bool tb, int m, int n, int k, const std::vector<float>& A, int lda,
+                  const std::vector<float>& B, int ldb, std::vector<float>& C, int ldc, bool on_device);
 }  // namespace hkt::cuda::emu_selftest
 
 namespace st = hkt::cuda::emu_selftest;
@@ -81,4 +87,51 @@ TEST_CASE("emulator: wmma m16n16k8 uses the TF32 bits of A and B and checks alig
   for (int i = 0; i < 16 * 16; ++i) CHECK_MESSAGE(C[i] == want[i], "element " << i);
   // A + 4 floats is 16-byte aligned only: WMMA needs 32 bytes.
   CHECK_THROWS_WITH_AS(st::wmma(A, B, C, 4), doctest::Contains("32-byte"), std::logic_error);
+}
+
+TEST_CASE("emulator: device memory is checked as a GPU would (copy kinds, memsets, frees, the size limit)") {
+  const std::vector<std::string> want = {
+      "cudaSuccess",            // cudaMalloc
+      "poisoned",               // fresh device memory reads as NaN (0xFF bytes)
+      "cudaSuccess",            // host -> device
+      "cudaSuccess",            // device -> host
+      "cudaSuccess",            // device -> device
+      "cudaErrorInvalidValue",  // cudaMemcpyHostToDevice with a host destination
+      "cudaErrorInvalidValue",  // a copy running past the end of the block
+      "cudaSuccess",            // memset inside the block
+      "cudaErrorInvalidValue",  // memset of host memory
+      "cudaErrorInvalidValue",  // cudaFree of host memory
+      "cudaSuccess",            // cudaFree
+      "cudaErrorInvalidValue",  // memset of freed memory
+      "cudaErrorMemoryAllocation",  // 2 MiB past a 1 MiB limit
+  };
+  CHECK(st::memory_checks() == want);
+}
+
+TEST_CASE("emulator: cuBLAS sgemm is column-major op(A) op(B), with cuBLAS's argument checks") {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int m = 5, n = 3, k = 7;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      // Stored sizes (column-major, leading dimension = rows + 2 of padding).
+      const int ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+      const int lda = ar + 2, ldb = br + 2, ldc = m + 1;
+      std::vector<float> A(static_cast<size_t>(lda * ac)), B(static_cast<size_t>(ldb * bc)), C(ldc * n, 99.0f);
+      for (float& x : A) x = u(rng);
+      for (float& x : B) x = u(rng);
+      CHECK(st::sgemm(ta, tb, m, n, k, A, lda, B, ldb, C, ldc, true) == "CUBLAS_STATUS_SUCCESS");
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) {
+          float want = 0;
+          for (int p = 0; p < k; ++p)
+            want += (ta ? A[p + i * lda] : A[i + p * lda]) * (tb ? B[j + p * ldb] : B[p + j * ldb]);
+          CHECK(C[i + j * ldc] == doctest::Approx(want).epsilon(1e-6));
+        }
+      CHECK(C[m] == 99.0f);  // the padding row of C is left alone
+      CHECK(st::sgemm(ta, tb, m, n, k, A, ar - 1, B, ldb, C, ldc, true) == "CUBLAS_STATUS_INVALID_VALUE");
+      CHECK(st::sgemm(ta, tb, m, n, k, A, lda, B, br - 1, C, ldc, true) == "CUBLAS_STATUS_INVALID_VALUE");
+      CHECK(st::sgemm(ta, tb, m, n, k, A, lda, B, ldb, C, m - 1, true) == "CUBLAS_STATUS_INVALID_VALUE");
+      CHECK(st::sgemm(ta, tb, m, n, k, A, lda, B, ldb, C, ldc, false) == "CUBLAS_STATUS_INVALID_VALUE");
+    }
 }

@@ -5,3 +5,10 @@
 #include "kernels/cuda/attention.cu"
 #include "kernels/cuda/attention_fwd_mma.cu"
 #include "kernels/cuda/attention_bwd_mma.cu"
+
+// common.cuh declares these; runtime.cu defines them in a real (or the
+// emulated) backend. Here the attention files run alone, on host memory.
+namespace hkt::cuda {
+cudaStream_t stream() { return nullptr; }
+cublasHandle_t cublas() { throw std::logic_error("hkt_emu: cuBLAS is not part of the attention-only emulation"); }
+}  // namespace hkt::cuda

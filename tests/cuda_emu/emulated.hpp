@@ -1,21 +1,36 @@
 // What a test needs to call emulated kernels (hkt_cuda_emu.hpp): include this,
-// then the kernels' host headers (e.g. kernels/cuda/attention.hpp).
+// then the kernels' host headers (e.g. kernels/cuda/attention.hpp); and the
+// emulator's switches.
 //
-// What the emulated .cu files define in hkt::cuda lands in
-// hkt::cuda_emulated::cuda (a namespace definition of `cuda` in hkt reopens
-// the inline namespace's), so it cannot clash with the real kernels of a
-// libhkt built with CUDA. The host pointers a test passes are the emulated
-// device memory.
+// Next to a real libhkt (test_emulated_attention), what the emulated .cu files
+// define in hkt::cuda lands in hkt::cuda_emulated::cuda (a namespace
+// definition of `cuda` in hkt reopens the inline namespace's), so it cannot
+// clash with the real kernels of a libhkt built with CUDA. The emulated
+// backend (hkt_emulated, tests/cuda_emu/CMakeLists.txt) is a whole library of
+// its own and defines HKT_EMULATED_BACKEND: its names are the real ones.
 #pragma once
+#include <cstddef>
 
+#ifndef HKT_EMULATED_BACKEND
 namespace hkt {
 inline namespace cuda_emulated {
 namespace cuda {}
 }  // namespace cuda_emulated
 }  // namespace hkt
+#endif
 
 namespace hkt_emu {
 // Runs the threads of a block, and the blocks of a grid, in reverse order
 // (true) or in order (false, the default).
 void set_reverse_order(bool reverse);
+// The device-memory checks of include/cuda_runtime.h: on by default. A test
+// that hands host memory straight to the kernels turns them off.
+void set_strict_device_memory(bool on);
+bool is_strict_device_memory();
+// True when [p, p + n) lies inside one live cudaMalloc block.
+bool is_device_memory(const void* p, size_t n);
+// cudaMalloc fails with cudaErrorMemoryAllocation once the live blocks would
+// exceed this many bytes (default: an H200's 141 GiB).
+void set_device_memory_limit(size_t bytes);
+size_t device_memory_in_use();
 }  // namespace hkt_emu

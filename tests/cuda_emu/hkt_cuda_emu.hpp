@@ -1,10 +1,11 @@
 // A CPU emulator for the project's CUDA kernels, so that kernels/cuda/*.cu
-// runs and is checked on machines without a GPU (tests/test_emulated_attention.cpp).
+// runs and is checked on machines without a GPU (tests/test_emulated_attention.cpp,
+// and the emulated backend hkt_emulated of tests/cuda_emu/CMakeLists.txt).
 //
 // A translation unit includes this header first and then a .cu file, compiled
 // as C++ with tests/cuda_emu/include (stand-ins for <cuda_runtime.h>, <mma.h>,
 // <cublas_v2.h>) ahead of the CUDA Toolkit on the include path. Then:
-//  - every CUDA thread of a block is a fiber (ucontext); blocks run one after
+//  - every CUDA thread of a block is a fiber (hkt_cuda_emu.cpp); blocks run one after
 //    another. __syncthreads() parks a fiber until every live thread of the
 //    block is parked; warp collectives (__shfl_*_sync, wmma::mma_sync) park it
 //    until the 32 lanes of its warp have arrived, then run once for the warp.
@@ -26,7 +27,8 @@
 //  - set_reverse_order(true) runs the threads of a block, and the blocks of a
 //    grid, in the opposite order: a kernel whose result depends on the order
 //    (a race between threads) gives different bits.
-// Global memory is host memory: a "device pointer" is any host pointer.
+// Global memory is host memory: cudaMalloc's blocks, with the checks that
+// include/cuda_runtime.h describes; kernels may be handed any host pointer.
 //
 // What it cannot see: timing, occupancy and speed; races between threads that
 // happen to be ordered the same way in both schedules; anything hardware does
@@ -223,44 +225,23 @@ inline float __logf(float x) { return logf(x); }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 
-// --- the runtime API the kernels' host code calls ----------------------------
-enum cudaError_t {
-  cudaSuccess = 0,
-  cudaErrorInvalidValue = 1,
-  cudaErrorMemoryAllocation = 2,
-  cudaErrorInvalidConfiguration = 9,
-  cudaErrorLaunchFailure = 719,
-};
-using cudaError = cudaError_t;
-struct CUstream_st;
-using cudaStream_t = CUstream_st*;
-enum cudaDeviceAttr { cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
-enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
-
-const char* cudaGetErrorName(cudaError_t e);
-const char* cudaGetErrorString(cudaError_t e);
-inline cudaError_t cudaGetLastError() { return static_cast<cudaError_t>(::hkt_emu::take_last_error()); }
-inline cudaError_t cudaPeekAtLastError() { return cudaGetLastError(); }
-inline cudaError_t cudaMemsetAsync(void* p, int value, size_t n, cudaStream_t = nullptr) {
-  if (n && !p) return cudaErrorInvalidValue;
-  std::memset(p, value, n);
-  return cudaSuccess;
+// Atomics: the threads of a block run one at a time and never switch inside
+// a plain function, so a read-modify-write is atomic as written.
+template <class T>
+T atomicMin(T* p, T v) {
+  const T old = *p;
+  if (v < old) *p = v;
+  return old;
 }
-inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, int = 0, cudaStream_t = nullptr) {
-  if (n) std::memmove(dst, src, n);
-  return cudaSuccess;
+template <class T>
+T atomicMax(T* p, T v) {
+  const T old = *p;
+  if (v > old) *p = v;
+  return old;
 }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
-// An H200: 227 KiB of dynamic shared memory per block when a kernel opts in.
-inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int device) {
-  if (device != 0 || a != cudaDevAttrMaxSharedMemoryPerBlockOptin) return cudaErrorInvalidValue;
-  *v = 232448;
-  return cudaSuccess;
-}
-template <class... P>
-cudaError_t cudaFuncSetAttribute(void (*kernel)(P...), cudaFuncAttribute a, int value) {
-  if (a != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 || value > 232448) return cudaErrorInvalidValue;
-  ::hkt_emu::allow_dynamic_shared(reinterpret_cast<const void*>(kernel), value);
-  return cudaSuccess;
+template <class T>
+T atomicAdd(T* p, T v) {
+  const T old = *p;
+  *p = old + v;
+  return old;
 }

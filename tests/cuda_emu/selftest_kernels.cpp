@@ -4,6 +4,8 @@
 
 #include <mma.h>
 
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/cuda/common.cuh"
@@ -89,6 +91,62 @@ int big_shared(bool allow) {
 void wmma(const float* A, const float* B, float* C, int offset) {
   HKT_LAUNCH(1, 32, 0, k_wmma)(A, B, C, offset);
   CUDA_CHECK_LAUNCH();
+}
+
+// The device-memory checks of include/cuda_runtime.h, one call each, as the
+// names of the errors returned (test_emulator.cpp lists what each must be).
+std::vector<std::string> memory_checks() {
+  std::vector<std::string> r;
+  const auto note = [&](cudaError_t e) { r.push_back(cudaGetErrorName(e)); };
+  float host[64] = {};
+  float* dev = nullptr;
+  note(cudaMalloc(&dev, sizeof host));
+  uint32_t bits = 0;
+  std::memcpy(&bits, dev, 4);
+  r.push_back(bits == 0xFFFFFFFFu ? "poisoned" : "not poisoned");
+  note(cudaMemcpyAsync(dev, host, sizeof host, cudaMemcpyHostToDevice));
+  note(cudaMemcpyAsync(host, dev, sizeof host, cudaMemcpyDeviceToHost));
+  note(cudaMemcpyAsync(dev, dev + 32, 16, cudaMemcpyDeviceToDevice));
+  note(cudaMemcpyAsync(host, dev, sizeof host, cudaMemcpyHostToDevice));      // wrong kind
+  note(cudaMemcpyAsync(dev, host, sizeof host + 4, cudaMemcpyHostToDevice));  // past the block
+  note(cudaMemsetAsync(dev + 1, 0, 8));
+  note(cudaMemsetAsync(host, 0, sizeof host));  // host memory
+  note(cudaFree(host));                         // not from cudaMalloc
+  note(cudaFree(dev));
+  note(cudaMemsetAsync(dev, 0, 8));  // freed
+  hkt_emu::set_device_memory_limit(size_t{1} << 20);
+  void* big = nullptr;
+  note(cudaMalloc(&big, size_t{2} << 20));
+  hkt_emu::set_device_memory_limit(size_t{141} << 30);
+  return r;
+}
+
+// cublasSgemm(ta, tb, m, n, k) on device copies of the column-major A, B
+// (on_device false: the host vectors themselves); C gets the result. Returns
+// the status's name.
+std::string sgemm(bool ta, bool tb, int m, int n, int k, const std::vector<float>& A, int lda,
+                  const std::vector<float>& B, int ldb, std::vector<float>& C, int ldc, bool on_device) {
+  cublasHandle_t h = nullptr;
+  CUBLAS_CHECK(cublasCreate(&h));
+  const auto dev_copy = [&](const std::vector<float>& v) {
+    float* d = nullptr;
+    CUDA_CHECK(cudaMalloc(&d, v.size() * sizeof(float)));
+    CUDA_CHECK(cudaMemcpyAsync(d, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
+    return d;
+  };
+  const float alpha = 1, beta = 0;
+  const cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasStatus_t st;
+  if (on_device) {
+    float *a = dev_copy(A), *b = dev_copy(B), *c = dev_copy(C);
+    st = cublasSgemm(h, oa, ob, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);
+    CUDA_CHECK(cudaMemcpyAsync(C.data(), c, C.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    for (float* p : {a, b, c}) CUDA_CHECK(cudaFree(p));
+  } else {
+    st = cublasSgemm(h, oa, ob, m, n, k, &alpha, A.data(), lda, B.data(), ldb, &beta, C.data(), ldc);
+  }
+  CUBLAS_CHECK(cublasDestroy(h));
+  return cublasGetStatusName(st);
 }
 
 }  // namespace emu_selftest
