@@ -23,6 +23,14 @@ Memory& memory() {
   return *m;
 }
 
+// f(memory()) under its lock.
+template <class F>
+auto with_memory(F f) {
+  Memory& m = memory();
+  const std::lock_guard<std::mutex> lock(m.mu);
+  return f(m);
+}
+
 bool inside_locked(const Memory& m, const void* p, size_t n) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   auto it = m.blocks.upper_bound(a);
@@ -48,29 +56,19 @@ bool copy_ok(const void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
 }  // namespace
 
 void set_strict_device_memory(bool on) {
-  Memory& m = memory();
-  const std::lock_guard<std::mutex> lock(m.mu);
-  m.strict = on;
+  with_memory([&](Memory& m) { m.strict = on; });
 }
 bool is_strict_device_memory() {
-  Memory& m = memory();
-  const std::lock_guard<std::mutex> lock(m.mu);
-  return m.strict;
+  return with_memory([](Memory& m) { return m.strict; });
 }
 bool is_device_memory(const void* p, size_t n) {
-  Memory& m = memory();
-  const std::lock_guard<std::mutex> lock(m.mu);
-  return inside_locked(m, p, n);
+  return with_memory([&](Memory& m) { return inside_locked(m, p, n); });
 }
 void set_device_memory_limit(size_t bytes) {
-  Memory& m = memory();
-  const std::lock_guard<std::mutex> lock(m.mu);
-  m.limit = bytes;
+  with_memory([&](Memory& m) { m.limit = bytes; });
 }
 size_t device_memory_in_use() {
-  Memory& m = memory();
-  const std::lock_guard<std::mutex> lock(m.mu);
-  return m.in_use;
+  return with_memory([](Memory& m) { return m.in_use; });
 }
 
 }  // namespace hkt_emu
