@@ -15,6 +15,11 @@
 # uninterrupted run's byte for byte (their metadata holds no times or paths),
 # and the summaries must agree. A kill before config.json exists leaves
 # nothing to resume: the run is then started again.
+# HKT_KILL_DEVICE=cuda trains, and resumes, with --device cuda; HKT_KILL_ARGS
+# (space separated) are training flags appended to the defaults below (the
+# last value of a flag wins). The emulated backend's entry
+# (tests/cuda_emu/CMakeLists.txt) uses both, and HKT_KILL_DELAY_DIV below: a
+# shorter run on its CUDA device, whose start-up is a larger part of a run.
 set -euo pipefail
 bin="$(realpath "${1:?usage: kill_resume.sh path/to/hkt-train path/to/hkt-check-run}")"
 check="$(realpath "${2:?usage: kill_resume.sh path/to/hkt-train path/to/hkt-check-run}")"
@@ -24,6 +29,12 @@ trap 'rm -rf "$work"' EXIT
 args=(--task synthetic --train-size 512 --val-size 64 --test-size 64 --seq-len 32 --model hkt-tiny --dropout 0.1
       --batch-size 16 --steps 240 --warmup 10 --checkpoint-every 7 --eval-every 20 --log-every 10 --seed 5
       --threads 2 --quiet)
+read -r -a extra <<<"${HKT_KILL_ARGS:-}"
+# The random kills come within the first 1/HKT_KILL_DELAY_DIV (default 1/8) of
+# the uninterrupted run's time after each start.
+delay_div="${HKT_KILL_DELAY_DIV:-8}"
+device=(--device "${HKT_KILL_DEVICE:-cpu}")
+args+=("${extra[@]}" "${device[@]}")
 
 now_ms() { date +%s%3N; }
 
@@ -42,7 +53,7 @@ start() {
   if [[ $started == 0 ]]; then
     "$bin" "${args[@]}" --run-dir "$run" & pid=$!
   else
-    "$bin" --resume "$run" --quiet & pid=$!
+    "$bin" --resume "$run" "${device[@]}" --quiet & pid=$!
   fi
 }
 for k in 1 2 3 4 5 6 7 8 9 10; do
@@ -55,7 +66,7 @@ for k in 1 2 3 4 5 6 7 8 9 10; do
     what="when checkpoint.tmp/ appeared"
     while [[ ! -e "$run/checkpoint.tmp" ]] && kill -0 "$pid" 2>/dev/null; do :; done
   else
-    delay_ms=$(( 20 + RANDOM % (ref_ms / 8 + 1) ))
+    delay_ms=$(( 20 + RANDOM % (ref_ms / delay_div + 1) ))
     what="after ${delay_ms} ms"
     sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
   fi
@@ -84,8 +95,8 @@ if [[ $started == 0 ]]; then
   echo "killed before config.json was written: starting the run again"
   "$bin" "${args[@]}" --run-dir "$run"
 else
-  echo "resuming: hkt-train --resume $run"
-  "$bin" --resume "$run" --quiet
+  echo "resuming: hkt-train --resume $run ${device[*]}"
+  "$bin" --resume "$run" "${device[@]}" --quiet
 fi
 "$check" "$run" >/dev/null || { echo "the finished run's checkpoints are unreadable"; status=1; }
 

@@ -17,11 +17,12 @@
 #endif
 
 // Switching between stacks. On x86-64 a hand-written switch of the registers
-// the ABI says a call preserves (rbp, rbx, r12-r15, the SSE and x87 control
-// words) and the stack pointer, as Boost.Context's jump_fcontext does: a
-// function call's cost. Elsewhere ucontext's swapcontext, which also saves
-// the signal mask with a system call on every switch (about half the run time
-// of the emulated suites on x86-64 before this).
+// the ABI says a call preserves (rbp, rbx, r12-r15) and the stack pointer, as
+// Boost.Context's jump_fcontext does: a function call's cost. The SSE and x87
+// control words (rounding modes) are not switched: no emulated thread changes
+// them, and saving and loading them took 80% of the switch. Elsewhere
+// ucontext's swapcontext, which also saves the signal mask with a system call
+// on every switch (about half the run time of the emulated suites on x86-64).
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(HKT_EMU_UCONTEXT)
 #define HKT_EMU_FAST_SWITCH 1
 // hkt_emu_switch_stack(&from_sp, to_sp): saves the registers on the current
@@ -39,14 +40,8 @@ hkt_emu_switch_stack:
   pushq %r13
   pushq %r14
   pushq %r15
-  subq $16, %rsp
-  stmxcsr 8(%rsp)
-  fnstcw (%rsp)
   movq %rsp, (%rdi)
   movq %rsi, %rsp
-  ldmxcsr 8(%rsp)
-  fldcw (%rsp)
-  addq $16, %rsp
   popq %r15
   popq %r14
   popq %r13
@@ -81,19 +76,13 @@ void make_context(Context& c, char* stack, size_t size, void (*entry)()) {
   __asan_unpoison_memory_region(stack, size);
 #endif
 #if HKT_EMU_FAST_SWITCH
-  uint32_t mxcsr;
-  uint16_t fpucw;
-  asm volatile("stmxcsr %0" : "=m"(mxcsr));
-  asm volatile("fnstcw %0" : "=m"(fpucw));
-  // What hkt_emu_switch_stack pops, from the lowest address: the two control
-  // words, r15 .. rbp, the address it returns to (entry), and a null return
-  // address for entry, whose frame then starts 16-byte aligned as after a call.
+  // What hkt_emu_switch_stack pops, from the lowest address: r15 .. rbp, the
+  // address it returns to (entry), and a null return address for entry, whose
+  // frame then starts 16-byte aligned as after a call.
   uint64_t* sp = reinterpret_cast<uint64_t*>((reinterpret_cast<uintptr_t>(stack) + size) & ~uintptr_t{15});
   *--sp = 0;
   *--sp = reinterpret_cast<uint64_t>(entry);
   for (int i = 0; i < 6; ++i) *--sp = 0;
-  *--sp = mxcsr;
-  *--sp = fpucw;
   c.sp = sp;
 #else
   getcontext(&c.uc);
@@ -121,6 +110,7 @@ enum class St { Ready, Barrier, Warp, Done };
 
 struct Fiber {
   Context ctx;
+  char* stack = nullptr;  // null until the thread first runs, and again once it has exited
   ThreadCtx tc;
   St st = St::Ready;
   const char* what = nullptr;  // the warp collective it waits in
@@ -133,6 +123,10 @@ constexpr size_t kStack = 256 * 1024;
 
 struct Run {
   std::vector<Fiber> fibers;
+  // Stacks not in use, the last freed on top: a thread starts on the stack the
+  // thread before it exited from, so a kernel without barriers runs every
+  // thread on one stack that stays in cache.
+  std::vector<char*> free_stacks;
   Context sched;
   int cur = -1;
   std::vector<unsigned char> smem;  // the block's dynamic shared memory (+ alignment slack)
@@ -247,7 +241,7 @@ bool resolve_warps(Run& r) {
                              ": some lanes of the warp have exited");
     void* lanes[32];
     for (size_t i = w0; i < w1; ++i) {
-      if (std::strcmp(r.fibers[i].what, r.fibers[w0].what) != 0)
+      if (r.fibers[i].what != r.fibers[w0].what && std::strcmp(r.fibers[i].what, r.fibers[w0].what) != 0)
         throw std::logic_error(std::string("hkt_emu: divergent warp ") + std::to_string(w0 / 32) + ": lane 0 in " +
                                r.fibers[w0].what + ", lane " + std::to_string(i - w0) + " in " + r.fibers[i].what);
       lanes[i - w0] = r.fibers[i].data;
@@ -262,25 +256,37 @@ bool resolve_warps(Run& r) {
 void run_block(Run& r, const dim3& block, const dim3& grid, const dim3& bdim) {
   const size_t n = r.fibers.size();
   std::fill(r.smem.begin(), r.smem.end(), 0xFF);
+  r.free_stacks.clear();
+  for (size_t i = n; i-- > 0;) r.free_stacks.push_back(stacks()[i].get());
   for (size_t i = 0; i < n; ++i) {
     Fiber& f = r.fibers[i];
     const unsigned t = static_cast<unsigned>(i);
     f.tc = {dim3(t % bdim.x, (t / bdim.x) % bdim.y, t / (bdim.x * bdim.y)), block, bdim, grid};
     f.st = St::Ready;
-    make_context(f.ctx, stacks()[i].get(), kStack, trampoline);
+    f.stack = nullptr;
   }
   for (;;) {
     for (size_t k = 0; k < n; ++k) {
       const size_t i = g_reverse ? n - 1 - k : k;
-      if (r.fibers[i].st != St::Ready) continue;
+      Fiber& f = r.fibers[i];
+      if (f.st != St::Ready) continue;
+      if (!f.stack) {  // first run: a stack from the pool
+        f.stack = r.free_stacks.back();
+        r.free_stacks.pop_back();
+        make_context(f.ctx, f.stack, kStack, trampoline);
+      }
       r.cur = static_cast<int>(i);
-      g_ctx = &r.fibers[i].tc;
-      start_switch(&r.sched_fake, stacks()[i].get(), kStack);
-      switch_context(r.sched, r.fibers[i].ctx);
+      g_ctx = &f.tc;
+      start_switch(&r.sched_fake, f.stack, kStack);
+      switch_context(r.sched, f.ctx);
       finish_switch(r.sched_fake, nullptr, nullptr);
       r.cur = -1;
       g_ctx = nullptr;
       if (r.error) std::rethrow_exception(r.error);
+      if (f.st == St::Done) {  // its stack is free again
+        r.free_stacks.push_back(f.stack);
+        f.stack = nullptr;
+      }
     }
     bool moved = resolve_warps(r);
     size_t live = 0, at_barrier = 0;
