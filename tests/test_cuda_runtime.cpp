@@ -3,6 +3,10 @@
 // with one, host <-> device copies and the caching allocator.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
 #include "gradcheck_util.hpp"
 
 using namespace hkt;
@@ -78,4 +82,24 @@ TEST_CASE("cuda: the caching allocator reuses blocks in steady state") {
   CHECK(cuda_memory_stats().cache_hits > 0);
   cuda_empty_cache();
   CHECK(cuda_memory_stats().cached_bytes == 0);
+}
+
+TEST_CASE("cuda: HKT_CUDA_FILL_UNINITIALIZED=1 hands out every block, cached or new, filled with NaN") {
+  if (!cuda_is_available()) {
+    MESSAGE("SKIPPED (no GPU): " << cuda_unavailable_reason());
+    return;
+  }
+  const char* fill = std::getenv("HKT_CUDA_FILL_UNINITIALIZED");
+  if (!fill || std::string(fill) != "1") {
+    MESSAGE("SKIPPED: HKT_CUDA_FILL_UNINITIALIZED=1 is not set (the emulated entry sets it)");
+    return;
+  }
+  for (int round = 0; round < 2; ++round) {  // round 1 gets round 0's block back from the cache
+    Tensor t = empty({1000}, {DType::Float32, Device::cuda()});
+    for (float v : to_device(t, Device::cpu()).to_vector<float>()) REQUIRE(std::isnan(v));
+    fill_(t, 1.5);
+    CHECK(to_device(t, Device::cpu()).to_vector<float>() == std::vector<float>(1000, 1.5f));
+  }
+  const Tensor i = empty({10}, {DType::Int64, Device::cuda()});
+  CHECK(to_device(i, Device::cpu()).to_vector<int64_t>() == std::vector<int64_t>(10, -1));
 }

@@ -1,5 +1,6 @@
 // The CUDA runtime side of the backend: device detection, the stream and the
 // cuBLAS handle, the caching allocator, host <-> device copies.
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -39,9 +40,45 @@ const DeviceInfo& device_info() {
 // Reuse needs no event: every user of device memory works on stream(), so a
 // block's next user is queued after its previous users. When cudaMalloc runs
 // out of memory the cache is released and the allocation retried once.
+//
+// HKT_CUDA_FILL_UNINITIALIZED=1 fills every block handed out, new or cached,
+// with 0xFF bytes (NaN in float32 and float64, -1 in int64) before use, so a
+// kernel that reads output it never wrote gives NaN instead of a stale value
+// (as torch.utils.deterministic.fill_uninitialized_memory does; the emulated
+// test suites turn it on). It costs a memset per allocation.
 class CudaAllocator final : public Allocator {
  public:
+  CudaAllocator() {
+    const char* e = std::getenv("HKT_CUDA_FILL_UNINITIALIZED");
+    fill_ = e && e[0] == '1';
+  }
   void* allocate(size_t nbytes, Device device) override {
+    void* p = take(nbytes, device);
+    if (fill_) CUDA_CHECK(cudaMemsetAsync(p, 0xFF, size_class(nbytes), stream()));
+    return p;
+  }
+  void deallocate(void* p, size_t nbytes, Device) override {
+    const size_t n = size_class(nbytes);
+    std::lock_guard<std::mutex> lock(mu_);
+    free_[n].push_back(p);
+    stats_.cached_bytes += n;
+    stats_.allocated_bytes -= n;
+  }
+  void copy_to_host(void* dst, const void* src, size_t nbytes, Device) override {
+    copy_device_to_host(dst, src, nbytes);
+  }
+  MemoryStats stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+  void release_cached() {
+    std::lock_guard<std::mutex> lock(mu_);
+    release_cached_locked();
+  }
+
+ private:
+  // A block of size_class(nbytes): from the cache, else from cudaMalloc.
+  void* take(size_t nbytes, Device device) {
     require_device(device.index, "allocating device memory");
     const size_t n = size_class(nbytes);
     std::lock_guard<std::mutex> lock(mu_);
@@ -68,26 +105,6 @@ class CudaAllocator final : public Allocator {
     ++stats_.device_mallocs;
     return note_alloc(p, n);
   }
-  void deallocate(void* p, size_t nbytes, Device) override {
-    const size_t n = size_class(nbytes);
-    std::lock_guard<std::mutex> lock(mu_);
-    free_[n].push_back(p);
-    stats_.cached_bytes += n;
-    stats_.allocated_bytes -= n;
-  }
-  void copy_to_host(void* dst, const void* src, size_t nbytes, Device) override {
-    copy_device_to_host(dst, src, nbytes);
-  }
-  MemoryStats stats() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return stats_;
-  }
-  void release_cached() {
-    std::lock_guard<std::mutex> lock(mu_);
-    release_cached_locked();
-  }
-
- private:
   // 512-byte multiples below 1 MiB; above, steps of 1/8 of the power of two
   // below (at most 12.5% waste), so that nearby sizes share a class.
   static size_t size_class(size_t nbytes) {
@@ -111,6 +128,7 @@ class CudaAllocator final : public Allocator {
   std::mutex mu_;
   std::map<size_t, std::vector<void*>> free_;
   MemoryStats stats_;
+  bool fill_ = false;
 };
 
 // Never destroyed: Storage destructors may run during static destruction,
