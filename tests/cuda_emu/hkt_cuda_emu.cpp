@@ -110,7 +110,6 @@ enum class St { Ready, Barrier, Warp, Done };
 
 struct Fiber {
   Context ctx;
-  char* stack = nullptr;  // null until the thread first runs, and again once it has exited
   ThreadCtx tc;
   St st = St::Ready;
   const char* what = nullptr;  // the warp collective it waits in
@@ -123,10 +122,6 @@ constexpr size_t kStack = 256 * 1024;
 
 struct Run {
   std::vector<Fiber> fibers;
-  // Stacks not in use, the last freed on top: a thread starts on the stack the
-  // thread before it exited from, so a kernel without barriers runs every
-  // thread on one stack that stays in cache.
-  std::vector<char*> free_stacks;
   Context sched;
   int cur = -1;
   std::vector<unsigned char> smem;  // the block's dynamic shared memory (+ alignment slack)
@@ -256,37 +251,26 @@ bool resolve_warps(Run& r) {
 void run_block(Run& r, const dim3& block, const dim3& grid, const dim3& bdim) {
   const size_t n = r.fibers.size();
   std::fill(r.smem.begin(), r.smem.end(), 0xFF);
-  r.free_stacks.clear();
-  for (size_t i = n; i-- > 0;) r.free_stacks.push_back(stacks()[i].get());
   for (size_t i = 0; i < n; ++i) {
     Fiber& f = r.fibers[i];
     const unsigned t = static_cast<unsigned>(i);
     f.tc = {dim3(t % bdim.x, (t / bdim.x) % bdim.y, t / (bdim.x * bdim.y)), block, bdim, grid};
     f.st = St::Ready;
-    f.stack = nullptr;
+    make_context(f.ctx, stacks()[i].get(), kStack, trampoline);
   }
   for (;;) {
     for (size_t k = 0; k < n; ++k) {
       const size_t i = g_reverse ? n - 1 - k : k;
       Fiber& f = r.fibers[i];
       if (f.st != St::Ready) continue;
-      if (!f.stack) {  // first run: a stack from the pool
-        f.stack = r.free_stacks.back();
-        r.free_stacks.pop_back();
-        make_context(f.ctx, f.stack, kStack, trampoline);
-      }
       r.cur = static_cast<int>(i);
       g_ctx = &f.tc;
-      start_switch(&r.sched_fake, f.stack, kStack);
+      start_switch(&r.sched_fake, stacks()[i].get(), kStack);
       switch_context(r.sched, f.ctx);
       finish_switch(r.sched_fake, nullptr, nullptr);
       r.cur = -1;
       g_ctx = nullptr;
       if (r.error) std::rethrow_exception(r.error);
-      if (f.st == St::Done) {  // its stack is free again
-        r.free_stacks.push_back(f.stack);
-        f.stack = nullptr;
-      }
     }
     bool moved = resolve_warps(r);
     size_t live = 0, at_barrier = 0;
