@@ -17,8 +17,8 @@ namespace {
 // inside one device block (the strict checks of cuda_runtime.h).
 template <class T>
 bool on_device(const T* p, long long rows, long long cols, long long ld) {
-  if (!hkt_emu::is_strict_device_memory() || rows == 0 || cols == 0) return true;
-  return p && hkt_emu::is_device_memory(p, static_cast<size_t>((cols - 1) * ld + rows) * sizeof(T));
+  return rows == 0 || cols == 0 ||
+         hkt_emu::device_ok(p, static_cast<size_t>((cols - 1) * ld + rows) * sizeof(T));
 }
 
 template <class T>

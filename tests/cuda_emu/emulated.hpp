@@ -29,6 +29,9 @@ void set_strict_device_memory(bool on);
 bool is_strict_device_memory();
 // True when [p, p + n) lies inside one live cudaMalloc block.
 bool is_device_memory(const void* p, size_t n);
+// What an API call that wants device memory at [p, p + n) accepts: p not null,
+// and inside one live block unless the strict checks are off.
+bool device_ok(const void* p, size_t n);
 // cudaMalloc fails with cudaErrorMemoryAllocation once the live blocks would
 // exceed this many bytes (default: an H200's 141 GiB).
 void set_device_memory_limit(size_t bytes);

@@ -64,6 +64,9 @@ bool is_strict_device_memory() {
 bool is_device_memory(const void* p, size_t n) {
   return with_memory([&](Memory& m) { return inside_locked(m, p, n); });
 }
+bool device_ok(const void* p, size_t n) {
+  return p && with_memory([&](Memory& m) { return !m.strict || inside_locked(m, p, n); });
+}
 void set_device_memory_limit(size_t bytes) {
   with_memory([&](Memory& m) { m.limit = bytes; });
 }
@@ -119,7 +122,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind
 
 cudaError_t cudaMemsetAsync(void* p, int value, size_t n, cudaStream_t) {
   if (n == 0) return cudaSuccess;
-  if (!p || (hkt_emu::is_strict_device_memory() && !hkt_emu::is_device_memory(p, n))) return cudaErrorInvalidValue;
+  if (!hkt_emu::device_ok(p, n)) return cudaErrorInvalidValue;
   std::memset(p, value, n);
   return cudaSuccess;
 }
