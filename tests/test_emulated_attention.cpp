@@ -125,6 +125,18 @@ bool same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   return true;
 }
 
+// True when the kernels give the same bits with the threads of each block,
+// and the blocks of each grid, run in order and in reverse order: a race (a
+// read not separated from a write by a barrier, or an order-dependent sum
+// across blocks) gives other bits.
+bool order_independent(const Inputs& in, bool causal, double scale) {
+  const auto fwd = run_emulated(in, DType::Float32, causal, scale);
+  hkt_emu::set_reverse_order(true);
+  const auto rev = run_emulated(in, DType::Float32, causal, scale);
+  hkt_emu::set_reverse_order(false);
+  return same_bits(fwd, rev);
+}
+
 }  // namespace
 
 TEST_CASE("emulated cuda attention: fused kernels vs the CPU fused kernel, float32") {
@@ -152,13 +164,32 @@ TEST_CASE("emulated cuda attention: the register-resident kernels (HKT_CUDA_ATTN
   setenv("HKT_CUDA_ATTN_BWD", "mma", 1);
   compare_cases(cases, 301, "mma kernels");
   // A race between the lanes or warps of the new kernel would show here too.
-  const Inputs in = make_inputs(3, 1, 100, 24, 3, true, 9);
-  const auto fwd = run_emulated(in, DType::Float32, true, 0.2);
-  hkt_emu::set_reverse_order(true);
-  const auto rev = run_emulated(in, DType::Float32, true, 0.2);
-  hkt_emu::set_reverse_order(false);
-  CHECK(same_bits(fwd, rev));
+  CHECK(order_independent(make_inputs(3, 1, 100, 24, 3, true, 9), true, 0.2));
   unsetenv("HKT_CUDA_ATTN_FWD");
+  unsetenv("HKT_CUDA_ATTN_BWD");
+}
+
+TEST_CASE("emulated cuda attention: the single-pass backward (HKT_CUDA_ATTN_BWD=fused)") {
+  // attention_bwd_fused.cu: one kernel per key-tile group, dQ summed from the
+  // groups' partials. The emulated device has 132 SMs, so small B H gives as
+  // many groups as key tiles; HKT_CUDA_ATTN_BWD_GROUPS forces fewer, so that a
+  // block walks several key tiles (and, causal, groups skip query tiles).
+  const std::vector<Case> cases = {
+      {2, 1, 1, 16, 1, false, false}, {1, 2, 7, 16, 2, true, false},   {3, 1, 63, 32, 3, false, true},
+      {3, 1, 100, 24, 4, true, true}, {1, 1, 130, 64, 3, false, false}, {1, 1, 129, 64, 1, true, false},
+      {2, 1, 70, 18, 2, false, true}, {1, 1, 200, 40, 7, true, true},   {1, 2, 300, 64, 3, true, true},
+  };
+  setenv("HKT_CUDA_ATTN_BWD", "fused", 1);
+  compare_cases(cases, 401, "single-pass backward");
+  for (const char* groups : {"1", "2", "3"}) {
+    setenv("HKT_CUDA_ATTN_BWD_GROUPS", groups, 1);
+    compare_cases({{2, 1, 300, 32, 3, true, true}, {1, 1, 260, 64, 1, false, false}}, 451,
+                  std::string("single-pass backward, ") + groups + " groups");
+  }
+  unsetenv("HKT_CUDA_ATTN_BWD_GROUPS");
+  // The groups' partials are summed in a fixed order: the same bits whatever
+  // order the blocks and threads run in.
+  CHECK(order_independent(make_inputs(2, 1, 200, 24, 3, true, 19), true, 0.2));
   unsetenv("HKT_CUDA_ATTN_BWD");
 }
 
@@ -175,17 +206,17 @@ TEST_CASE("emulated cuda attention: the backward's accumulators in registers (HK
 TEST_CASE("emulated cuda attention: random shapes, every kernel variant") {
   // Random (T, dh, L, masks) drawn with a fixed seed, each under the default
   // kernels and under the knobs (the mma kernels fall back above dh = 64).
-  const int n = kAsanCases ? 2 : 8;
+  const int n = kAsanCases ? 2 : 10;
   std::mt19937_64 rng(2026);
   const auto pick = [&](int lo, int hi) { return int(std::uniform_int_distribution<int>(lo, hi)(rng)); };
   const char* knobs[][2] = {{nullptr, nullptr}, {"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "mma"},
-                            {"HKT_CUDA_ATTN_BWD_ACC", "regs"}};
+                            {"HKT_CUDA_ATTN_BWD_ACC", "regs"}, {"HKT_CUDA_ATTN_BWD", "fused"}};
   for (int i = 0; i < n; ++i) {
     const int L = pick(1, 7);
     const int T = pick(1, 200);
     const int dh = pick(0, 3) == 0 && L < 7 ? pick(1, 128) : pick(1, 64);  // L = 7 with dh > 64 does not fit
     const Case c{pick(1, 3), pick(1, 2), T, dh, L, pick(0, 1) == 1, pick(0, 1) == 1};
-    const auto& k = knobs[i % 4];
+    const auto& k = knobs[i % 5];
     if (k[0]) setenv(k[0], k[1], 1);
     compare_cases({c}, 1000 + uint64_t(i), std::string(k[0] ? k[0] : "default") + " sweep");
     if (k[0]) unsetenv(k[0]);
@@ -202,16 +233,9 @@ TEST_CASE("emulated cuda attention: float64 matches the CPU to 1e-10") {
 }
 
 TEST_CASE("emulated cuda attention: the bits do not depend on the order threads and blocks run in") {
-  // A race between threads (a read not separated from a write by a barrier)
-  // gives other bits when the threads run in the opposite order.
   const Inputs in = make_inputs(3, 1, 100, 24, 3, true, 9);
-  for (bool causal : {false, true}) {
-    const auto fwd = run_emulated(in, DType::Float32, causal, 0.2);
-    hkt_emu::set_reverse_order(true);
-    const auto rev = run_emulated(in, DType::Float32, causal, 0.2);
-    hkt_emu::set_reverse_order(false);
-    CHECK_MESSAGE(same_bits(fwd, rev), (causal ? "causal" : "bidirectional"));
-  }
+  for (bool causal : {false, true})
+    CHECK_MESSAGE(order_independent(in, causal, 0.2), (causal ? "causal" : "bidirectional"));
 }
 
 TEST_CASE("emulated cuda attention: shapes the kernels cannot take are refused, saying why") {

@@ -95,7 +95,8 @@ void bench_attention(int64_t T, int reps) {
 // The kernel variants a benchmark knob selects, against the default, for MHA
 // and HKT L = 3: the register-resident forward and backward
 // (HKT_CUDA_ATTN_FWD=mma, HKT_CUDA_ATTN_BWD=mma: attention_fwd_mma.cu,
-// attention_bwd_mma.cu) and the general backward's accumulators in registers
+// attention_bwd_mma.cu), the single-pass backward (HKT_CUDA_ATTN_BWD=fused:
+// attention_bwd_fused.cu) and the general backward's accumulators in registers
 // (HKT_CUDA_ATTN_BWD_ACC=regs) instead of shared memory.
 void bench_variants(int reps) {
   struct Knob {
@@ -105,6 +106,8 @@ void bench_variants(int reps) {
   const Knob knobs[] = {{{{"HKT_CUDA_ATTN_FWD", "mma"}}, "fwd mma"},
                         {{{"HKT_CUDA_ATTN_BWD", "mma"}}, "bwd mma"},
                         {{{"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "mma"}}, "fwd + bwd mma"},
+                        {{{"HKT_CUDA_ATTN_BWD", "fused"}}, "bwd fused"},
+                        {{{"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "fused"}}, "fwd mma + bwd fused"},
                         {{{"HKT_CUDA_ATTN_BWD_ACC", "regs"}}, "bwd acc regs"}};
   for (int64_t T : {1024, 4096})
     for (int64_t L : {1, 3}) {

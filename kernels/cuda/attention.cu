@@ -510,8 +510,12 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   }
   size_t bytes = 0;
   const bool smem_acc = bwd_smem_acc<T>();
-  bool mma = false;  // the register-resident kernels (attention_bwd_mma.cu)
-  if constexpr (std::is_same_v<T, float>) mma = knob("HKT_CUDA_ATTN_BWD", "mma") && s.dh <= kMmaMaxDh;
+  // The register-resident kernels: two (attention_bwd_mma.cu) or one (attention_bwd_fused.cu).
+  bool mma = false, fused = false;
+  if constexpr (std::is_same_v<T, float>) {
+    fused = knob("HKT_CUDA_ATTN_BWD", "fused") && s.dh <= kMmaMaxDh;
+    mma = fused || (knob("HKT_CUDA_ATTN_BWD", "mma") && s.dh <= kMmaMaxDh);
+  }
   const int bt = mma ? kMmaTile : pick_tile<T>(s, true, smem_acc, &bytes);
   const Params P = make_params(s, q, k, v, lambda, valid, bt);
   // Coarse rows that only virtual positions map to get no gradient: zero everything first.
@@ -533,7 +537,11 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   const size_t nparts = static_cast<size_t>(s.B * s.H * P.nt * s.L);
   Scratch part(dlambda ? nparts * sizeof(double) : sizeof(double));
   double* part_dev = dlambda ? part.as<double>() : nullptr;
-  if (mma) {
+  if (fused) {
+    if constexpr (std::is_same_v<T, float>)
+      attention_backward_fused(s, q, k, v, lambda, valid, static_cast<const float*>(dout),
+                               static_cast<const float*>(lse), D.as<float>(), dq, dk, static_cast<float*>(dv), part_dev);
+  } else if (mma) {
     if constexpr (std::is_same_v<T, float>)
       attention_backward_mma(s, q, k, v, lambda, valid, static_cast<const float*>(dout), static_cast<const float*>(lse),
                              D.as<float>(), dq, dk, static_cast<float*>(dv), part_dev);

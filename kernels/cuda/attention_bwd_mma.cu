@@ -19,57 +19,12 @@
 // per score.
 #include <cmath>
 #include <cstdint>
-#include <limits>
 
-#include "kernels/cuda/attention_common.cuh"
-#include "kernels/cuda/attention_mma.hpp"
+#include "kernels/cuda/attention_bwd_mma.cuh"
 #include "kernels/cuda/mma_tf32.cuh"
 
 namespace hkt::cuda {
 namespace {
-
-// Shared buffers of a backward block (floats).
-struct MmaBwdTiles {
-  float *Qs, *Ks, *Vs, *dOs, *lse, *Dr;  // 64-row tiles at mma_ld(dhp); per-query LSE and D
-  float *dSs, *Ql, *Kl, *Cg, *dSg, *Acc;  // L > 1 only (null otherwise), at the Layout's geometry
-  static size_t elems(const Layout& lay, int dhp) {
-    size_t n = 4 * static_cast<size_t>(Layout::up8(kMmaTile * mma_ld(dhp))) + 2 * Layout::up8(kMmaTile);
-    if (lay.L > 1)
-      n += static_cast<size_t>(lay.scores()) + 2 * lay.level_rows() + 2 * lay.grid_off(lay.L) +
-           Layout::up8(lay.acc_row(lay.L) * lay.ld);
-    return n;
-  }
-  __device__ MmaBwdTiles(float* sm, const Layout& lay, int dhp) {
-    Carver<float> cv{sm};
-    const int rows = Layout::up8(kMmaTile * mma_ld(dhp));
-    Qs = cv.take(rows);
-    Ks = cv.take(rows);
-    Vs = cv.take(rows);
-    dOs = cv.take(rows);
-    lse = cv.take(Layout::up8(kMmaTile));
-    Dr = cv.take(Layout::up8(kMmaTile));
-    dSs = Ql = Kl = Cg = dSg = Acc = nullptr;
-    if (lay.L > 1) {
-      dSs = cv.take(lay.scores());
-      Ql = cv.take(lay.level_rows());
-      Kl = cv.take(lay.level_rows());
-      Cg = cv.take(lay.grid_off(lay.L));
-      dSg = cv.take(lay.grid_off(lay.L));
-      Acc = cv.take(Layout::up8(lay.acc_row(lay.L) * lay.ld));
-    }
-  }
-};
-
-// LSE and D of query tile tq (+inf and 0 on virtual rows).
-__device__ void load_lse_d(const Params& P, const MmaBwdTiles& s, int64_t bh, int64_t i0, const float* LSE,
-                           const float* D) {
-  for (int p = threadIdx.x; p < kMmaTile; p += blockDim.x) {
-    const int64_t i = i0 + p;
-    const bool in = i >= 0 && i < P.T;
-    s.lse[p] = in ? LSE[bh * P.T + i] : std::numeric_limits<float>::infinity();
-    s.Dr[p] = in ? D[bh * P.T + i] : 0.0f;
-  }
-}
 
 // Level l's gradient products for the tile pair whose dS is in s.dSs: the
 // block sums dSg_l, then Acc_l += dSg_l^T rows (key side, KeySide) or
@@ -96,75 +51,22 @@ __global__ void __launch_bounds__(kMmaThreads)
     attn_bwd_kv_mma(const Params P, const float* dO, const float* LSE, const float* D, const LevelPtrs<float> dK,
                     float* dV) {
   HKT_DYNAMIC_SHARED(smem_raw);
-  constexpr int BT = kMmaTile, ld = mma_ld(DHP), NT = BT / 8, ND = DHP / 8;
+  constexpr int BT = kMmaTile, ND = DHP / 8;
   const Layout lay(BT, int(P.dh), P.L);
   const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP);
-  const int tk = blockIdx.x, dh = int(P.dh);
-  const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
-  const auto [warp, g, t, r0] = frag_lane();  // this lane's keys: r0 and r0 + 8
+  const int tk = blockIdx.x;
+  const int64_t bh = blockIdx.y;
   float w[kMaxLevels];
-  level_weights(P, h, w);
+  level_weights(P, bh % P.H, w);
   const int64_t j0 = int64_t(tk) * BT - P.off;
-  const RowCopy<float> kv[2] = {{s.Ks, level_rows<float>(P, P.k, 0, bh), j0},
-                                {s.Vs, static_cast<const float*>(P.v) + bh * P.T * P.dh, j0}};
-  load_rows(kv, ld, BT, P.T, dh, DHP);
-  if (P.L > 1) zero(s.Acc, lay.acc_row(P.L) * lay.ld);
-  float dk[ND][4], dv[ND][4];
-#pragma unroll
-  for (int n = 0; n < ND; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) dk[n][e] = dv[n][e] = 0.0f;
-
+  float dk[ND][4], dv[ND][4];  // this warp's 16 keys (key_side_pair)
+  stage_key_tile<DHP>(P, s, lay, bh, j0, dk, dv);
   for (int tq = P.causal ? tk : 0; tq < P.nt; ++tq) {
-    const int64_t i0 = int64_t(tq) * BT - P.off;
-    __syncthreads();  // the previous query tile's readers are done
-    const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0}, {s.dOs, dO + bh * P.T * P.dh, i0}};
-    load_rows(qo, ld, BT, P.T, dh, DHP);
-    load_lse_d(P, s, bh, i0, LSE, D);
-    level_grids<float>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
-    // Element e of st[j]: key r0 + 8 (e >> 1), query 8j + 2t + (e & 1).
-    float st[NT][4], dpt[NT][4];
-    warp_abt<DHP, NT>(st, s.Ks + warp * 16 * ld, s.Qs, ld);   // S^T = K Q^T (level 0, unweighted)
-    warp_abt<DHP, NT>(dpt, s.Vs + warp * 16 * ld, s.dOs, ld);  // dP^T = V dO^T
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int kr = r0 + 8 * (e >> 1), q = 8 * j + 2 * t + (e & 1);
-        float pv = 0.0f, ds = 0.0f;
-        if (!key_masked(P, b, i0 + q, j0 + kr)) {
-          pv = exp(combine(P, lay, w, s.Cg, q, kr, st[j][e]) - s.lse[q]);  // 0 when lse = +inf
-          ds = pv * (dpt[j][e] - s.Dr[q]);
-        }
-        st[j][e] = pv;
-        dpt[j][e] = ds;
-      }
-    warp_fb<DHP, NT>(dv, st, s.dOs, ld);   // dV += P^T dO
-    warp_fb<DHP, NT>(dk, dpt, s.Qs, ld);   // dK_0 / w_0 += dS^T Q_0
-    if (P.L > 1) {
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s.dSs[(8 * j + 2 * t + (e & 1)) * lay.lds + r0 + 8 * (e >> 1)] = dpt[j][e];
-      level_grads<true>(P, s, lay, bh, tq);
-    }
+    key_side_pair<DHP>(P, s, lay, w, bh, tq, tk, j0, dO, LSE, D, dk, dv, P.L > 1);
+    if (P.L > 1) level_grads<true>(P, s, lay, bh, tq);
   }
-
-  // dV and dK_0 = w_0 dk straight from the fragments: keys r0 + 8r, columns 8n + 2t (+1).
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int64_t j = j0 + r0 + 8 * r;
-    if (j < 0 || j >= P.T) continue;
-#pragma unroll
-    for (int n = 0; n < ND; ++n)
-#pragma unroll
-      for (int c2 = 0; c2 < 2; ++c2) {
-        const int c = 8 * n + 2 * t + c2;
-        if (c >= dh) continue;
-        if (dV) dV[(bh * P.T + j) * P.dh + c] = dv[n][2 * r + c2];
-        if (dK.on) dK.p[0][(bh * P.T + j) * P.dh + c] = w[0] * dk[n][2 * r + c2];
-      }
-  }
+  store_frag_rows<DHP>(P, nullptr, 1.0f, j0, dv, dV ? dV + bh * P.T * P.dh : nullptr);
+  store_frag_rows<DHP>(P, s.Ks, w[0], j0, dk, dK.on ? dK.p[0] + bh * P.T * P.dh : nullptr);
   if (dK.on && P.L > 1) {
     __syncthreads();
     store_coarse(P, lay, s.Acc, dK, w, bh, tk);
@@ -229,40 +131,9 @@ __global__ void __launch_bounds__(kMmaThreads)
   }
 
   // dQ_0 = w_0 dq from the fragments; dlambda_0 partial = scale sum Q_0 . dq.
-  double dl0 = 0;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int p = r0 + 8 * r;
-    const int64_t i = i0 + p;
-#pragma unroll
-    for (int n = 0; n < ND; ++n)
-#pragma unroll
-      for (int c2 = 0; c2 < 2; ++c2) {
-        const int c = 8 * n + 2 * t + c2;
-        dl0 += double(s.Qs[p * ld + c]) * double(dq[n][2 * r + c2]);  // zero on virtual rows and pad columns
-        if (dQ.on && c < dh && i >= 0 && i < P.T) dQ.p[0][(bh * P.T + i) * P.dh + c] = w[0] * dq[n][2 * r + c2];
-      }
-  }
+  const double dl0 = store_frag_rows<DHP>(P, s.Qs, w[0], i0, dq, dQ.on ? dQ.p[0] + bh * P.T * P.dh : nullptr);
   __syncthreads();  // every warp's level products are in Acc; Ql is free
-  if (dlam_part) {
-    const double s0 = block_reduce(dl0, 0.0, SumOp{});
-    if (threadIdx.x == 0) dlam_part[(bh * P.nt + tq) * P.L] = s0 * P.scale;
-    for (int l = 1; l < P.L; ++l) {  // dlambda_l partial = scale sum Q_l . Acc_l over this tile's coarse rows
-      const int G = BT >> l;
-      __syncthreads();
-      load_rows(s.Ql, lay.ld, level_rows<float>(P, P.q, l, bh), coarse_first(P, tq, l, BT), G, level_len(P.T, l), dh,
-                lay.dhp);
-      __syncthreads();
-      const float* acc = s.Acc + lay.acc_row(l) * lay.ld;
-      double sl = 0;
-      for (int e = threadIdx.x; e < G * dh; e += blockDim.x) {
-        const int a = e / dh, d = e - a * dh;
-        sl += double(s.Ql[a * lay.ld + d]) * double(acc[a * lay.ld + d]);
-      }
-      sl = block_reduce(sl, 0.0, SumOp{});
-      if (threadIdx.x == 0) dlam_part[(bh * P.nt + tq) * P.L + l] = sl * P.scale;
-    }
-  }
+  tile_dlambda(P, lay, dl0, s.Acc, P.q, s.Ql, bh, tq, dlam_part ? dlam_part + (bh * P.nt + tq) * P.L : nullptr);
   if (dQ.on && P.L > 1) store_coarse(P, lay, s.Acc, dQ, w, bh, tq);
 }
 

@@ -1,6 +1,7 @@
 // The register-resident fused attention kernels (attention_fwd_mma.cu,
-// attention_bwd_mma.cu): float32, head dims up to 64, 64-row tiles.
-// attention.cu calls them when HKT_CUDA_ATTN_FWD=mma / HKT_CUDA_ATTN_BWD=mma.
+// attention_bwd_mma.cu, attention_bwd_fused.cu): float32, head dims up to 64,
+// 64-row tiles. attention.cu calls them when HKT_CUDA_ATTN_FWD=mma /
+// HKT_CUDA_ATTN_BWD=mma or fused.
 // Plain C++; device pointers.
 #pragma once
 #include <cstdint>
@@ -30,5 +31,12 @@ void attention_backward_mma(const AttnShape& s, const std::vector<const void*>& 
                             const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid,
                             const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,
                             const std::vector<void*>& dk, float* dv, double* part);
+
+// The single-pass backward (attention_bwd_fused.cu, HKT_CUDA_ATTN_BWD=fused):
+// the same arguments and results as attention_backward_mma, dh <= 64.
+void attention_backward_fused(const AttnShape& s, const std::vector<const void*>& q,
+                              const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid,
+                              const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,
+                              const std::vector<void*>& dk, float* dv, double* part);
 
 }  // namespace hkt::cuda

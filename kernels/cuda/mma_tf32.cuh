@@ -62,6 +62,17 @@ __device__ __forceinline__ FragLane frag_lane() {
   return {warp, lane >> 2, lane & 3, warp * 16 + (lane >> 2)};
 }
 
+// The A fragment of the 16 x 8 block of A (row major at ld) whose first
+// element is at A, split into TF32 hi/lo.
+__device__ __forceinline__ void load_a_split(const float* A, int ld, uint32_t (&ah)[4], uint32_t (&al)[4]) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const float* a = A + g * ld + t;
+  split_tf32(a[0], ah[0], al[0]);
+  split_tf32(a[8 * ld], ah[1], al[1]);
+  split_tf32(a[4], ah[2], al[2]);
+  split_tf32(a[8 * ld + 4], ah[3], al[3]);
+}
+
 // Warp-wide products of a warp's 16 rows with shared-memory tiles (row major
 // at ld; fragments split into TF32 hi/lo as they are loaded). With g, t as
 // above, element e of acc[j] is row g + 8 (e >> 1), column 8j + 2t + (e & 1).
@@ -75,12 +86,8 @@ __device__ __forceinline__ void warp_abt(float (&acc)[NT][4], const float* A, co
   for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
 #pragma unroll
   for (int kk = 0; kk < DHP / 8; ++kk) {
-    const float* a = A + g * ld + 8 * kk + t;
     uint32_t ah[4], al[4];
-    split_tf32(a[0], ah[0], al[0]);
-    split_tf32(a[8 * ld], ah[1], al[1]);
-    split_tf32(a[4], ah[2], al[2]);
-    split_tf32(a[8 * ld + 4], ah[3], al[3]);
+    load_a_split(A + 8 * kk, ld, ah, al);
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
       const float* b = B + (8 * j + g) * ld + 8 * kk + t;  // B^T[t][g] = B[8j + g][8kk + t]
@@ -88,6 +95,26 @@ __device__ __forceinline__ void warp_abt(float (&acc)[NT][4], const float* A, co
       split_tf32(b[0], bh[0], bl[0]);
       split_tf32(b[4], bh[1], bl[1]);
       mma_3xtf32(acc[j], ah, al, bh, bl);
+    }
+  }
+}
+
+// acc[n] += A B: A the warp's 16 rows of K columns in shared memory (row major
+// at lda, the first row at A), B a K x DHP tile (row major at ldb).
+template <int DHP, int K>
+__device__ __forceinline__ void warp_ab(float (&acc)[DHP / 8][4], const float* A, int lda, const float* B, int ldb) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int kk = 0; kk < K / 8; ++kk) {
+    uint32_t ah[4], al[4];
+    load_a_split(A + 8 * kk, lda, ah, al);
+#pragma unroll
+    for (int n = 0; n < DHP / 8; ++n) {
+      const float* b = B + (8 * kk + t) * ldb + 8 * n + g;  // b0 = B[8kk + t][8n + g], b1 = B[8kk + t + 4][8n + g]
+      uint32_t bh[2], bl[2];
+      split_tf32(b[0], bh[0], bl[0]);
+      split_tf32(b[4 * ldb], bh[1], bl[1]);
+      mma_3xtf32(acc[n], ah, al, bh, bl);
     }
   }
 }

@@ -5,6 +5,7 @@
 #include "kernels/cuda/attention.cu"
 #include "kernels/cuda/attention_fwd_mma.cu"
 #include "kernels/cuda/attention_bwd_mma.cu"
+#include "kernels/cuda/attention_bwd_fused.cu"
 
 // common.cuh declares these; runtime.cu defines them in a real (or the
 // emulated) backend. Here the attention files run alone, on host memory.

@@ -1,0 +1,193 @@
+// Shared by the register-resident backward kernels (attention_bwd_mma.cu: the
+// two-kernel backward; attention_bwd_fused.cu: the single-pass one): their
+// shared-memory buffers, the per-query LSE and D, the key side's work on one
+// tile pair, and the dlambda partials of a tile from its rows and their
+// gradient accumulators.
+#pragma once
+#include <cstdint>
+#include <limits>
+
+#include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/attention_mma.hpp"
+#include "kernels/cuda/mma_tf32.cuh"
+
+namespace hkt::cuda {
+namespace {
+
+// Shared buffers of a backward block (floats).
+struct MmaBwdTiles {
+  float *Qs, *Ks, *Vs, *dOs, *lse, *Dr;  // 64-row tiles at mma_ld(dhp); per-query LSE and D
+  float *dSs;                             // dS [query][key] at lay.lds: L > 1, or single pass
+  float *Ql, *Kl, *Cg, *dSg, *Acc;        // L > 1 only (null otherwise), at the Layout's geometry
+  float *AccQ;                            // single pass with L > 1: one tile pair's coarse dQ_l rows
+  // single_pass: dS always (the dQ product reads it by query rows), and AccQ.
+  static size_t elems(const Layout& lay, int dhp, bool single_pass = false) {
+    size_t n = 4 * static_cast<size_t>(Layout::up8(kMmaTile * mma_ld(dhp))) + 2 * Layout::up8(kMmaTile);
+    if (lay.L > 1 || single_pass) n += static_cast<size_t>(lay.scores());
+    if (lay.L > 1)
+      n += 2 * static_cast<size_t>(lay.level_rows()) + 2 * lay.grid_off(lay.L) +
+           Layout::up8(lay.acc_row(lay.L) * lay.ld) + (single_pass ? lay.level_rows() : 0);
+    return n;
+  }
+  __device__ MmaBwdTiles(float* sm, const Layout& lay, int dhp, bool single_pass = false) {
+    Carver<float> cv{sm};
+    const int rows = Layout::up8(kMmaTile * mma_ld(dhp));
+    Qs = cv.take(rows);
+    Ks = cv.take(rows);
+    Vs = cv.take(rows);
+    dOs = cv.take(rows);
+    lse = cv.take(Layout::up8(kMmaTile));
+    Dr = cv.take(Layout::up8(kMmaTile));
+    dSs = Ql = Kl = Cg = dSg = Acc = AccQ = nullptr;
+    if (lay.L > 1 || single_pass) dSs = cv.take(lay.scores());
+    if (lay.L > 1) {
+      Ql = cv.take(lay.level_rows());
+      Kl = cv.take(lay.level_rows());
+      Cg = cv.take(lay.grid_off(lay.L));
+      dSg = cv.take(lay.grid_off(lay.L));
+      Acc = cv.take(Layout::up8(lay.acc_row(lay.L) * lay.ld));
+      if (single_pass) AccQ = cv.take(lay.level_rows());
+    }
+  }
+};
+
+// LSE and D of query tile tq (+inf and 0 on virtual rows).
+__device__ void load_lse_d(const Params& P, const MmaBwdTiles& s, int64_t bh, int64_t i0, const float* LSE,
+                           const float* D) {
+  for (int p = threadIdx.x; p < kMmaTile; p += blockDim.x) {
+    const int64_t i = i0 + p;
+    const bool in = i >= 0 && i < P.T;
+    s.lse[p] = in ? LSE[bh * P.T + i] : std::numeric_limits<float>::infinity();
+    s.Dr[p] = in ? D[bh * P.T + i] : 0.0f;
+  }
+}
+
+// Key tile tk of (b, h) staged for the key side: K and V (keys from j0 =
+// tk BT - off on) in shared memory, the coarse accumulators (L > 1) and the
+// fragments dk, dv zeroed. No barrier.
+template <int DHP>
+__device__ __forceinline__ void stage_key_tile(const Params& P, const MmaBwdTiles& s, const Layout& lay, int64_t bh,
+                                               int64_t j0, float (&dk)[DHP / 8][4], float (&dv)[DHP / 8][4]) {
+  const RowCopy<float> kv[2] = {{s.Ks, level_rows<float>(P, P.k, 0, bh), j0},
+                                {s.Vs, static_cast<const float*>(P.v) + bh * P.T * P.dh, j0}};
+  load_rows(kv, mma_ld(DHP), kMmaTile, P.T, int(P.dh), DHP);
+  if (P.L > 1) zero(s.Acc, lay.acc_row(P.L) * lay.ld);
+#pragma unroll
+  for (int n = 0; n < DHP / 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dk[n][e] = dv[n][e] = 0.0f;
+}
+
+// The key side's work on the tile pair (tq, tk), K and V of tile tk staged
+// (keys from j0 on): Q, dO, LSE and D of tile tq and the levels' grids are
+// loaded (starting with a barrier); S^T = K Q^T and dP^T = V dO^T for this
+// warp's 16 keys, then P^T and dS^T; dV += P^T dO and dK_0 / w_0 += dS^T Q_0 in
+// the fragments dv, dk (element e of [n]: key r0 + 8 (e >> 1), column
+// 8n + 2t + (e & 1)). With to_smem, dS^T goes to s.dSs as dS [query][key].
+template <int DHP>
+__device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles& s, const Layout& lay,
+                                              const float (&w)[kMaxLevels], int64_t bh, int tq, int tk, int64_t j0,
+                                              const float* dO, const float* LSE, const float* D,
+                                              float (&dk)[DHP / 8][4], float (&dv)[DHP / 8][4], bool to_smem) {
+  constexpr int BT = kMmaTile, ld = mma_ld(DHP), NT = BT / 8;
+  const auto [warp, g, t, r0] = frag_lane();
+  const int64_t b = bh / P.H, i0 = int64_t(tq) * BT - P.off;
+  __syncthreads();  // the previous query tile's readers are done
+  const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0}, {s.dOs, dO + bh * P.T * P.dh, i0}};
+  load_rows(qo, ld, BT, P.T, int(P.dh), DHP);
+  load_lse_d(P, s, bh, i0, LSE, D);
+  level_grids<float>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
+  // Element e of st[j]: key r0 + 8 (e >> 1), query 8j + 2t + (e & 1).
+  float st[NT][4], dpt[NT][4];
+  warp_abt<DHP, NT>(st, s.Ks + warp * 16 * ld, s.Qs, ld);   // S^T = K Q^T (level 0, unweighted)
+  warp_abt<DHP, NT>(dpt, s.Vs + warp * 16 * ld, s.dOs, ld);  // dP^T = V dO^T
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int kr = r0 + 8 * (e >> 1), q = 8 * j + 2 * t + (e & 1);
+      float pv = 0.0f, ds = 0.0f;
+      if (!key_masked(P, b, i0 + q, j0 + kr)) {
+        pv = exp(combine(P, lay, w, s.Cg, q, kr, st[j][e]) - s.lse[q]);  // 0 when lse = +inf
+        ds = pv * (dpt[j][e] - s.Dr[q]);
+      }
+      st[j][e] = pv;
+      dpt[j][e] = ds;
+    }
+  warp_fb<DHP, NT>(dv, st, s.dOs, ld);  // dV += P^T dO
+  warp_fb<DHP, NT>(dk, dpt, s.Qs, ld);  // dK_0 / w_0 += dS^T Q_0
+  if (to_smem) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s.dSs[(8 * j + 2 * t + (e & 1)) * lay.lds + r0 + 8 * (e >> 1)] = dpt[j][e];
+  }
+}
+
+// out[i] = w * the fragment rows f (Add: out[i] += ...; this warp's 16 rows
+// of a tile whose first row is position `first`: element e of f[n] is row
+// r0 + 8 (e >> 1), column 8n + 2t + (e & 1)), for positions in [0, T) and
+// columns < dh; out is (b, h)'s first row, null: not wanted. Returns this
+// thread's share of X . f, X the tile's staged rows at mma_ld(DHP) (zero on
+// virtual rows and pad columns; null: 0): the dlambda_0 term of dQ_0
+// (X = Q_0) or dK_0 (X = K_0).
+template <int DHP, bool Add = false>
+__device__ __forceinline__ double store_frag_rows(const Params& P, const float* X, float w, int64_t first,
+                                                  const float (&f)[DHP / 8][4], float* out) {
+  constexpr int ld = mma_ld(DHP);
+  const auto [warp, g, t, r0] = frag_lane();
+  const int dh = int(P.dh);
+  double dot = 0;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int p = r0 + 8 * r;
+    const int64_t i = first + p;
+    float* row = out && i >= 0 && i < P.T ? out + i * dh : nullptr;
+#pragma unroll
+    for (int n = 0; n < DHP / 8; ++n)
+#pragma unroll
+      for (int c2 = 0; c2 < 2; ++c2) {
+        const int c = 8 * n + 2 * t + c2;
+        if (X) dot += double(X[p * ld + c]) * double(f[n][2 * r + c2]);
+        if (!row || c >= dh) continue;
+        if constexpr (Add)
+          row[c] += w * f[n][2 * r + c2];
+        else
+          row[c] = w * f[n][2 * r + c2];
+      }
+  }
+  return dot;
+}
+
+// The dlambda partials of one tile, part[l] for l < L, from the identity
+//   sum_ij dS_ij (X_l Y_l^T)_ij = sum_a X_l[a] . (dSg_l Y_l)[a]
+// over this tile's rows a of side X (queries or keys): d0 is this thread's
+// share of level 0 (X_0 . its accumulator, from the fragments), Acc the coarse
+// accumulators of levels 1 .. L-1 (lay.acc_row(l)), X the level rows of the
+// side (P.q or P.k), staged through `stage` (free, Acc complete, on entry).
+// Every thread calls it; part null: nothing to do.
+__device__ void tile_dlambda(const Params& P, const Layout& lay, double d0, const float* Acc, const void* const* X,
+                             float* stage, int64_t bh, int tile, double* part) {
+  if (!part) return;
+  const int dh = int(P.dh);
+  const double s0 = block_reduce(d0, 0.0, SumOp{});
+  if (threadIdx.x == 0) part[0] = s0 * P.scale;
+  for (int l = 1; l < P.L; ++l) {
+    const int G = lay.BT >> l;
+    __syncthreads();  // stage free; Acc complete
+    load_rows(stage, lay.ld, level_rows<float>(P, X, l, bh), coarse_first(P, tile, l, lay.BT), G, level_len(P.T, l), dh,
+              lay.dhp);
+    __syncthreads();
+    const float* acc = Acc + lay.acc_row(l) * lay.ld;
+    double sl = 0;
+    for (int e = threadIdx.x; e < G * dh; e += blockDim.x) {
+      const int a = e / dh, d = e - a * dh;
+      sl += double(stage[a * lay.ld + d]) * double(acc[a * lay.ld + d]);
+    }
+    sl = block_reduce(sl, 0.0, SumOp{});
+    if (threadIdx.x == 0) part[l] = sl * P.scale;
+  }
+}
+
+}  // namespace
+}  // namespace hkt::cuda
