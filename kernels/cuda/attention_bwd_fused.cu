@@ -12,8 +12,10 @@
 //   dV += P^T dO, dK_0 += dS^T Q_0 (fragments); dS^T to shared memory as dS;
 //   dQ_0 += dS K_0 (warp = 16 queries), added into the group's own partial
 //   dQ (global memory, G partials per dQ);
-//   per level: dSg_l = block sums of dS, dK_l += dSg_l^T Q_l, and the group's
-//   partial dQ_l += dSg_l K_l.
+//   the levels: their coarse rows of both tiles staged once per tile pair
+//   (stage_levels), dSg_l = block sums of dS, dK_l += dSg_l^T Q_l, and the
+//   group's partial dQ_l += dSg_l K_l, each step for all levels at once
+//   (one barrier per step, not per level).
 // A second kernel sums the G partials in group order and scales them by w_l.
 // Each block is the only writer of its group's partials and adds into them in
 // a fixed order, so the sums do not depend on scheduling. The dlambda partials
@@ -33,32 +35,34 @@ namespace {
 // Elements of level l's dQ (one partial).
 __host__ __device__ inline int64_t level_elems(const Params& P, int l) { return P.B * P.H * level_len(P.T, l) * P.dh; }
 
-// Level l's products for the tile pair (tq, tk) whose dS is in s.dSs: the block
-// sums dSg_l; Acc_l (dK_l / w_l of tile tk) += dSg_l^T Q_l[tile tq]; when dQ is
-// wanted, the group's partial dQ_l[tile tq] += dSg_l K_l[tile tk] (through AccQ).
-__device__ void level_grads_fused(const Params& P, const MmaBwdTiles& s, const Layout& lay, int64_t bh, int tq, int tk,
+// The levels' products for the tile pair (tq, tk) whose dS is in s.dSs and
+// whose coarse rows stage_levels staged: for every level at once, the block
+// sums dSg_l; Acc_l (dK_l / w_l of tile tk) += dSg_l^T Q_l[tile tq]; when dQ
+// is wanted, the group's partial dQ_l[tile tq] += dSg_l K_l[tile tk] (through
+// AccQ). Starts with a barrier.
+__device__ void level_grads_fused(const Params& P, const MmaBwdTiles& s, const Layout& lay, int64_t bh, int tq,
                                   const LevelPtrs<float>& dQpart) {
   const int dh = int(P.dh);
+  __syncthreads();  // dSs complete; AccQ free
+  for (int l = 1; l < P.L; ++l) block_sums<float>(s.dSs, s.dSg, lay, l);
+  __syncthreads();
+  for (int l = 1; l < P.L; ++l) {
+    const int G = lay.BT >> l, r = lay.acc_row(l) * lay.ld;
+    const float* dsg = s.dSg + lay.grid_off(l);
+    tile_mm<false, true>(s.Acc + r, lay.ld, dsg, G, s.Ql + r, lay.ld, G, lay.dhp, G, true);
+    if (dQpart.on) tile_mm<true, true>(s.AccQ + r, lay.ld, dsg, G, s.Kl + r, lay.ld, G, lay.dhp, G, false);
+  }
+  if (!dQpart.on) return;
+  __syncthreads();
   for (int l = 1; l < P.L; ++l) {
     const int G = lay.BT >> l;
-    const int64_t n = level_len(P.T, l);
-    __syncthreads();  // dSs complete; Ql, Kl and AccQ free
-    block_sums<float>(s.dSs, s.dSg, lay, l);
-    const RowCopy<float> c[2] = {{s.Ql, level_rows<float>(P, P.q, l, bh), coarse_first(P, tq, l, lay.BT)},
-                                 {s.Kl, level_rows<float>(P, P.k, l, bh), coarse_first(P, tk, l, lay.BT)}};
-    load_rows(c, lay.ld, G, n, dh, lay.dhp);
-    __syncthreads();
-    const float* dsg = s.dSg + lay.grid_off(l);
-    tile_mm<false, true>(s.Acc + lay.acc_row(l) * lay.ld, lay.ld, dsg, G, s.Ql, lay.ld, G, lay.dhp, G, true);
-    if (!dQpart.on) continue;
-    tile_mm<true, true>(s.AccQ, lay.ld, dsg, G, s.Kl, lay.ld, G, lay.dhp, G, false);
-    __syncthreads();
+    const int64_t n = level_len(P.T, l), first = coarse_first(P, tq, l, lay.BT);
     float* part = dQpart.p[l] + blockIdx.x * level_elems(P, l) + bh * n * P.dh;
-    const int64_t first = coarse_first(P, tq, l, lay.BT);
+    const float* accq = s.AccQ + lay.acc_row(l) * lay.ld;
     for (int e = threadIdx.x; e < G * dh; e += blockDim.x) {
       const int a = e / dh, d = e - a * dh;
       const int64_t row = first + a;
-      if (row >= 0 && row < n) part[row * P.dh + d] += s.AccQ[a * lay.ld + d];
+      if (row >= 0 && row < n) part[row * P.dh + d] += accq[a * lay.ld + d];
     }
   }
 }
@@ -85,7 +89,7 @@ __global__ void __launch_bounds__(kMmaThreads)
 
     for (int tq = P.causal ? tk : 0; tq < P.nt; ++tq) {
       const int64_t i0 = int64_t(tq) * BT - P.off;
-      key_side_pair<DHP>(P, s, lay, w, bh, tq, tk, j0, dO, LSE, D, dk, dv, dq0 || P.L > 1);
+      key_side_pair<DHP, true>(P, s, lay, w, bh, tq, tk, j0, dO, LSE, D, dk, dv, dq0 || P.L > 1);
       if (dq0) {
         __syncthreads();  // dS complete
         // dQ_0 / w_0 of queries r0, r0 + 8 (this warp's 16 rows of dS) += dS K_0, into the partial.
@@ -95,7 +99,7 @@ __global__ void __launch_bounds__(kMmaThreads)
         warp_ab<DHP, BT>(dq, s.dSs + warp * 16 * lay.lds, lay.lds, s.Ks, ld);
         store_frag_rows<DHP, true>(P, nullptr, 1.0f, i0, dq, dq0);
       }
-      if (P.L > 1) level_grads_fused(P, s, lay, bh, tq, tk, dQpart);
+      if (P.L > 1) level_grads_fused(P, s, lay, bh, tq, dQpart);
     }
 
     store_frag_rows<DHP>(P, nullptr, 1.0f, j0, dv, dV ? dV + bh * P.T * P.dh : nullptr);

@@ -20,13 +20,16 @@ struct MmaBwdTiles {
   float *dSs;                             // dS [query][key] at lay.lds: L > 1, or single pass
   float *Ql, *Kl, *Cg, *dSg, *Acc;        // L > 1 only (null otherwise), at the Layout's geometry
   float *AccQ;                            // single pass with L > 1: one tile pair's coarse dQ_l rows
-  // single_pass: dS always (the dQ product reads it by query rows), and AccQ.
+  // single_pass: dS always (the dQ product reads it by query rows), and Ql,
+  // Kl and AccQ hold every level's rows at once (lay.acc_row(l)), not one
+  // level's at a time.
   static size_t elems(const Layout& lay, int dhp, bool single_pass = false) {
     size_t n = 4 * static_cast<size_t>(Layout::up8(kMmaTile * mma_ld(dhp))) + 2 * Layout::up8(kMmaTile);
     if (lay.L > 1 || single_pass) n += static_cast<size_t>(lay.scores());
+    const size_t all_levels = Layout::up8(lay.acc_row(lay.L) * lay.ld);
     if (lay.L > 1)
-      n += 2 * static_cast<size_t>(lay.level_rows()) + 2 * lay.grid_off(lay.L) +
-           Layout::up8(lay.acc_row(lay.L) * lay.ld) + (single_pass ? lay.level_rows() : 0);
+      n += (single_pass ? 3 * all_levels : 2 * static_cast<size_t>(lay.level_rows())) + 2 * lay.grid_off(lay.L) +
+           all_levels;
     return n;
   }
   __device__ MmaBwdTiles(float* sm, const Layout& lay, int dhp, bool single_pass = false) {
@@ -41,15 +44,35 @@ struct MmaBwdTiles {
     dSs = Ql = Kl = Cg = dSg = Acc = AccQ = nullptr;
     if (lay.L > 1 || single_pass) dSs = cv.take(lay.scores());
     if (lay.L > 1) {
-      Ql = cv.take(lay.level_rows());
-      Kl = cv.take(lay.level_rows());
+      const int all_levels = Layout::up8(lay.acc_row(lay.L) * lay.ld);
+      Ql = cv.take(single_pass ? all_levels : lay.level_rows());
+      Kl = cv.take(single_pass ? all_levels : lay.level_rows());
       Cg = cv.take(lay.grid_off(lay.L));
       dSg = cv.take(lay.grid_off(lay.L));
-      Acc = cv.take(Layout::up8(lay.acc_row(lay.L) * lay.ld));
-      if (single_pass) AccQ = cv.take(lay.level_rows());
+      Acc = cv.take(all_levels);
+      if (single_pass) AccQ = cv.take(all_levels);
     }
   }
 };
+
+// Single pass: the coarse rows of levels 1 .. L-1 of query tile tq and key
+// tile tk staged at once (s.Ql, s.Kl at lay.acc_row(l)) and the grids
+// Cg_l = Q_l K_l^T; ends with a barrier (none at the start: the caller's
+// barrier frees Ql, Kl and Cg).
+__device__ void stage_levels(const Params& P, const MmaBwdTiles& s, const Layout& lay, int64_t bh, int tq, int tk) {
+  for (int l = 1; l < P.L; ++l) {
+    const int64_t r = int64_t(lay.acc_row(l)) * lay.ld;
+    const RowCopy<float> c[2] = {{s.Ql + r, level_rows<float>(P, P.q, l, bh), coarse_first(P, tq, l, lay.BT)},
+                                 {s.Kl + r, level_rows<float>(P, P.k, l, bh), coarse_first(P, tk, l, lay.BT)}};
+    load_rows(c, lay.ld, lay.BT >> l, level_len(P.T, l), int(P.dh), lay.dhp);
+  }
+  __syncthreads();
+  for (int l = 1; l < P.L; ++l) {
+    const int G = lay.BT >> l, r = lay.acc_row(l) * lay.ld;
+    tile_mm<true, false>(s.Cg + lay.grid_off(l), G, s.Ql + r, lay.ld, s.Kl + r, lay.ld, G, G, lay.dhp, false);
+  }
+  __syncthreads();
+}
 
 // LSE and D of query tile tq (+inf and 0 on virtual rows).
 __device__ void load_lse_d(const Params& P, const MmaBwdTiles& s, int64_t bh, int64_t i0, const float* LSE,
@@ -80,11 +103,11 @@ __device__ __forceinline__ void stage_key_tile(const Params& P, const MmaBwdTile
 
 // The key side's work on the tile pair (tq, tk), K and V of tile tk staged
 // (keys from j0 on): Q, dO, LSE and D of tile tq and the levels' grids are
-// loaded (starting with a barrier); S^T = K Q^T and dP^T = V dO^T for this
+// loaded (starting with a barrier; SinglePass: with stage_levels); S^T = K Q^T and dP^T = V dO^T for this
 // warp's 16 keys, then P^T and dS^T; dV += P^T dO and dK_0 / w_0 += dS^T Q_0 in
 // the fragments dv, dk (element e of [n]: key r0 + 8 (e >> 1), column
 // 8n + 2t + (e & 1)). With to_smem, dS^T goes to s.dSs as dS [query][key].
-template <int DHP>
+template <int DHP, bool SinglePass = false>
 __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles& s, const Layout& lay,
                                               const float (&w)[kMaxLevels], int64_t bh, int tq, int tk, int64_t j0,
                                               const float* dO, const float* LSE, const float* D,
@@ -96,7 +119,10 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
   const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0}, {s.dOs, dO + bh * P.T * P.dh, i0}};
   load_rows(qo, ld, BT, P.T, int(P.dh), DHP);
   load_lse_d(P, s, bh, i0, LSE, D);
-  level_grids<float>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
+  if constexpr (SinglePass)
+    stage_levels(P, s, lay, bh, tq, tk);  // ends with a barrier
+  else
+    level_grids<float>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
   // Element e of st[j]: key r0 + 8 (e >> 1), query 8j + 2t + (e & 1).
   float st[NT][4], dpt[NT][4];
   warp_abt<DHP, NT>(st, s.Ks + warp * 16 * ld, s.Qs, ld);   // S^T = K Q^T (level 0, unweighted)
