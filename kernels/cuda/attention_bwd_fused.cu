@@ -12,10 +12,10 @@
 //   dV += P^T dO, dK_0 += dS^T Q_0 (fragments); dS^T to shared memory as dS;
 //   dQ_0 += dS K_0 (warp = 16 queries), added into the group's own partial
 //   dQ (global memory, G partials per dQ);
-//   the levels: their coarse rows of both tiles staged once per tile pair
-//   (stage_levels), dSg_l = block sums of dS, dK_l += dSg_l^T Q_l, and the
-//   group's partial dQ_l += dSg_l K_l, each step for all levels at once
-//   (one barrier per step, not per level).
+//   the levels: their coarse rows staged once per tile for all levels (key
+//   tile: stage_key_tile; query tile: stage_levels), dSg_l = block sums of
+//   dS, dK_l += dSg_l^T Q_l, and the group's partial dQ_l += dSg_l K_l, each
+//   step for all levels at once (one barrier per step, not per level).
 // A second kernel sums the G partials in group order and scales them by w_l.
 // Each block is the only writer of its group's partials and adds into them in
 // a fixed order, so the sums do not depend on scheduling. The dlambda partials
@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(kMmaThreads)
     const int64_t j0 = int64_t(tk) * BT - P.off;
     __syncthreads();  // the previous key tile's readers are done
     float dk[ND][4], dv[ND][4];  // this warp's 16 keys (key_side_pair)
-    stage_key_tile<DHP>(P, s, lay, bh, j0, dk, dv);
+    stage_key_tile<DHP, true>(P, s, lay, bh, tk, j0, dk, dv);
 
     for (int tq = P.causal ? tk : 0; tq < P.nt; ++tq) {
       const int64_t i0 = int64_t(tq) * BT - P.off;

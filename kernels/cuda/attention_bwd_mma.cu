@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(kMmaThreads)
   level_weights(P, bh % P.H, w);
   const int64_t j0 = int64_t(tk) * BT - P.off;
   float dk[ND][4], dv[ND][4];  // this warp's 16 keys (key_side_pair)
-  stage_key_tile<DHP>(P, s, lay, bh, j0, dk, dv);
+  stage_key_tile<DHP>(P, s, lay, bh, tk, j0, dk, dv);
   for (int tq = P.causal ? tk : 0; tq < P.nt; ++tq) {
     key_side_pair<DHP>(P, s, lay, w, bh, tq, tk, j0, dO, LSE, D, dk, dv, P.L > 1);
     if (P.L > 1) level_grads<true>(P, s, lay, bh, tq);

@@ -55,22 +55,14 @@ struct MmaBwdTiles {
   }
 };
 
-// Single pass: the coarse rows of levels 1 .. L-1 of query tile tq and key
-// tile tk staged at once (s.Ql, s.Kl at lay.acc_row(l)) and the grids
-// Cg_l = Q_l K_l^T; ends with a barrier (none at the start: the caller's
-// barrier frees Ql, Kl and Cg).
-__device__ void stage_levels(const Params& P, const MmaBwdTiles& s, const Layout& lay, int64_t bh, int tq, int tk) {
-  for (int l = 1; l < P.L; ++l) {
-    const int64_t r = int64_t(lay.acc_row(l)) * lay.ld;
-    const RowCopy<float> c[2] = {{s.Ql + r, level_rows<float>(P, P.q, l, bh), coarse_first(P, tq, l, lay.BT)},
-                                 {s.Kl + r, level_rows<float>(P, P.k, l, bh), coarse_first(P, tk, l, lay.BT)}};
-    load_rows(c, lay.ld, lay.BT >> l, level_len(P.T, l), int(P.dh), lay.dhp);
-  }
+// Single pass: every level's coarse rows of query tile tq staged at once
+// (s.Ql at lay.acc_row(l); stage_key_tile staged key tile tk's in s.Kl) and
+// the grids Cg_l = Q_l K_l^T; ends with a barrier (none at the start: the
+// caller's barrier frees Ql and Cg).
+__device__ void stage_levels(const Params& P, const MmaBwdTiles& s, const Layout& lay, int64_t bh, int tq) {
+  stage_level_rows(P, lay, P.q, bh, tq, s.Ql);
   __syncthreads();
-  for (int l = 1; l < P.L; ++l) {
-    const int G = lay.BT >> l, r = lay.acc_row(l) * lay.ld;
-    tile_mm<true, false>(s.Cg + lay.grid_off(l), G, s.Ql + r, lay.ld, s.Kl + r, lay.ld, G, G, lay.dhp, false);
-  }
+  level_grids_staged(P, lay, s.Ql, s.Kl, s.Cg);
   __syncthreads();
 }
 
@@ -86,14 +78,17 @@ __device__ void load_lse_d(const Params& P, const MmaBwdTiles& s, int64_t bh, in
 }
 
 // Key tile tk of (b, h) staged for the key side: K and V (keys from j0 =
-// tk BT - off on) in shared memory, the coarse accumulators (L > 1) and the
-// fragments dk, dv zeroed. No barrier.
-template <int DHP>
+// tk BT - off on) in shared memory (SinglePass: and every level's coarse K
+// rows, in s.Kl), the coarse accumulators (L > 1) and the fragments dk, dv
+// zeroed. No barrier.
+template <int DHP, bool SinglePass = false>
 __device__ __forceinline__ void stage_key_tile(const Params& P, const MmaBwdTiles& s, const Layout& lay, int64_t bh,
-                                               int64_t j0, float (&dk)[DHP / 8][4], float (&dv)[DHP / 8][4]) {
+                                               int tk, int64_t j0, float (&dk)[DHP / 8][4],
+                                               float (&dv)[DHP / 8][4]) {
   const RowCopy<float> kv[2] = {{s.Ks, level_rows<float>(P, P.k, 0, bh), j0},
                                 {s.Vs, static_cast<const float*>(P.v) + bh * P.T * P.dh, j0}};
   load_rows(kv, mma_ld(DHP), kMmaTile, P.T, int(P.dh), DHP);
+  if constexpr (SinglePass) stage_level_rows(P, lay, P.k, bh, tk, s.Kl);
   if (P.L > 1) zero(s.Acc, lay.acc_row(P.L) * lay.ld);
 #pragma unroll
   for (int n = 0; n < DHP / 8; ++n)
@@ -103,7 +98,8 @@ __device__ __forceinline__ void stage_key_tile(const Params& P, const MmaBwdTile
 
 // The key side's work on the tile pair (tq, tk), K and V of tile tk staged
 // (keys from j0 on): Q, dO, LSE and D of tile tq and the levels' grids are
-// loaded (starting with a barrier; SinglePass: with stage_levels); S^T = K Q^T and dP^T = V dO^T for this
+// loaded (starting with a barrier; SinglePass: stage_levels, the key
+// tile's coarse rows staged by stage_key_tile); S^T = K Q^T and dP^T = V dO^T for this
 // warp's 16 keys, then P^T and dS^T; dV += P^T dO and dK_0 / w_0 += dS^T Q_0 in
 // the fragments dv, dk (element e of [n]: key r0 + 8 (e >> 1), column
 // 8n + 2t + (e & 1)). With to_smem, dS^T goes to s.dSs as dS [query][key].
@@ -120,7 +116,7 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
   load_rows(qo, ld, BT, P.T, int(P.dh), DHP);
   load_lse_d(P, s, bh, i0, LSE, D);
   if constexpr (SinglePass)
-    stage_levels(P, s, lay, bh, tq, tk);  // ends with a barrier
+    stage_levels(P, s, lay, bh, tq);  // ends with a barrier
   else
     level_grids<float>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
   // Element e of st[j]: key r0 + 8 (e >> 1), query 8j + 2t + (e & 1).

@@ -182,6 +182,27 @@ __device__ void level_grids(const Params& P, int64_t bh, int tq, int tk, const L
   __syncthreads();
 }
 
+// Every coarse level's rows of tile `tile` of one side (X = P.q or P.k) at
+// once: level l's rows into dst from row lay.acc_row(l) on, at lay.ld. No
+// barrier. With level_grids_staged, the register-resident kernels stage the
+// levels once per tile instead of once per level (level_grids).
+template <class T>
+__device__ void stage_level_rows(const Params& P, const Layout& lay, const void* const* X, int64_t bh, int tile,
+                                 T* dst) {
+  for (int l = 1; l < P.L; ++l)
+    load_rows(dst + lay.acc_row(l) * lay.ld, lay.ld, level_rows<T>(P, X, l, bh), coarse_first(P, tile, l, lay.BT),
+              lay.BT >> l, level_len(P.T, l), int(P.dh), lay.dhp);
+}
+// Cg_l = Q_l K_l^T for l = 1..L-1 (unscaled) from rows staged by
+// stage_level_rows; level l's grid at lay.grid_off(l). No barrier.
+template <class T>
+__device__ void level_grids_staged(const Params& P, const Layout& lay, const T* Ql, const T* Kl, T* Cg) {
+  for (int l = 1; l < P.L; ++l) {
+    const int G = lay.BT >> l, r = lay.acc_row(l) * lay.ld;
+    tile_mm<true, false>(Cg + lay.grid_off(l), G, Ql + r, lay.ld, Kl + r, lay.ld, G, G, lay.dhp, false);
+  }
+}
+
 __device__ inline bool key_masked(const Params& P, int64_t b, int64_t i, int64_t j) {
   if (j < 0 || j >= P.T || i < 0 || i >= P.T) return true;
   if (P.valid && !P.valid[b * P.T + j]) return true;

@@ -6,8 +6,9 @@
 // rows' Q (split once into TF32 hi and lo), its 16 x 64 scores, and its 16 x dh
 // output in registers, as PTX mma.sync m16n8k8 fragments (mma_tf32.cuh). Per
 // key tile, the block loads K and V into shared memory and splits them there
-// once (hi, lo), computes the coarse levels' grids as attn_fwd does
-// (level_grids), then each warp
+// once (hi, lo), computes the coarse levels' grids (level_grids_staged: the
+// query tile's coarse rows staged once, the key tile's with K and V, every
+// level between the same two barriers), then each warp
 //   S = w_0 Q K^T (3xTF32) + sum_l w_l Cg_l[p >> l, p' >> l], masked;
 //   online softmax over its rows (a row lives in the 4 lanes of a quad);
 //   O = alpha O + P V (3xTF32), P taken straight from the score fragments:
@@ -26,9 +27,11 @@ namespace hkt::cuda {
 namespace {
 
 constexpr int kMmaBT = kMmaTile;  // query and key tile rows
-// Shared memory in floats: K and V (hi, lo), then the levels' staging and grids.
+// Shared memory in floats: K and V (hi, lo), then every level's coarse rows of
+// the query and the key tile (lay.acc_row(l)) and the levels' grids.
 inline size_t mma_fwd_elems(const Layout& lay, int dhp) {
-  return 4 * static_cast<size_t>(Layout::up8(kMmaBT * mma_ld(dhp))) + 2 * lay.level_rows() + lay.grid_off(lay.L);
+  return 4 * static_cast<size_t>(Layout::up8(kMmaBT * mma_ld(dhp))) +
+         2 * static_cast<size_t>(Layout::up8(lay.acc_row(lay.L) * lay.ld)) + lay.grid_off(lay.L);
 }
 
 // Rows [0, kMmaBT) x columns [0, DHP) of a tile at ld: hi in place, lo beside it.
@@ -55,8 +58,8 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
   float* Klo = cv.take(Layout::up8(BT * ld));
   float* Vhi = cv.take(Layout::up8(BT * ld));
   float* Vlo = cv.take(Layout::up8(BT * ld));
-  float* Ql = cv.take(lay.level_rows());
-  float* Kl = cv.take(lay.level_rows());
+  float* Ql = cv.take(Layout::up8(lay.acc_row(P.L) * lay.ld));  // the query tile's coarse rows, once
+  float* Kl = cv.take(Layout::up8(lay.acc_row(P.L) * lay.ld));  // the key tile's, per key tile
   float* Cg = cv.take(lay.grid_off(P.L));
 
   const int tq = blockIdx.x, dh = int(P.dh);
@@ -66,8 +69,9 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
   float w[kMaxLevels];
   level_weights(P, h, w);
 
-  // Q's A fragments, split once: staged through Khi.
+  // Q's A fragments, split once: staged through Khi. The levels' query rows stay.
   load_rows(Khi, ld, level_rows<float>(P, P.q, 0, bh), i0, BT, P.T, dh, DHP);
+  stage_level_rows(P, lay, P.q, bh, tq, Ql);
   __syncthreads();
   uint32_t qh[KS][4], ql[KS][4];
 #pragma unroll
@@ -91,7 +95,9 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
     __syncthreads();  // the Q staging and the previous tile's readers are done
     const RowCopy<float> kv[2] = {{Khi, k0, j0}, {Vhi, vv, j0}};
     load_rows(kv, ld, BT, P.T, dh, DHP);
-    level_grids<float>(P, bh, tq, tk, lay, Ql, Kl, Cg);  // barriers before and after
+    stage_level_rows(P, lay, P.k, bh, tk, Kl);
+    __syncthreads();
+    level_grids_staged(P, lay, Ql, Kl, Cg);  // every level between the same two barriers
     split_tile<DHP>(Khi, Klo);
     split_tile<DHP>(Vhi, Vlo);
     __syncthreads();
