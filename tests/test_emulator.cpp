@@ -1,6 +1,6 @@
 // The CPU emulator of the CUDA kernels (tests/cuda_emu) checked on small
 // kernels of its own (tests/cuda_emu/selftest_kernels.cpp): warp shuffles,
-// block_reduce, WMMA with TF32 rounding, poisoned shared memory, launch limits,
+// block_reduce, WMMA with TF32 rounding, cp.async, poisoned shared memory, launch limits,
 // deadlock detection, the device-memory checks and the emulated cuBLAS GEMM.
 // tests/test_emulated_attention.cpp and the emulated backend rely on these.
 #include <doctest/doctest.h>
@@ -23,6 +23,7 @@ void deadlock();
 int big_shared(bool allow);
 void wmma(const float* A, const float* B, float* C, int offset);
 std::vector<std::string> memory_checks();
+std::vector<float> cp_async(const std::vector<float>& src);
 std::string sgemm(bool ta, bool tb, int m, int n, int k, const std::vector<float>& A, int lda,
                   const std::vector<float>& B, int ldb, std::vector<float>& C, int ldc, bool on_device);
 }  // namespace hkt::cuda::emu_selftest
@@ -64,6 +65,25 @@ TEST_CASE("emulator: dynamic shared memory starts as NaN, so reading it unwritte
 
 TEST_CASE("emulator: threads waiting on different barriers are a deadlock, reported") {
   CHECK_THROWS_WITH_AS(st::deadlock(), doctest::Contains("deadlock in block (0, 0, 0)"), std::logic_error);
+}
+
+TEST_CASE("emulator: cp.async copies land at the wait that covers their group, zero-filled past src_bytes") {
+  std::vector<float> src(256);
+  std::iota(src.begin(), src.end(), 1.0f);
+  hkt_emu::set_strict_device_memory(false);  // src is host memory
+  const std::vector<float> out = st::cp_async(src);
+  hkt_emu::set_strict_device_memory(true);
+  for (int t = 0; t < 32; ++t)
+    for (int i = 0; i < 4; ++i) {
+      const auto at = [&](int phase, int group) { return out[size_t(phase * 256 + 8 * t + 4 * group + i)]; };
+      const float first = t == 31 && i >= 2 ? 0.0f : src[size_t(4 * t + i)], second = src[size_t(128 + 4 * t + i)];
+      CHECK(std::isnan(at(0, 0)));  // nothing landed before a wait
+      CHECK(std::isnan(at(0, 1)));
+      CHECK(at(1, 0) == first);  // wait_group 1: the older group only
+      CHECK(std::isnan(at(1, 1)));
+      CHECK(at(2, 0) == first);
+      CHECK(at(2, 1) == second);
+    }
 }
 
 TEST_CASE("emulator: dynamic shared memory above 48 KiB needs cudaFuncSetAttribute, as on a GPU") {

@@ -94,7 +94,8 @@ void bench_attention(int64_t T, int reps) {
 
 // The kernel variants a benchmark knob selects, against the default, for MHA
 // and HKT L = 3: the register-resident forward and backward
-// (HKT_CUDA_ATTN_FWD=mma, HKT_CUDA_ATTN_BWD=mma: attention_fwd_mma.cu,
+// (HKT_CUDA_ATTN_FWD=mma, or mma-async fetching key tiles with cp.async;
+// HKT_CUDA_ATTN_BWD=mma: attention_fwd_mma.cu,
 // attention_bwd_mma.cu), the single-pass backward (HKT_CUDA_ATTN_BWD=fused:
 // attention_bwd_fused.cu) and the general backward's accumulators in registers
 // (HKT_CUDA_ATTN_BWD_ACC=regs) instead of shared memory.
@@ -104,10 +105,12 @@ void bench_variants(int reps) {
     const char* label;
   };
   const Knob knobs[] = {{{{"HKT_CUDA_ATTN_FWD", "mma"}}, "fwd mma"},
+                        {{{"HKT_CUDA_ATTN_FWD", "mma-async"}}, "fwd mma async"},
                         {{{"HKT_CUDA_ATTN_BWD", "mma"}}, "bwd mma"},
                         {{{"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "mma"}}, "fwd + bwd mma"},
                         {{{"HKT_CUDA_ATTN_BWD", "fused"}}, "bwd fused"},
                         {{{"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "fused"}}, "fwd mma + bwd fused"},
+                        {{{"HKT_CUDA_ATTN_FWD", "mma-async"}, {"HKT_CUDA_ATTN_BWD", "fused"}}, "fwd mma async + bwd fused"},
                         {{{"HKT_CUDA_ATTN_BWD_ACC", "regs"}}, "bwd acc regs"}};
   for (int64_t T : {1024, 4096})
     for (int64_t L : {1, 3}) {

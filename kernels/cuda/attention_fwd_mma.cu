@@ -15,10 +15,13 @@
 // a C fragment holds keys 2t and 2t + 1 where an A fragment wants t and t + 4,
 // so the key order inside each group of 8 is permuted, in P and in V alike.
 // No shared-memory round trip for S, P or O; no block barrier per product.
+// HKT_CUDA_ATTN_FWD=mma-async also fetches the next key tile with cp.async
+// (async_copy.cuh) while the current one is used.
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
+#include "kernels/cuda/async_copy.cuh"
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_mma.hpp"
 #include "kernels/cuda/mma_tf32.cuh"
@@ -27,27 +30,31 @@ namespace hkt::cuda {
 namespace {
 
 constexpr int kMmaBT = kMmaTile;  // query and key tile rows
-// Shared memory in floats: K and V (hi, lo), then every level's coarse rows of
-// the query and the key tile (lay.acc_row(l)) and the levels' grids.
-inline size_t mma_fwd_elems(const Layout& lay, int dhp) {
-  return 4 * static_cast<size_t>(Layout::up8(kMmaBT * mma_ld(dhp))) +
+// Shared memory in floats: K and V (hi, lo; async: and the next tile's K and V
+// as loaded), then every level's coarse rows of the query and the key tile
+// (lay.acc_row(l)) and the levels' grids.
+inline size_t mma_fwd_elems(const Layout& lay, int dhp, bool async) {
+  return (async ? 6 : 4) * static_cast<size_t>(Layout::up8(kMmaBT * mma_ld(dhp))) +
          2 * static_cast<size_t>(Layout::up8(lay.acc_row(lay.L) * lay.ld)) + lay.grid_off(lay.L);
 }
 
-// Rows [0, kMmaBT) x columns [0, DHP) of a tile at ld: hi in place, lo beside it.
+// Rows [0, kMmaBT) x columns [0, DHP) of a tile at ld, split: hi and lo of
+// src (src may be hi: in place).
 template <int DHP>
-__device__ void split_tile(float* hi, float* lo) {
+__device__ void split_tile(const float* src, float* hi, float* lo) {
   constexpr int ld = mma_ld(DHP);
   for (int e = threadIdx.x; e < kMmaBT * DHP; e += blockDim.x) {
     const int idx = (e / DHP) * ld + e % DHP;
     uint32_t h, l;
-    split_tf32(hi[idx], h, l);
+    split_tf32(src[idx], h, l);
     hi[idx] = __uint_as_float(h);
     lo[idx] = __uint_as_float(l);
   }
 }
 
-template <int DHP>
+// Async (HKT_CUDA_ATTN_FWD=mma-async): key tile tk + 1's K and V are fetched
+// with cp.async into their own buffers while tile tk is used.
+template <int DHP, bool Async>
 __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, float* O, float* LSE) {
   HKT_DYNAMIC_SHARED(smem_raw);
   constexpr int BT = kMmaBT, ld = mma_ld(DHP), KS = DHP / 8, NT = BT / 8, ND = DHP / 8;
@@ -58,6 +65,8 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
   float* Klo = cv.take(Layout::up8(BT * ld));
   float* Vhi = cv.take(Layout::up8(BT * ld));
   float* Vlo = cv.take(Layout::up8(BT * ld));
+  float* Knext = Async ? cv.take(Layout::up8(BT * ld)) : nullptr;
+  float* Vnext = Async ? cv.take(Layout::up8(BT * ld)) : nullptr;
   float* Ql = cv.take(Layout::up8(lay.acc_row(P.L) * lay.ld));  // the query tile's coarse rows, once
   float* Kl = cv.take(Layout::up8(lay.acc_row(P.L) * lay.ld));  // the key tile's, per key tile
   float* Cg = cv.take(lay.grid_off(P.L));
@@ -90,17 +99,28 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
   const float* k0 = level_rows<float>(P, P.k, 0, bh);
   const float* vv = static_cast<const float*>(P.v) + bh * P.T * P.dh;
   const int last = P.causal ? tq : P.nt - 1;
+  const auto fetch = [&](int tk) {  // Async: key tile tk's K and V into Knext, Vnext
+    const RowCopy<float> kv[2] = {{Knext, k0, int64_t(tk) * BT - P.off}, {Vnext, vv, int64_t(tk) * BT - P.off}};
+    load_rows_async(kv, ld, BT, P.T, dh, DHP);
+  };
+  if constexpr (Async) fetch(0);
   for (int tk = 0; tk <= last; ++tk) {
     const int64_t j0 = int64_t(tk) * BT - P.off;
     __syncthreads();  // the Q staging and the previous tile's readers are done
-    const RowCopy<float> kv[2] = {{Khi, k0, j0}, {Vhi, vv, j0}};
-    load_rows(kv, ld, BT, P.T, dh, DHP);
+    if constexpr (Async) {
+      cp_async_wait_all();
+    } else {
+      const RowCopy<float> kv[2] = {{Khi, k0, j0}, {Vhi, vv, j0}};
+      load_rows(kv, ld, BT, P.T, dh, DHP);
+    }
     stage_level_rows(P, lay, P.k, bh, tk, Kl);
     __syncthreads();
     level_grids_staged(P, lay, Ql, Kl, Cg);  // every level between the same two barriers
-    split_tile<DHP>(Khi, Klo);
-    split_tile<DHP>(Vhi, Vlo);
+    split_tile<DHP>(Async ? Knext : Khi, Khi, Klo);
+    split_tile<DHP>(Async ? Vnext : Vhi, Vhi, Vlo);
     __syncthreads();
+    if constexpr (Async)
+      if (tk < last) fetch(tk + 1);  // lands while this tile's products run
 
     // S = Q K^T: n-tile j holds keys 8j .. 8j + 7.
     float s[NT][4];
@@ -184,26 +204,37 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
   }
 }
 
-template <int DHP>
+template <int DHP, bool Async>
 void launch_fwd_mma(const Params& P, float* o, float* lse) {
   const Layout lay(kMmaBT, int(P.dh), P.L);
-  const size_t bytes = mma_fwd_elems(lay, DHP) * sizeof(float);
-  allow_smem(attn_fwd_mma<DHP>, bytes);
+  const size_t bytes = mma_fwd_elems(lay, DHP, Async) * sizeof(float);
+  allow_smem(attn_fwd_mma<DHP, Async>, bytes);
   const dim3 grid(static_cast<unsigned>(P.nt), static_cast<unsigned>(P.B * P.H));
-  HKT_LAUNCH(grid, kMmaThreads, bytes, attn_fwd_mma<DHP>)(P, o, lse);
+  HKT_LAUNCH(grid, kMmaThreads, bytes, attn_fwd_mma<DHP, Async>)(P, o, lse);
   CUDA_CHECK_LAUNCH();
+}
+template <int DHP>
+void launch_fwd_mma(const Params& P, bool async, float* o, float* lse) {
+  if (async)
+    launch_fwd_mma<DHP, true>(P, o, lse);
+  else
+    launch_fwd_mma<DHP, false>(P, o, lse);
 }
 
 }  // namespace
 
 bool attention_forward_mma(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
-                           const void* v, const void* lambda, const bool* valid, float* o, float* lse) {
+                           const void* v, const void* lambda, const bool* valid, float* o, float* lse,
+                           bool async_copy) {
   if (s.dh > kMmaMaxDh) return false;
   const Params P = make_params(s, q, k, v, lambda, valid, kMmaBT);
+  // cp.async moves 16-byte pieces: whole float4s of every row (the CUDA allocator's blocks are 256-byte aligned).
+  const bool async = async_copy && s.dh % 4 == 0 && reinterpret_cast<uintptr_t>(k[0]) % 16 == 0 &&
+                     reinterpret_cast<uintptr_t>(v) % 16 == 0;
   if (s.dh <= 32)
-    launch_fwd_mma<32>(P, o, lse);
+    launch_fwd_mma<32>(P, async, o, lse);
   else
-    launch_fwd_mma<64>(P, o, lse);
+    launch_fwd_mma<64>(P, async, o, lse);
   return true;
 }
 

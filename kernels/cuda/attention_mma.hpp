@@ -19,9 +19,11 @@ constexpr int64_t kMmaMaxDh = 64;
 constexpr int mma_ld(int dhp) { return dhp + 4; }
 
 // Launches the forward and returns true, or returns false when the shape
-// needs the general kernel (dh > 64). Same arguments as attention_forward.
+// needs the general kernel (dh > 64). Same arguments as attention_forward;
+// async_copy: fetch the next key tile with cp.async (when dh % 4 == 0).
 bool attention_forward_mma(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
-                           const void* v, const void* lambda, const bool* valid, float* o, float* lse);
+                           const void* v, const void* lambda, const bool* valid, float* o, float* lse,
+                           bool async_copy = false);
 
 // The backward's two kernels (key side: dv, dk[l]; query side: dq[l] and the
 // dlambda partials part[(bh * nt + tile) * L + l], nt = tiles of kMmaTile),

@@ -108,9 +108,19 @@ namespace {
 
 enum class St { Ready, Barrier, Warp, Done };
 
+// A cp.async copy in flight: its source bytes, read at issue, land in dst
+// when a cp.async.wait_group covering its group runs.
+struct AsyncCopy {
+  unsigned char* dst;
+  unsigned char bytes[16];
+  int group;  // the commit group it joins (the count of commits before it)
+};
+
 struct Fiber {
   Context ctx;
   ThreadCtx tc;
+  std::vector<AsyncCopy> copies;  // this thread's cp.async copies not yet landed
+  int commits = 0;
   St st = St::Ready;
   const char* what = nullptr;  // the warp collective it waits in
   void* fake = nullptr;        // ASan's fake stack while switched out
@@ -256,6 +266,8 @@ void run_block(Run& r, const dim3& block, const dim3& grid, const dim3& bdim) {
     const unsigned t = static_cast<unsigned>(i);
     f.tc = {dim3(t % bdim.x, (t / bdim.x) % bdim.y, t / (bdim.x * bdim.y)), block, bdim, grid};
     f.st = St::Ready;
+    f.copies.clear();
+    f.commits = 0;
     make_context(f.ctx, stacks()[i].get(), kStack, trampoline);
   }
   for (;;) {
@@ -348,6 +360,27 @@ void mma16x8x8_warp(void* const* lanes, int n) {
 void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   Mma16x8x8 me{d, a, b};
   warp_collective("mma.sync.m16n8k8.tf32", &mma16x8x8_warp, &me);
+}
+void cp_async16(void* dst, const void* src, int src_bytes) {
+  if (reinterpret_cast<uintptr_t>(dst) % 16 || reinterpret_cast<uintptr_t>(src) % 16 || src_bytes < 0 ||
+      src_bytes > 16)
+    throw std::logic_error("hkt_emu: cp.async of 16 bytes needs 16-byte aligned addresses and 0 to 16 source bytes");
+  Fiber& f = current();
+  AsyncCopy c{static_cast<unsigned char*>(dst), {}, f.commits};
+  std::memcpy(c.bytes, src, static_cast<size_t>(src_bytes));  // the rest is zero-filled
+  f.copies.push_back(c);
+}
+void cp_async_commit() { ++current().commits; }
+void cp_async_wait_group(int pending) {
+  Fiber& f = current();
+  std::vector<AsyncCopy> left;
+  for (const AsyncCopy& c : f.copies) {
+    if (c.group < f.commits - pending)
+      std::memcpy(c.dst, c.bytes, 16);
+    else
+      left.push_back(c);
+  }
+  f.copies.swap(left);
 }
 void set_last_error(int e) {
   if (g_last_error == 0) g_last_error = e;

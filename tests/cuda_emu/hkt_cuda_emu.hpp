@@ -24,6 +24,8 @@
 //    mma_sync, uses only the TF32 bits of A and B (the low 13 mantissa bits
 //    are dropped, as the tensor cores do). Loads and stores check the
 //    alignment WMMA requires (32-byte pointers, ldm a multiple of 16 bytes).
+//  - cp.async (16-byte copies to shared memory) reads its source at issue and
+//    lands only at the cp.async.wait_group that covers it.
 //  - set_reverse_order(true) runs the threads of a block, and the blocks of a
 //    grid, in the opposite order: a kernel whose result depends on the order
 //    (a race between threads) gives different bits.
@@ -170,6 +172,15 @@ inline float tf32_truncate(float x) {
 // b1 = B[t + 4][g]; d0 = D[g][2t], d1 = D[g][2t + 1], d2 = D[g + 8][2t],
 // d3 = D[g + 8][2t + 1]. Only the TF32 bits of a and b are used.
 void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]);
+// cp.async.cg.shared.global [dst], [src], 16, src_bytes: the calling thread's
+// copy of src_bytes (the rest of the 16 zero-filled), read now and written to
+// dst only when a cp_async_wait_group covers its commit group, so that a
+// kernel that reads it earlier (or never waits) sees the old bytes.
+// cp.async.commit_group closes the thread's current group;
+// cp.async.wait_group n lands every committed group but the n newest.
+void cp_async16(void* dst, const void* src, int src_bytes);
+void cp_async_commit();
+void cp_async_wait_group(int pending);
 
 }  // namespace hkt_emu
 

@@ -53,9 +53,41 @@ __global__ void k_wmma(const float* A, const float* B, float* C, int offset) {
   wmma::store_matrix_sync(C, c, 16, wmma::mem_row_major);
 }
 
+// cp.async: each of 32 threads copies 16 bytes of src (thread 31: 8 of them,
+// the rest zero-filled) to shared memory in two commit groups; out gets what
+// shared memory holds before any wait (0), after waiting for all but the
+// newest group (1) and after waiting for all (2), 8 floats per thread each.
+__global__ void k_cp_async(const float* src, float* out) {
+  HKT_DYNAMIC_SHARED(raw);
+  float* s = reinterpret_cast<float*>(raw);
+  const int t = threadIdx.x;
+  ::hkt_emu::cp_async16(s + 4 * t, src + 4 * t, t == 31 ? 8 : 16);
+  ::hkt_emu::cp_async_commit();
+  ::hkt_emu::cp_async16(s + 128 + 4 * t, src + 128 + 4 * t, 16);
+  ::hkt_emu::cp_async_commit();
+  const auto dump = [&](int phase) {
+    for (int i = 0; i < 4; ++i) {
+      out[phase * 256 + 8 * t + i] = s[4 * t + i];
+      out[phase * 256 + 8 * t + 4 + i] = s[128 + 4 * t + i];
+    }
+  };
+  dump(0);
+  ::hkt_emu::cp_async_wait_group(1);
+  dump(1);
+  ::hkt_emu::cp_async_wait_group(0);
+  dump(2);
+}
+
 }  // namespace
 
 namespace emu_selftest {
+
+std::vector<float> cp_async(const std::vector<float>& src) {
+  std::vector<float> out(3 * 256);
+  HKT_LAUNCH(1, 32, 256 * sizeof(float), k_cp_async)(src.data(), out.data());
+  CUDA_CHECK_LAUNCH();
+  return out;
+}
 
 std::vector<int> shuffles() {
   std::vector<int> out(64);
