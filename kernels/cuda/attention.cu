@@ -375,15 +375,6 @@ __global__ void attn_dlambda(const double* part, int64_t B, int64_t H, int nt, i
 
 // --- host side ----------------------------------------------------------------
 
-int max_smem_optin() {
-  static const int v = [] {
-    int x = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&x, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
-    return x;
-  }();
-  return v;
-}
-
 // True when the environment variable `name` is `value`: the kernel variants'
 // knobs (docs/cuda.md), read at every call so that a benchmark or a test can
 // switch them within one process.

@@ -120,20 +120,18 @@ __global__ void attn_dq_sum(const Params P, const float* part, int groups, int l
   }
 }
 
-// Key-tile groups per (b, h): about two blocks per SM (the kernel's registers
-// and shared memory allow two), at most one per key tile and at most 16 (the
-// partials take G times dQ's memory). HKT_CUDA_ATTN_BWD_GROUPS=n forces n (tests).
-int fused_groups(const Params& P) {
+// Key-tile groups per (b, h): enough blocks to fill every SM with as many
+// as fit at once (2 by registers; 1 when the block's shared memory, `bytes`,
+// takes more than half of the 227 KiB, as with L > 1 at dh = 64), at most
+// one per key tile and at most 16 (the partials take G times dQ's memory).
+// HKT_CUDA_ATTN_BWD_GROUPS=n forces n (tests).
+int fused_groups(const Params& P, size_t bytes) {
   int g = 0;
   if (const char* e = std::getenv("HKT_CUDA_ATTN_BWD_GROUPS")) g = std::atoi(e);
   if (g <= 0) {
-    static const int sms = [] {
-      int x = 0;
-      CUDA_CHECK(cudaDeviceGetAttribute(&x, cudaDevAttrMultiProcessorCount, 0));
-      return x;
-    }();
+    const int64_t per_sm = std::clamp<int64_t>(int64_t(max_smem_optin()) / int64_t(std::max<size_t>(bytes, 1)), 1, 2);
     const int64_t bh = P.B * P.H;
-    g = static_cast<int>(std::min<int64_t>(16, (2 * int64_t(sms) + bh - 1) / bh));
+    g = static_cast<int>(std::min<int64_t>(16, (per_sm * sm_count() + bh - 1) / bh));
   }
   return std::max(1, std::min(g, P.nt));
 }
@@ -141,7 +139,9 @@ int fused_groups(const Params& P) {
 template <int DHP>
 void launch_bwd_fused(const Params& P, const float* dout, const float* lse, const float* D,
                       const LevelPtrs<float>& dk, float* dv, const std::vector<void*>& dq, double* part) {
-  const int groups = fused_groups(P);
+  const Layout lay(kMmaTile, int(P.dh), P.L);
+  const size_t bytes = MmaBwdTiles::elems(lay, DHP, true) * sizeof(float);
+  const int groups = fused_groups(P, bytes);
   // The groups' dQ partials: level by level, G partials of each, zeroed.
   int64_t total = 0;
   for (int l = 0; l < P.L && !dq.empty(); ++l) total += groups * level_elems(P, l);
@@ -156,8 +156,6 @@ void launch_bwd_fused(const Params& P, const float* dout, const float* lse, cons
       off += groups * level_elems(P, l);
     }
   }
-  const Layout lay(kMmaTile, int(P.dh), P.L);
-  const size_t bytes = MmaBwdTiles::elems(lay, DHP, true) * sizeof(float);
   allow_smem(attn_bwd_fused_mma<DHP>, bytes);
   const dim3 grid(static_cast<unsigned>(groups), static_cast<unsigned>(P.B * P.H));
   HKT_LAUNCH(grid, kMmaThreads, bytes, attn_bwd_fused_mma<DHP>)(P, dout, lse, D, dk, dv, dq_part, groups, part);

@@ -299,6 +299,24 @@ inline Params make_params(const AttnShape& s, const std::vector<const void*>& q,
   return P;
 }
 
+// The device's shared memory per block for kernels that opt in, and its SMs.
+inline int max_smem_optin() {
+  static const int v = [] {
+    int x = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&x, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+    return x;
+  }();
+  return v;
+}
+inline int sm_count() {
+  static const int v = [] {
+    int x = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&x, cudaDevAttrMultiProcessorCount, 0));
+    return x;
+  }();
+  return v;
+}
+
 template <class Kernel>
 void allow_smem(Kernel kernel, size_t bytes) {
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
