@@ -159,6 +159,7 @@ __device__ __forceinline__ double store_frag_rows(const Params& P, const float* 
   constexpr int ld = mma_ld(DHP);
   const auto [warp, g, t, r0] = frag_lane();
   const int dh = int(P.dh);
+  const bool pairs = dh % 2 == 0;  // columns c, c + 1 (c even) as one float2
   double dot = 0;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -166,17 +167,29 @@ __device__ __forceinline__ double store_frag_rows(const Params& P, const float* 
     const int64_t i = first + p;
     float* row = out && i >= 0 && i < P.T ? out + i * dh : nullptr;
 #pragma unroll
-    for (int n = 0; n < DHP / 8; ++n)
-#pragma unroll
-      for (int c2 = 0; c2 < 2; ++c2) {
-        const int c = 8 * n + 2 * t + c2;
-        if (X) dot += double(X[p * ld + c]) * double(f[n][2 * r + c2]);
-        if (!row || c >= dh) continue;
-        if constexpr (Add)
-          row[c] += w * f[n][2 * r + c2];
-        else
-          row[c] = w * f[n][2 * r + c2];
+    for (int n = 0; n < DHP / 8; ++n) {
+      const int c = 8 * n + 2 * t;
+      const float a = w * f[n][2 * r], b = w * f[n][2 * r + 1];
+      if (X) dot += double(X[p * ld + c]) * double(f[n][2 * r]) + double(X[p * ld + c + 1]) * double(f[n][2 * r + 1]);
+      if (!row || c >= dh) continue;
+      if (pairs) {
+        float2* q = reinterpret_cast<float2*>(row + c);
+        if constexpr (Add) {
+          const float2 o = *q;
+          *q = float2{o.x + a, o.y + b};
+        } else {
+          *q = float2{a, b};
+        }
+        continue;
       }
+      if constexpr (Add) {
+        row[c] += a;
+        if (c + 1 < dh) row[c + 1] += b;
+      } else {
+        row[c] = a;
+        if (c + 1 < dh) row[c + 1] = b;
+      }
+    }
   }
   return dot;
 }
