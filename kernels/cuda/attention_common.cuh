@@ -299,23 +299,19 @@ inline Params make_params(const AttnShape& s, const std::vector<const void*>& q,
   return P;
 }
 
+// Attribute A of device 0, read once.
+template <cudaDeviceAttr A>
+int device_attribute() {
+  static const int v = [] {
+    int x = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&x, A, 0));
+    return x;
+  }();
+  return v;
+}
 // The device's shared memory per block for kernels that opt in, and its SMs.
-inline int max_smem_optin() {
-  static const int v = [] {
-    int x = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&x, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
-    return x;
-  }();
-  return v;
-}
-inline int sm_count() {
-  static const int v = [] {
-    int x = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&x, cudaDevAttrMultiProcessorCount, 0));
-    return x;
-  }();
-  return v;
-}
+inline int max_smem_optin() { return device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(); }
+inline int sm_count() { return device_attribute<cudaDevAttrMultiProcessorCount>(); }
 
 template <class Kernel>
 void allow_smem(Kernel kernel, size_t bytes) {
