@@ -104,8 +104,9 @@ __global__ void __launch_bounds__(kMmaThreads)
 
     store_frag_rows<DHP>(P, nullptr, 1.0f, j0, dv, dV ? dV + bh * P.T * P.dh : nullptr);
     const double dl0 = store_frag_rows<DHP>(P, s.Ks, w[0], j0, dk, dK.on ? dK.p[0] + bh * P.T * P.dh : nullptr);
-    __syncthreads();  // every warp's level products are in Acc; Kl is free
-    tile_dlambda(P, lay, dl0, s.Acc, P.k, s.Kl, bh, tk, dlam_part ? dlam_part + (bh * P.nt + tk) * P.L : nullptr);
+    __syncthreads();  // every warp's level products are in Acc
+    // The key tile's coarse rows are still staged in Kl (stage_key_tile).
+    tile_dlambda(P, lay, dl0, s.Acc, nullptr, s.Kl, bh, tk, dlam_part ? dlam_part + (bh * P.nt + tk) * P.L : nullptr);
     if (dK.on && P.L > 1) store_coarse(P, lay, s.Acc, dK, w, bh, tk);
   }
 }

@@ -199,7 +199,8 @@ __device__ __forceinline__ double store_frag_rows(const Params& P, const float* 
 // over this tile's rows a of side X (queries or keys): d0 is this thread's
 // share of level 0 (X_0 . its accumulator, from the fragments), Acc the coarse
 // accumulators of levels 1 .. L-1 (lay.acc_row(l)), X the level rows of the
-// side (P.q or P.k), staged through `stage` (free, Acc complete, on entry).
+// side (P.q or P.k), staged through `stage` (free, Acc complete, on entry);
+// X null: `stage` holds every level's rows already (stage_level_rows).
 // Every thread calls it; part null: nothing to do.
 __device__ void tile_dlambda(const Params& P, const Layout& lay, double d0, const float* Acc, const void* const* X,
                              float* stage, int64_t bh, int tile, double* part) {
@@ -209,15 +210,20 @@ __device__ void tile_dlambda(const Params& P, const Layout& lay, double d0, cons
   if (threadIdx.x == 0) part[0] = s0 * P.scale;
   for (int l = 1; l < P.L; ++l) {
     const int G = lay.BT >> l;
-    __syncthreads();  // stage free; Acc complete
-    load_rows(stage, lay.ld, level_rows<float>(P, X, l, bh), coarse_first(P, tile, l, lay.BT), G, level_len(P.T, l), dh,
-              lay.dhp);
-    __syncthreads();
+    const float* rows = stage;  // X is null: every level's rows are staged already, at lay.acc_row(l)
+    if (X) {
+      __syncthreads();  // stage free; Acc complete
+      load_rows(stage, lay.ld, level_rows<float>(P, X, l, bh), coarse_first(P, tile, l, lay.BT), G, level_len(P.T, l),
+                dh, lay.dhp);
+      __syncthreads();
+    } else {
+      rows += lay.acc_row(l) * lay.ld;
+    }
     const float* acc = Acc + lay.acc_row(l) * lay.ld;
     double sl = 0;
     for (int e = threadIdx.x; e < G * dh; e += blockDim.x) {
       const int a = e / dh, d = e - a * dh;
-      sl += double(stage[a * lay.ld + d]) * double(acc[a * lay.ld + d]);
+      sl += double(rows[a * lay.ld + d]) * double(acc[a * lay.ld + d]);
     }
     sl = block_reduce(sl, 0.0, SumOp{});
     if (threadIdx.x == 0) part[l] = sl * P.scale;
