@@ -521,11 +521,7 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   HKT_LAUNCH(blocks_for(rows), kThreads, 0, attn_rowdot<T>)(static_cast<const T*>(dout), static_cast<const T*>(o), rows,
                                                             s.dh, D.as<T>());
   CUDA_CHECK_LAUNCH();
-  LevelPtrs<T> dq_dev{}, dk_dev{};
-  dq_dev.on = !dq.empty();
-  dk_dev.on = !dk.empty();
-  for (size_t l = 0; l < dq.size(); ++l) dq_dev.p[l] = static_cast<T*>(dq[l]);
-  for (size_t l = 0; l < dk.size(); ++l) dk_dev.p[l] = static_cast<T*>(dk[l]);
+  const LevelPtrs<T> dq_dev = level_ptrs<T>(dq), dk_dev = level_ptrs<T>(dk);
   const size_t nparts = static_cast<size_t>(s.B * s.H * P.nt * s.L);
   Scratch part(dlambda ? nparts * sizeof(double) : sizeof(double));
   double* part_dev = dlambda ? part.as<double>() : nullptr;

@@ -176,9 +176,7 @@ void attention_backward_fused(const AttnShape& s, const std::vector<const void*>
                               const std::vector<void*>& dk, float* dv, double* part) {
   HKT_CHECK(s.dh <= kMmaMaxDh, "attention_backward_fused: head dim ", s.dh, " above ", kMmaMaxDh);
   const Params P = make_params(s, q, k, v, lambda, valid, kMmaTile);
-  LevelPtrs<float> dk_dev{};
-  dk_dev.on = !dk.empty();
-  for (size_t l = 0; l < dk.size(); ++l) dk_dev.p[l] = static_cast<float*>(dk[l]);
+  const LevelPtrs<float> dk_dev = level_ptrs<float>(dk);
   if (s.dh <= 32)
     launch_bwd_fused<32>(P, dout, lse, D, dk_dev, dv, dq, part);
   else

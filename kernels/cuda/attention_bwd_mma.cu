@@ -163,11 +163,7 @@ void attention_backward_mma(const AttnShape& s, const std::vector<const void*>& 
                             const std::vector<void*>& dk, float* dv, double* part) {
   HKT_CHECK(s.dh <= kMmaMaxDh, "attention_backward_mma: head dim ", s.dh, " above ", kMmaMaxDh);
   const Params P = make_params(s, q, k, v, lambda, valid, kMmaTile);
-  LevelPtrs<float> dq_dev{}, dk_dev{};
-  dq_dev.on = !dq.empty();
-  dk_dev.on = !dk.empty();
-  for (size_t l = 0; l < dq.size(); ++l) dq_dev.p[l] = static_cast<float*>(dq[l]);
-  for (size_t l = 0; l < dk.size(); ++l) dk_dev.p[l] = static_cast<float*>(dk[l]);
+  const LevelPtrs<float> dq_dev = level_ptrs<float>(dq), dk_dev = level_ptrs<float>(dk);
   if (s.dh <= 32)
     launch_bwd_mma<32>(P, dout, lse, D, dk_dev, dv, dq_dev, part);
   else

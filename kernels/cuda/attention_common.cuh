@@ -37,6 +37,15 @@ struct LevelPtrs {
   bool on;
 };
 
+// Per-level device pointers from the host's list (empty: not wanted).
+template <class T>
+inline LevelPtrs<T> level_ptrs(const std::vector<void*>& p) {
+  LevelPtrs<T> r{};
+  r.on = !p.empty();
+  for (size_t l = 0; l < p.size(); ++l) r.p[l] = static_cast<T*>(p[l]);
+  return r;
+}
+
 __host__ __device__ inline int64_t level_len(int64_t T, int l) { return (T + (int64_t{1} << l) - 1) >> l; }
 
 // Shared-memory layout (in elements of T), the same on host and device. Every
