@@ -184,28 +184,33 @@ TEST_CASE("emulated cuda attention: the mma forward fetching key tiles with cp.a
   unsetenv("HKT_CUDA_ATTN_FWD");
 }
 
-TEST_CASE("emulated cuda attention: the single-pass backward (HKT_CUDA_ATTN_BWD=fused)") {
+TEST_CASE("emulated cuda attention: the single-pass backward (HKT_CUDA_ATTN_BWD=fused, fused8)") {
   // attention_bwd_fused.cu: one kernel per key-tile group, dQ summed from the
-  // groups' partials. The emulated device has 132 SMs, so small B H gives as
-  // many groups as key tiles; HKT_CUDA_ATTN_BWD_GROUPS forces fewer, so that a
-  // block walks several key tiles (and, causal, groups skip query tiles).
+  // groups' partials; fused8 in blocks of 8 warps (two query halves per key
+  // warp, their dK and dV shares summed per key tile). The emulated device has
+  // 132 SMs, so small B H gives as many groups as key tiles;
+  // HKT_CUDA_ATTN_BWD_GROUPS forces fewer, so that a block walks several key
+  // tiles (and, causal, groups skip query tiles).
   const std::vector<Case> cases = {
       {2, 1, 1, 16, 1, false, false}, {1, 2, 7, 16, 2, true, false},   {3, 1, 63, 32, 3, false, true},
       {3, 1, 100, 24, 4, true, true}, {1, 1, 130, 64, 3, false, false}, {1, 1, 129, 64, 1, true, false},
       {2, 1, 70, 18, 2, false, true}, {1, 1, 200, 40, 7, true, true},   {1, 2, 300, 64, 3, true, true},
       {2, 1, 90, 27, 2, true, true},  // odd dh: the gradient stores take single floats, not float2
   };
-  setenv("HKT_CUDA_ATTN_BWD", "fused", 1);
-  compare_cases(cases, 401, "single-pass backward");
-  for (const char* groups : {"1", "2", "3"}) {
-    setenv("HKT_CUDA_ATTN_BWD_GROUPS", groups, 1);
-    compare_cases({{2, 1, 300, 32, 3, true, true}, {1, 1, 260, 64, 1, false, false}}, 451,
-                  std::string("single-pass backward, ") + groups + " groups");
+  for (const char* variant : {"fused", "fused8"}) {
+    setenv("HKT_CUDA_ATTN_BWD", variant, 1);
+    const std::string name = std::string("single-pass backward (") + variant + ")";
+    compare_cases(cases, 401, name);
+    for (const char* groups : {"1", "2", "3"}) {
+      setenv("HKT_CUDA_ATTN_BWD_GROUPS", groups, 1);
+      compare_cases({{2, 1, 300, 32, 3, true, true}, {1, 1, 260, 64, 1, false, false}}, 451,
+                    name + ", " + groups + " groups");
+    }
+    unsetenv("HKT_CUDA_ATTN_BWD_GROUPS");
+    // The groups' partials (and fused8's halves) are summed in a fixed order:
+    // the same bits whatever order the blocks and threads run in.
+    CHECK_MESSAGE(order_independent(make_inputs(2, 1, 200, 24, 3, true, 19), true, 0.2), name);
   }
-  unsetenv("HKT_CUDA_ATTN_BWD_GROUPS");
-  // The groups' partials are summed in a fixed order: the same bits whatever
-  // order the blocks and threads run in.
-  CHECK(order_independent(make_inputs(2, 1, 200, 24, 3, true, 19), true, 0.2));
   unsetenv("HKT_CUDA_ATTN_BWD");
 }
 
@@ -227,13 +232,13 @@ TEST_CASE("emulated cuda attention: random shapes, every kernel variant") {
   const auto pick = [&](int lo, int hi) { return int(std::uniform_int_distribution<int>(lo, hi)(rng)); };
   const char* knobs[][2] = {{nullptr, nullptr}, {"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "mma"},
                             {"HKT_CUDA_ATTN_BWD_ACC", "regs"}, {"HKT_CUDA_ATTN_BWD", "fused"},
-                            {"HKT_CUDA_ATTN_FWD", "mma-async"}};
+                            {"HKT_CUDA_ATTN_FWD", "mma-async"}, {"HKT_CUDA_ATTN_BWD", "fused8"}};
   for (int i = 0; i < n; ++i) {
     const int L = pick(1, 7);
     const int T = pick(1, 200);
     const int dh = pick(0, 3) == 0 && L < 7 ? pick(1, 128) : pick(1, 64);  // L = 7 with dh > 64 does not fit
     const Case c{pick(1, 3), pick(1, 2), T, dh, L, pick(0, 1) == 1, pick(0, 1) == 1};
-    const auto& k = knobs[i % 6];
+    const auto& k = knobs[i % std::size(knobs)];
     if (k[0]) setenv(k[0], k[1], 1);
     compare_cases({c}, 1000 + uint64_t(i), std::string(k[0] ? k[0] : "default") + " sweep");
     if (k[0]) unsetenv(k[0]);

@@ -97,7 +97,7 @@ void bench_attention(int64_t T, int reps) {
 // (HKT_CUDA_ATTN_FWD=mma, or mma-async fetching key tiles with cp.async;
 // HKT_CUDA_ATTN_BWD=mma: attention_fwd_mma.cu,
 // attention_bwd_mma.cu), the single-pass backward (HKT_CUDA_ATTN_BWD=fused:
-// attention_bwd_fused.cu) and the general backward's accumulators in registers
+// attention_bwd_fused.cu; fused8 in blocks of 8 warps) and the general backward's accumulators in registers
 // (HKT_CUDA_ATTN_BWD_ACC=regs) instead of shared memory.
 void bench_variants(int reps) {
   struct Knob {
@@ -111,6 +111,8 @@ void bench_variants(int reps) {
                         {{{"HKT_CUDA_ATTN_BWD", "fused"}}, "bwd fused"},
                         {{{"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "fused"}}, "fwd mma + bwd fused"},
                         {{{"HKT_CUDA_ATTN_FWD", "mma-async"}, {"HKT_CUDA_ATTN_BWD", "fused"}}, "fwd mma async + bwd fused"},
+                        {{{"HKT_CUDA_ATTN_BWD", "fused8"}}, "bwd fused8"},
+                        {{{"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "fused8"}}, "fwd mma + bwd fused8"},
                         {{{"HKT_CUDA_ATTN_BWD_ACC", "regs"}}, "bwd acc regs"}};
   for (int64_t T : {1024, 4096})
     for (int64_t L : {1, 3}) {

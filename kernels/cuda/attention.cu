@@ -503,9 +503,11 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   size_t bytes = 0;
   const bool smem_acc = bwd_smem_acc<T>();
   // The register-resident kernels: two (attention_bwd_mma.cu) or one (attention_bwd_fused.cu).
+  // fused8: the single pass in blocks of 8 warps.
   bool mma = false, fused = false;
+  const bool fused8 = knob("HKT_CUDA_ATTN_BWD", "fused8");
   if constexpr (std::is_same_v<T, float>) {
-    fused = knob("HKT_CUDA_ATTN_BWD", "fused") && s.dh <= kMmaMaxDh;
+    fused = (fused8 || knob("HKT_CUDA_ATTN_BWD", "fused")) && s.dh <= kMmaMaxDh;
     mma = fused || (knob("HKT_CUDA_ATTN_BWD", "mma") && s.dh <= kMmaMaxDh);
   }
   const int bt = mma ? kMmaTile : pick_tile<T>(s, true, smem_acc, &bytes);
@@ -528,7 +530,8 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   if (fused) {
     if constexpr (std::is_same_v<T, float>)
       attention_backward_fused(s, q, k, v, lambda, valid, static_cast<const float*>(dout),
-                               static_cast<const float*>(lse), D.as<float>(), dq, dk, static_cast<float*>(dv), part_dev);
+                               static_cast<const float*>(lse), D.as<float>(), dq, dk, static_cast<float*>(dv), part_dev,
+                               fused8 ? 8 : 4);
   } else if (mma) {
     if constexpr (std::is_same_v<T, float>)
       attention_backward_mma(s, q, k, v, lambda, valid, static_cast<const float*>(dout), static_cast<const float*>(lse),

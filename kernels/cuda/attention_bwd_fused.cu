@@ -16,6 +16,11 @@
 //   tile: stage_key_tile; query tile: stage_levels), dSg_l = block sums of
 //   dS, dK_l += dSg_l^T Q_l, and the group's partial dQ_l += dSg_l K_l, each
 //   step for all levels at once (one barrier per step, not per level).
+// HKT_CUDA_ATTN_BWD=fused8 runs blocks of 8 warps (QS = 2): warps w and w + 4
+// share 16 keys and take one half of each query tile each (half the score
+// fragments per warp), their dK_0, dV shares summed through shared memory once
+// per key tile; in the dQ product each takes half of the columns. Twice the
+// warps per SM where shared memory allows one block (L > 1), for the same bytes.
 // A second kernel sums the G partials in group order and scales them by w_l.
 // Each block is the only writer of its group's partials and adds into them in
 // a fixed order, so the sums do not depend on scheduling. The dlambda partials
@@ -25,6 +30,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <type_traits>
 
 #include "kernels/cuda/attention_bwd_mma.cuh"
 #include "kernels/cuda/mma_tf32.cuh"
@@ -67,16 +73,52 @@ __device__ void level_grads_fused(const Params& P, const MmaBwdTiles& s, const L
   }
 }
 
+// QS = 2: the halves' shares of dK_0 and dV (warps w + 4) added into warps
+// w's fragments, through s.Qs and s.dOs (each lane its own slots; free after
+// the barrier this starts with). Fixed order: the bits do not depend on timing.
 template <int DHP>
-__global__ void __launch_bounds__(kMmaThreads)
+__device__ __forceinline__ void sum_query_halves(const MmaBwdTiles& s, float (&dk)[DHP / 8][4],
+                                                 float (&dv)[DHP / 8][4]) {
+  constexpr int ND = DHP / 8;
+  static_assert(4 * ND * 4 * 32 <= kMmaTile * mma_ld(DHP), "the halves' slots fit in a tile");
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  __syncthreads();  // every warp is done with Qs and dOs
+  if (warp >= 4) {
+#pragma unroll
+    for (int n = 0; n < ND; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = (((warp & 3) * ND + n) * 4 + e) * 32 + lane;
+        s.Qs[i] = dk[n][e];
+        s.dOs[i] = dv[n][e];
+      }
+  }
+  __syncthreads();
+  if (warp < 4) {
+#pragma unroll
+    for (int n = 0; n < ND; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = ((warp * ND + n) * 4 + e) * 32 + lane;
+        dk[n][e] += s.Qs[i];
+        dv[n][e] += s.dOs[i];
+      }
+  }
+}
+
+template <int DHP, int QS>
+__global__ void __launch_bounds__(kMmaThreads* QS, 1)
     attn_bwd_fused_mma(const Params P, const float* dO, const float* LSE, const float* D, const LevelPtrs<float> dK,
                        float* dV, const LevelPtrs<float> dQpart, int groups, double* dlam_part) {
   HKT_DYNAMIC_SHARED(smem_raw);
-  constexpr int BT = kMmaTile, ld = mma_ld(DHP), ND = DHP / 8;
+  constexpr int BT = kMmaTile, ld = mma_ld(DHP), ND = DHP / 8, NQ = ND / QS;
   const Layout lay(BT, int(P.dh), P.L);
   const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP, true);
   const int64_t bh = blockIdx.y;
-  const int warp = threadIdx.x >> 5;  // its 16 queries in the dQ product
+  const int warp = threadIdx.x >> 5;
+  // In the dQ product: queries 16 (warp % 4) .. + 15, columns col0 .. + DHP / QS - 1.
+  const int col0 = (warp >> 2) * (DHP / QS);
+  const bool owner = warp < 4;  // QS = 2: warps 0..3 hold the summed dK_0, dV
   float w[kMaxLevels];
   level_weights(P, bh % P.H, w);
   float* dq0 = dQpart.on ? dQpart.p[0] + blockIdx.x * level_elems(P, 0) + bh * P.T * P.dh : nullptr;
@@ -89,21 +131,23 @@ __global__ void __launch_bounds__(kMmaThreads)
 
     for (int tq = P.causal ? tk : 0; tq < P.nt; ++tq) {
       const int64_t i0 = int64_t(tq) * BT - P.off;
-      key_side_pair<DHP, true>(P, s, lay, w, bh, tq, tk, j0, dO, LSE, D, dk, dv, dq0 || P.L > 1);
+      key_side_pair<DHP, true, QS>(P, s, lay, w, bh, tq, tk, j0, dO, LSE, D, dk, dv, dq0 || P.L > 1);
       if (dq0) {
         __syncthreads();  // dS complete
         // dQ_0 / w_0 of queries r0, r0 + 8 (this warp's 16 rows of dS) += dS K_0, into the partial.
-        float dq[ND][4];
+        float dq[NQ][4];
 #pragma unroll
-        for (int n = 0; n < ND; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
-        warp_ab<DHP, BT>(dq, s.dSs + warp * 16 * lay.lds, lay.lds, s.Ks, ld);
-        store_frag_rows<DHP, true>(P, nullptr, 1.0f, i0, dq, dq0);
+        for (int n = 0; n < NQ; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+        warp_ab<DHP / QS, BT>(dq, s.dSs + (warp & 3) * 16 * lay.lds, lay.lds, s.Ks + col0, ld);
+        store_frag_rows<DHP, true, NQ>(P, nullptr, 1.0f, i0, dq, dq0, col0);
       }
       if (P.L > 1) level_grads_fused(P, s, lay, bh, tq, dQpart);
     }
 
-    store_frag_rows<DHP>(P, nullptr, 1.0f, j0, dv, dV ? dV + bh * P.T * P.dh : nullptr);
-    const double dl0 = store_frag_rows<DHP>(P, s.Ks, w[0], j0, dk, dK.on ? dK.p[0] + bh * P.T * P.dh : nullptr);
+    if constexpr (QS == 2) sum_query_halves<DHP>(s, dk, dv);
+    store_frag_rows<DHP>(P, nullptr, 1.0f, j0, dv, owner && dV ? dV + bh * P.T * P.dh : nullptr);
+    const double dl0 = store_frag_rows<DHP>(P, owner ? s.Ks : nullptr, w[0], j0, dk,
+                                            owner && dK.on ? dK.p[0] + bh * P.T * P.dh : nullptr);
     __syncthreads();  // every warp's level products are in Acc
     // The key tile's coarse rows are still staged in Kl (stage_key_tile).
     tile_dlambda(P, lay, dl0, s.Acc, nullptr, s.Kl, bh, tk, dlam_part ? dlam_part + (bh * P.nt + tk) * P.L : nullptr);
@@ -121,28 +165,29 @@ __global__ void attn_dq_sum(const Params P, const float* part, int groups, int l
   }
 }
 
-// Key-tile groups per (b, h): enough blocks to fill every SM with as many
-// as fit at once (2 by registers; 1 when the block's shared memory, `bytes`,
-// takes more than half of the 227 KiB, as with L > 1 at dh = 64), at most
-// one per key tile and at most 16 (the partials take G times dQ's memory).
+// Key-tile groups per (b, h): one wave of blocks, as many per SM as fit at
+// once (`per_sm`, from the occupancy calculator: 2 for MHA at dh = 64, 1 with
+// L > 1, whose shared memory takes more than half of the 227 KiB), at most one
+// per key tile and at most 16 (the partials take G times dQ's memory).
 // HKT_CUDA_ATTN_BWD_GROUPS=n forces n (tests).
-int fused_groups(const Params& P, size_t bytes) {
+int fused_groups(const Params& P, int per_sm) {
   int g = 0;
   if (const char* e = std::getenv("HKT_CUDA_ATTN_BWD_GROUPS")) g = std::atoi(e);
   if (g <= 0) {
-    const int64_t per_sm = std::clamp<int64_t>(int64_t(max_smem_optin()) / int64_t(std::max<size_t>(bytes, 1)), 1, 2);
     const int64_t bh = P.B * P.H;
-    g = static_cast<int>(std::min<int64_t>(16, (per_sm * sm_count() + bh - 1) / bh));
+    g = static_cast<int>(std::min<int64_t>(16, (int64_t(per_sm) * sm_count() + bh - 1) / bh));
   }
   return std::max(1, std::min(g, P.nt));
 }
 
-template <int DHP>
+template <int DHP, int QS>
 void launch_bwd_fused(const Params& P, const float* dout, const float* lse, const float* D,
                       const LevelPtrs<float>& dk, float* dv, const std::vector<void*>& dq, double* part) {
   const Layout lay(kMmaTile, int(P.dh), P.L);
   const size_t bytes = MmaBwdTiles::elems(lay, DHP, true) * sizeof(float);
-  const int groups = fused_groups(P, bytes);
+  constexpr int threads = kMmaThreads * QS;
+  allow_smem(attn_bwd_fused_mma<DHP, QS>, bytes);
+  const int groups = fused_groups(P, blocks_per_sm(attn_bwd_fused_mma<DHP, QS>, threads, bytes));
   // The groups' dQ partials: level by level, G partials of each, zeroed.
   int64_t total = 0;
   for (int l = 0; l < P.L && !dq.empty(); ++l) total += groups * level_elems(P, l);
@@ -157,9 +202,8 @@ void launch_bwd_fused(const Params& P, const float* dout, const float* lse, cons
       off += groups * level_elems(P, l);
     }
   }
-  allow_smem(attn_bwd_fused_mma<DHP>, bytes);
   const dim3 grid(static_cast<unsigned>(groups), static_cast<unsigned>(P.B * P.H));
-  HKT_LAUNCH(grid, kMmaThreads, bytes, attn_bwd_fused_mma<DHP>)(P, dout, lse, D, dk, dv, dq_part, groups, part);
+  HKT_LAUNCH(grid, threads, bytes, attn_bwd_fused_mma<DHP, QS>)(P, dout, lse, D, dk, dv, dq_part, groups, part);
   CUDA_CHECK_LAUNCH();
   for (int l = 0; l < P.L && dq_part.on; ++l) {
     HKT_LAUNCH(blocks_for(level_elems(P, l)), kThreads, 0, attn_dq_sum)(P, dq_part.p[l], groups, l,
@@ -173,14 +217,22 @@ void launch_bwd_fused(const Params& P, const float* dout, const float* lse, cons
 void attention_backward_fused(const AttnShape& s, const std::vector<const void*>& q,
                               const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid,
                               const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,
-                              const std::vector<void*>& dk, float* dv, double* part) {
+                              const std::vector<void*>& dk, float* dv, double* part, int warps) {
   HKT_CHECK(s.dh <= kMmaMaxDh, "attention_backward_fused: head dim ", s.dh, " above ", kMmaMaxDh);
+  HKT_CHECK(warps == 4 || warps == 8, "attention_backward_fused: blocks of 4 or 8 warps, not ", warps);
   const Params P = make_params(s, q, k, v, lambda, valid, kMmaTile);
   const LevelPtrs<float> dk_dev = level_ptrs<float>(dk);
+  const auto launch = [&](auto dhp, auto qs) {
+    launch_bwd_fused<decltype(dhp)::value, decltype(qs)::value>(P, dout, lse, D, dk_dev, dv, dq, part);
+  };
+  using Q1 = std::integral_constant<int, 1>;
+  using Q2 = std::integral_constant<int, 2>;
+  using D32 = std::integral_constant<int, 32>;
+  using D64 = std::integral_constant<int, 64>;
   if (s.dh <= 32)
-    launch_bwd_fused<32>(P, dout, lse, D, dk_dev, dv, dq, part);
+    warps == 8 ? launch(D32{}, Q2{}) : launch(D32{}, Q1{});
   else
-    launch_bwd_fused<64>(P, dout, lse, D, dk_dev, dv, dq, part);
+    warps == 8 ? launch(D64{}, Q2{}) : launch(D64{}, Q1{});
 }
 
 }  // namespace hkt::cuda

@@ -103,13 +103,18 @@ __device__ __forceinline__ void stage_key_tile(const Params& P, const MmaBwdTile
 // warp's 16 keys, then P^T and dS^T; dV += P^T dO and dK_0 / w_0 += dS^T Q_0 in
 // the fragments dv, dk (element e of [n]: key r0 + 8 (e >> 1), column
 // 8n + 2t + (e & 1)). With to_smem, dS^T goes to s.dSs as dS [query][key].
-template <int DHP, bool SinglePass = false>
+// QS = 2 (blocks of 8 warps): warp w takes the queries 32 (w / 4) .. + 31 of
+// its keys, so dk and dv hold that half's share (the caller sums the halves).
+template <int DHP, bool SinglePass = false, int QS = 1>
 __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles& s, const Layout& lay,
                                               const float (&w)[kMaxLevels], int64_t bh, int tq, int tk, int64_t j0,
                                               const float* dO, const float* LSE, const float* D,
                                               float (&dk)[DHP / 8][4], float (&dv)[DHP / 8][4], bool to_smem) {
-  constexpr int BT = kMmaTile, ld = mma_ld(DHP), NT = BT / 8;
+  static_assert(QS == 1 || QS == 2, "one or two query halves");
+  constexpr int BT = kMmaTile, ld = mma_ld(DHP), NT = BT / 8 / QS;
   const auto [warp, g, t, r0] = frag_lane();
+  const int qc = (warp >> 2) * (BT / QS);  // this warp's first query column (QS = 2: warps 4..7 the second half)
+  const int kw = warp & 3;                  // this warp's 16 keys
   const int64_t b = bh / P.H, i0 = int64_t(tq) * BT - P.off;
   __syncthreads();  // the previous query tile's readers are done
   const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0}, {s.dOs, dO + bh * P.T * P.dh, i0}};
@@ -121,13 +126,14 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
     level_grids<float>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
   // Element e of st[j]: key r0 + 8 (e >> 1), query 8j + 2t + (e & 1).
   float st[NT][4], dpt[NT][4];
-  warp_abt<DHP, NT>(st, s.Ks + warp * 16 * ld, s.Qs, ld);   // S^T = K Q^T (level 0, unweighted)
-  warp_abt<DHP, NT>(dpt, s.Vs + warp * 16 * ld, s.dOs, ld);  // dP^T = V dO^T
+  const float *Qs = s.Qs + qc * ld, *dOs = s.dOs + qc * ld;
+  warp_abt<DHP, NT>(st, s.Ks + kw * 16 * ld, Qs, ld);   // S^T = K Q^T (level 0, unweighted)
+  warp_abt<DHP, NT>(dpt, s.Vs + kw * 16 * ld, dOs, ld);  // dP^T = V dO^T
 #pragma unroll
   for (int j = 0; j < NT; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int kr = r0 + 8 * (e >> 1), q = 8 * j + 2 * t + (e & 1);
+      const int kr = r0 + 8 * (e >> 1), q = qc + 8 * j + 2 * t + (e & 1);
       float pv = 0.0f, ds = 0.0f;
       if (!key_masked(P, b, i0 + q, j0 + kr)) {
         pv = exp(combine(P, lay, w, s.Cg, q, kr, st[j][e]) - s.lse[q]);  // 0 when lse = +inf
@@ -136,26 +142,26 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
       st[j][e] = pv;
       dpt[j][e] = ds;
     }
-  warp_fb<DHP, NT>(dv, st, s.dOs, ld);  // dV += P^T dO
-  warp_fb<DHP, NT>(dk, dpt, s.Qs, ld);  // dK_0 / w_0 += dS^T Q_0
+  warp_fb<DHP, NT>(dv, st, dOs, ld);  // dV += P^T dO
+  warp_fb<DHP, NT>(dk, dpt, Qs, ld);  // dK_0 / w_0 += dS^T Q_0
   if (to_smem) {
 #pragma unroll
     for (int j = 0; j < NT; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s.dSs[(8 * j + 2 * t + (e & 1)) * lay.lds + r0 + 8 * (e >> 1)] = dpt[j][e];
+      for (int e = 0; e < 4; ++e) s.dSs[(qc + 8 * j + 2 * t + (e & 1)) * lay.lds + r0 + 8 * (e >> 1)] = dpt[j][e];
   }
 }
 
 // out[i] = w * the fragment rows f (Add: out[i] += ...; this warp's 16 rows
 // of a tile whose first row is position `first`: element e of f[n] is row
-// r0 + 8 (e >> 1), column 8n + 2t + (e & 1)), for positions in [0, T) and
-// columns < dh; out is (b, h)'s first row, null: not wanted. Returns this
+// r0 + 8 (e >> 1), column col0 + 8n + 2t + (e & 1), n < NF), for positions in
+// [0, T) and columns < dh; out is (b, h)'s first row, null: not wanted. Returns this
 // thread's share of X . f, X the tile's staged rows at mma_ld(DHP) (zero on
 // virtual rows and pad columns; null: 0): the dlambda_0 term of dQ_0
 // (X = Q_0) or dK_0 (X = K_0).
-template <int DHP, bool Add = false>
+template <int DHP, bool Add = false, int NF = DHP / 8>
 __device__ __forceinline__ double store_frag_rows(const Params& P, const float* X, float w, int64_t first,
-                                                  const float (&f)[DHP / 8][4], float* out) {
+                                                  const float (&f)[NF][4], float* out, int col0 = 0) {
   constexpr int ld = mma_ld(DHP);
   const auto [warp, g, t, r0] = frag_lane();
   const int dh = int(P.dh);
@@ -167,8 +173,8 @@ __device__ __forceinline__ double store_frag_rows(const Params& P, const float* 
     const int64_t i = first + p;
     float* row = out && i >= 0 && i < P.T ? out + i * dh : nullptr;
 #pragma unroll
-    for (int n = 0; n < DHP / 8; ++n) {
-      const int c = 8 * n + 2 * t;
+    for (int n = 0; n < NF; ++n) {
+      const int c = col0 + 8 * n + 2 * t;
       const float a = w * f[n][2 * r], b = w * f[n][2 * r + 1];
       if (X) dot += double(X[p * ld + c]) * double(f[n][2 * r]) + double(X[p * ld + c + 1]) * double(f[n][2 * r + 1]);
       if (!row || c >= dh) continue;

@@ -327,5 +327,15 @@ void allow_smem(Kernel kernel, size_t bytes) {
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
+// Blocks of `threads` threads and `bytes` of dynamic shared memory that run at
+// once on one SM (registers, shared memory and warps all counted), at least 1;
+// call after allow_smem.
+template <class Kernel>
+int blocks_per_sm(Kernel kernel, int threads, size_t bytes) {
+  int n = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, bytes));
+  return n > 0 ? n : 1;
+}
+
 }  // namespace
 }  // namespace hkt::cuda

@@ -34,11 +34,12 @@ void attention_backward_mma(const AttnShape& s, const std::vector<const void*>& 
                             const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,
                             const std::vector<void*>& dk, float* dv, double* part);
 
-// The single-pass backward (attention_bwd_fused.cu, HKT_CUDA_ATTN_BWD=fused):
-// the same arguments and results as attention_backward_mma, dh <= 64.
+// The single-pass backward (attention_bwd_fused.cu, HKT_CUDA_ATTN_BWD=fused,
+// or fused8 for blocks of 8 warps): the same arguments and results as
+// attention_backward_mma, dh <= 64; warps: 4 or 8 per block.
 void attention_backward_fused(const AttnShape& s, const std::vector<const void*>& q,
                               const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid,
                               const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,
-                              const std::vector<void*>& dk, float* dv, double* part);
+                              const std::vector<void*>& dk, float* dv, double* part, int warps = 4);
 
 }  // namespace hkt::cuda

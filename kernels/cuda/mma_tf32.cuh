@@ -52,14 +52,16 @@ __device__ __forceinline__ void mma_3xtf32(float (&d)[4], const uint32_t (&a_hi)
   mma_tf32(d, a_hi, b_hi);
 }
 
-// This lane's place in the fragments of a block whose warps own 16 rows each:
-// g = lane / 4, t = lane % 4, r0 = 16 warp + g (its rows are r0 and r0 + 8).
+// This lane's place in the fragments of a block whose warps own 16 rows each
+// of a 64-row tile: g = lane / 4, t = lane % 4, r0 = 16 (warp % 4) + g (its
+// rows are r0 and r0 + 8). In blocks of 8 warps, warps w and w + 4 own the
+// same rows and split the other dimension (warp / 4 says which half).
 struct FragLane {
   int warp, g, t, r0;
 };
 __device__ __forceinline__ FragLane frag_lane() {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  return {warp, lane >> 2, lane & 3, warp * 16 + (lane >> 2)};
+  return {warp, lane >> 2, lane & 3, (warp & 3) * 16 + (lane >> 2)};
 }
 
 // The A fragment of the 16 x 8 block of A (row major at ld) whose first

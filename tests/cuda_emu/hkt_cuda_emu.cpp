@@ -391,6 +391,10 @@ int take_last_error() {
   return e;
 }
 void allow_dynamic_shared(const void* kernel_key, int bytes) { allowed()[kernel_key] = bytes; }
+size_t dynamic_shared_limit(const void* kernel_key) {
+  const auto it = allowed().find(kernel_key);
+  return it == allowed().end() ? 48 * 1024 : static_cast<size_t>(it->second);
+}
 
 int run_grid(const void* kernel_key, dim3 grid, dim3 block, size_t smem, const std::function<void()>& body) {
   if (t_in_kernel)
@@ -403,9 +407,7 @@ int run_grid(const void* kernel_key, dim3 grid, dim3 block, size_t smem, const s
   if (threads == 0 || threads > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
       grid.z > 65535)
     return cudaErrorInvalidConfiguration;
-  const auto it = allowed().find(kernel_key);
-  const size_t limit = it == allowed().end() ? 48 * 1024 : static_cast<size_t>(it->second);
-  if (smem > limit) return cudaErrorInvalidValue;
+  if (smem > dynamic_shared_limit(kernel_key)) return cudaErrorInvalidValue;
   while (stacks().size() < threads) stacks().push_back(std::make_unique<char[]>(kStack));
   Run r;
   r.fibers.resize(threads);

@@ -101,6 +101,8 @@ int run_grid(const void* kernel_key, dim3 grid, dim3 block, size_t smem, const s
 void set_last_error(int e);
 int take_last_error();
 void allow_dynamic_shared(const void* kernel_key, int bytes);
+// The dynamic shared memory a kernel may take: 48 KiB unless allow_dynamic_shared raised it.
+size_t dynamic_shared_limit(const void* kernel_key);
 
 template <class... P>
 struct Launcher {

@@ -79,3 +79,17 @@ cudaError_t cudaFuncSetAttribute(void (*kernel)(P...), cudaFuncAttribute a, int 
   ::hkt_emu::allow_dynamic_shared(reinterpret_cast<const void*>(kernel), value);
   return cudaSuccess;
 }
+// Blocks per SM as an H200 fits them: by warps (64 per SM, at most 32 blocks)
+// and by shared memory (228 KiB per SM, 1 KiB of it reserved per block). The
+// emulator does not know a kernel's registers, so they are not counted. 0 when
+// the dynamic shared memory is above what the kernel is allowed.
+template <class... P>
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, void (*kernel)(P...), int threads, size_t smem) {
+  if (!n || threads <= 0 || threads > 1024) return cudaErrorInvalidValue;
+  const int warps = (threads + 31) / 32;
+  const size_t limit = ::hkt_emu::dynamic_shared_limit(reinterpret_cast<const void*>(kernel));
+  const int by_smem = smem > limit ? 0 : int(233472 / (smem + 1024));
+  *n = by_smem < 64 / warps ? by_smem : 64 / warps;
+  if (*n > 32) *n = 32;
+  return cudaSuccess;
+}
