@@ -7,8 +7,9 @@
 // kernel variants behind benchmark knobs (bench_variants). Times are the
 // best of --reps calls after one warm-up, in milliseconds.
 //
-//   hkt-bench-gpu [--quick] [--reps N] [--max-t T]
-// Prints one markdown table; without a GPU it says why and exits 0.
+//   hkt-bench-gpu [--quick] [--reps N] [--max-t T] [--profile]
+// Prints one markdown table; without a GPU it says why and exits 0. --profile
+// runs each attention kernel once instead, for ncu (profile_kernels).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -134,6 +135,32 @@ void bench_variants(int reps) {
     }
 }
 
+// --profile: one forward+backward of each attention kernel (MHA and HKT L = 3
+// at T = 1024), untimed, for a profiler to read (docs/cuda.md: tools/gpu-session
+// runs it under ncu). Every kernel variant runs in one of these five setups; the
+// kernels' names (template arguments included) and their shared memory say
+// which variant and shape a profiled launch belongs to.
+void profile_kernels() {
+  const std::vector<std::vector<std::pair<const char*, const char*>>> setups = {
+      {},
+      {{"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "mma"}},
+      {{"HKT_CUDA_ATTN_FWD", "mma-async"}, {"HKT_CUDA_ATTN_BWD", "fused"}},
+      {{"HKT_CUDA_ATTN_BWD", "fused8"}},
+      {{"HKT_CUDA_ATTN_BWD_ACC", "regs"}}};
+  for (int64_t L : {1, 3})
+    for (const auto& env : setups) {
+      std::string set;
+      for (const auto& [name, value] : env) {
+        setenv(name, value, 1);
+        set += std::string(set.empty() ? "" : " ") + name + "=" + value;
+      }
+      (void)time_attention(1024, L, 0);  // the warm-up call only: one forward, one forward+backward
+      for (const auto& kv : env) unsetenv(kv.first);
+      std::printf("profiled: T = 1024, L = %lld, %s\n", static_cast<long long>(L), set.empty() ? "defaults" : set.c_str());
+      std::fflush(stdout);
+    }
+}
+
 void bench_train_step(int reps) {
   nn::ClassifierConfig cfg = nn::ClassifierConfig::preset("hkt-small");
   const int64_t B = 32, T = 512;
@@ -161,12 +188,14 @@ void bench_train_step(int reps) {
 int main(int argc, char** argv) {
   int reps = 3;
   int64_t max_t = 16384;
+  bool profile = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) max_t = 2048, reps = 2;
+    else if (!std::strcmp(argv[i], "--profile")) profile = true;
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--max-t") && i + 1 < argc) max_t = std::atoll(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: hkt-bench-gpu [--quick] [--reps N] [--max-t T]\n");
+      std::fprintf(stderr, "usage: hkt-bench-gpu [--quick] [--reps N] [--max-t T] [--profile]\n");
       return 2;
     }
   }
@@ -175,6 +204,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
+    if (profile) {
+      profile_kernels();
+      return 0;
+    }
     std::printf("| T | B | what | impl | fwd ms | fwd+bwd ms | notes |\n|--:|--:|---|---|--:|--:|---|\n");
     for (int64_t T = 1024; T <= max_t; T *= 2) bench_attention(T, reps);
     bench_train_step(reps);
