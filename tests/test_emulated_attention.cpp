@@ -63,7 +63,10 @@ struct Case {
 
 // The emulated kernels' output and gradients (q[l], k[l], v, lambda) of
 // sum(attention * w), in hkt::test::run's order, as float64 tensors.
-std::vector<Tensor> run_emulated(const Inputs& src, DType dt, bool causal, double scale) {
+// The gradients attention_backward is asked for (run_emulated's `want`).
+enum Want : unsigned { kDQ = 1, kDK = 2, kDV = 4, kDLambda = 8, kAllGrads = 15 };
+
+std::vector<Tensor> run_emulated(const Inputs& src, DType dt, bool causal, double scale, unsigned want = kAllGrads) {
   install_host_allocator();
   const auto cast = [&](const Tensor& t) { return contiguous(to_dtype(t, dt)); };
   std::vector<Tensor> q, k, grads;
@@ -83,18 +86,21 @@ std::vector<Tensor> run_emulated(const Inputs& src, DType dt, bool causal, doubl
   for (const Tensor& t : q) dqp.push_back(grads.emplace_back(full(t.shape(), 7, {dt})).raw_data());
   for (const Tensor& t : k) dkp.push_back(grads.emplace_back(full(t.shape(), 7, {dt})).raw_data());
   const Tensor dv = full(v.shape(), 7, {dt}), dlam = full(lam.shape(), 7, {dt});
+  // Gradients not asked for: empty lists and null pointers (their tensors keep the 7s).
+  if (!(want & kDQ)) dqp.clear();
+  if (!(want & kDK)) dkp.clear();
+  void* const dvp = want & kDV ? dv.raw_data() : nullptr;
+  void* const dlp = want & kDLambda ? dlam.raw_data() : nullptr;
   if (dt == DType::Float32) {
     cuda::attention_forward<float>(s, qp, kp, v.raw_data(), lam.raw_data(), vp, o.raw_data(),
                                    lse.raw_data());
     cuda::attention_backward<float>(s, qp, kp, v.raw_data(), lam.raw_data(), vp, o.raw_data(),
-                                    lse.raw_data(), w.raw_data(), dqp, dkp, dv.raw_data(),
-                                    dlam.raw_data());
+                                    lse.raw_data(), w.raw_data(), dqp, dkp, dvp, dlp);
   } else {
     cuda::attention_forward<double>(s, qp, kp, v.raw_data(), lam.raw_data(), vp, o.raw_data(),
                                     lse.raw_data());
     cuda::attention_backward<double>(s, qp, kp, v.raw_data(), lam.raw_data(), vp, o.raw_data(),
-                                     lse.raw_data(), w.raw_data(), dqp, dkp, dv.raw_data(),
-                                     dlam.raw_data());
+                                     lse.raw_data(), w.raw_data(), dqp, dkp, dvp, dlp);
   }
   std::vector<Tensor> out{to_dtype(o, DType::Float64)};
   for (const Tensor& g : grads) out.push_back(to_dtype(g, DType::Float64));
@@ -212,6 +218,44 @@ TEST_CASE("emulated cuda attention: the single-pass backward (HKT_CUDA_ATTN_BWD=
     CHECK_MESSAGE(order_independent(make_inputs(2, 1, 200, 24, 3, true, 19), true, 0.2), name);
   }
   unsetenv("HKT_CUDA_ATTN_BWD");
+}
+
+TEST_CASE("emulated cuda attention: every backward writes only the gradients asked for, the same bits") {
+  // Frozen queries (no dQ), frozen keys and values, dlambda alone: the kernels
+  // skip the dQ product and its partials, the dK / dV stores, or the dlambda
+  // partials. What is asked for must be what the full backward gives, bit for
+  // bit, and the rest untouched; in both thread orders (races in these paths).
+  const Inputs hkt = make_inputs(2, 1, 150, 24, 3, true, 31), mha = make_inputs(1, 2, 140, 32, 1, false, 33);
+  const unsigned subsets[] = {kDK | kDV | kDLambda, kDQ | kDLambda, kDQ, kDV, kDLambda};
+  for (const char* variant : {"default", "mma", "fused", "fused8"}) {
+    if (std::strcmp(variant, "default") != 0) setenv("HKT_CUDA_ATTN_BWD", variant, 1);
+    for (const Inputs* in : {&hkt, &mha}) {
+      const size_t L = in->q.size();
+      const auto full = run_emulated(*in, DType::Float32, true, 0.2);
+      for (size_t k = 0; k < (kAsanCases ? 2 : std::size(subsets)); ++k)
+        for (bool reverse : {false, true}) {
+          const unsigned want = subsets[k];
+          hkt_emu::set_reverse_order(reverse);
+          const auto part = run_emulated(*in, DType::Float32, true, 0.2, want);
+          hkt_emu::set_reverse_order(false);
+          // out = {o, dq[0..L), dk[0..L), dv, dlambda}
+          for (size_t i = 1; i < part.size(); ++i) {
+            const unsigned which = i <= L ? kDQ : i <= 2 * L ? kDK : i == 2 * L + 1 ? kDV : kDLambda;
+            const std::string what = std::string(variant) + ", L = " + std::to_string(L) + ", want " +
+                                     std::to_string(want) + (reverse ? " reversed" : "") + ", output " +
+                                     std::to_string(i);
+            if (want & which) {
+              CHECK_MESSAGE(same_bits({part[i]}, {full[i]}), what);
+            } else {
+              const std::vector<double> x = part[i].to_vector<double>();
+              const bool untouched = std::all_of(x.begin(), x.end(), [](double e) { return e == 7.0; });
+              CHECK_MESSAGE(untouched, (what + " written"));
+            }
+          }
+        }
+    }
+    unsetenv("HKT_CUDA_ATTN_BWD");
+  }
 }
 
 TEST_CASE("emulated cuda attention: the backward's accumulators in registers (HKT_CUDA_ATTN_BWD_ACC=regs)") {

@@ -41,17 +41,15 @@ namespace {
 // Elements of level l's dQ (one partial).
 __host__ __device__ inline int64_t level_elems(const Params& P, int l) { return P.B * P.H * level_len(P.T, l) * P.dh; }
 
-// The levels' products for the tile pair (tq, tk) whose dS is in s.dSs and
-// whose coarse rows stage_levels staged: for every level at once, the block
-// sums dSg_l; Acc_l (dK_l / w_l of tile tk) += dSg_l^T Q_l[tile tq]; when dQ
-// is wanted, the group's partial dQ_l[tile tq] += dSg_l K_l[tile tk] (through
-// AccQ). Starts with a barrier.
+// The levels' products for the tile pair (tq, tk) whose block sums dSg_l the
+// caller wrote and whose coarse rows stage_levels staged: for every level at
+// once, Acc_l (dK_l / w_l of tile tk) += dSg_l^T Q_l[tile tq]; when dQ is
+// wanted, the group's partial dQ_l[tile tq] += dSg_l K_l[tile tk] (through
+// AccQ, free since key_side_pair's first barrier). Starts with a barrier.
 __device__ void level_grads_fused(const Params& P, const MmaBwdTiles& s, const Layout& lay, int64_t bh, int tq,
                                   const LevelPtrs<float>& dQpart) {
   const int dh = int(P.dh);
-  __syncthreads();  // dSs complete; AccQ free
-  for (int l = 1; l < P.L; ++l) block_sums<float>(s.dSs, s.dSg, lay, l);
-  __syncthreads();
+  __syncthreads();  // dSg complete
   for (int l = 1; l < P.L; ++l) {
     const int G = lay.BT >> l, r = lay.acc_row(l) * lay.ld;
     const float* dsg = s.dSg + lay.grid_off(l);
@@ -132,8 +130,11 @@ __global__ void __launch_bounds__(kMmaThreads* QS, 1)
     for (int tq = P.causal ? tk : 0; tq < P.nt; ++tq) {
       const int64_t i0 = int64_t(tq) * BT - P.off;
       key_side_pair<DHP, true, QS>(P, s, lay, w, bh, tq, tk, j0, dO, LSE, D, dk, dv, dq0 || P.L > 1);
+      if (!dq0 && P.L == 1) continue;
+      __syncthreads();  // dS complete
+      // The levels' block sums and the dQ_0 product both only read dS (and K_0): no barrier between.
+      for (int l = 1; l < P.L; ++l) block_sums<float>(s.dSs, s.dSg, lay, l);
       if (dq0) {
-        __syncthreads();  // dS complete
         // dQ_0 / w_0 of queries r0, r0 + 8 (this warp's 16 rows of dS) += dS K_0, into the partial.
         float dq[NQ][4];
 #pragma unroll

@@ -58,11 +58,13 @@ struct MmaBwdTiles {
 // Single pass: every level's coarse rows of query tile tq staged at once
 // (s.Ql at lay.acc_row(l); stage_key_tile staged key tile tk's in s.Kl) and
 // the grids Cg_l = Q_l K_l^T; ends with a barrier (none at the start: the
-// caller's barrier frees Ql and Cg).
+// caller's barrier frees Ql and Cg). L = 1: just the barrier.
 __device__ void stage_levels(const Params& P, const MmaBwdTiles& s, const Layout& lay, int64_t bh, int tq) {
-  stage_level_rows(P, lay, P.q, bh, tq, s.Ql);
-  __syncthreads();
-  level_grids_staged(P, lay, s.Ql, s.Kl, s.Cg);
+  if (P.L > 1) {
+    stage_level_rows(P, lay, P.q, bh, tq, s.Ql);
+    __syncthreads();
+    level_grids_staged(P, lay, s.Ql, s.Kl, s.Cg);
+  }
   __syncthreads();
 }
 

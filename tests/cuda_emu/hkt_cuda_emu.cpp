@@ -229,33 +229,53 @@ const char* state_name(const Fiber& f) {
   throw std::logic_error(os.str());
 }
 
-// Completes every warp whose live lanes all wait in a collective; true if any did.
-bool resolve_warps(Run& r) {
-  bool any = false;
-  const size_t n = r.fibers.size();
-  for (size_t w0 = 0; w0 < n; w0 += 32) {
-    const size_t w1 = std::min(n, w0 + 32);
-    size_t waiting = 0, done = 0;
-    for (size_t i = w0; i < w1; ++i) {
-      waiting += r.fibers[i].st == St::Warp;
-      done += r.fibers[i].st == St::Done;
-    }
-    if (waiting == 0 || waiting + done != w1 - w0) continue;
-    if (done)
-      throw std::logic_error(std::string("hkt_emu: ") + r.fibers[w0].what + " in warp " + std::to_string(w0 / 32) +
-                             ": some lanes of the warp have exited");
-    void* lanes[32];
-    for (size_t i = w0; i < w1; ++i) {
-      if (r.fibers[i].what != r.fibers[w0].what && std::strcmp(r.fibers[i].what, r.fibers[w0].what) != 0)
-        throw std::logic_error(std::string("hkt_emu: divergent warp ") + std::to_string(w0 / 32) + ": lane 0 in " +
-                               r.fibers[w0].what + ", lane " + std::to_string(i - w0) + " in " + r.fibers[i].what);
-      lanes[i - w0] = r.fibers[i].data;
-    }
-    r.fibers[w0].fn(lanes, int(w1 - w0));
-    for (size_t i = w0; i < w1; ++i) r.fibers[i].st = St::Ready;
-    any = true;
+// Completes warp w's collective when all its live lanes wait in it; true if it did.
+bool resolve_warp(Run& r, size_t w) {
+  const size_t n = r.fibers.size(), w0 = 32 * w, w1 = std::min(n, w0 + 32);
+  size_t waiting = 0, done = 0;
+  for (size_t i = w0; i < w1; ++i) {
+    waiting += r.fibers[i].st == St::Warp;
+    done += r.fibers[i].st == St::Done;
   }
-  return any;
+  if (waiting == 0 || waiting + done != w1 - w0) return false;
+  if (done)
+    throw std::logic_error(std::string("hkt_emu: ") + r.fibers[w0].what + " in warp " + std::to_string(w) +
+                           ": some lanes of the warp have exited");
+  void* lanes[32];
+  for (size_t i = w0; i < w1; ++i) {
+    if (r.fibers[i].what != r.fibers[w0].what && std::strcmp(r.fibers[i].what, r.fibers[w0].what) != 0)
+      throw std::logic_error(std::string("hkt_emu: divergent warp ") + std::to_string(w) + ": lane 0 in " +
+                             r.fibers[w0].what + ", lane " + std::to_string(i - w0) + " in " + r.fibers[i].what);
+    lanes[i - w0] = r.fibers[i].data;
+  }
+  r.fibers[w0].fn(lanes, int(w1 - w0));
+  for (size_t i = w0; i < w1; ++i) r.fibers[i].st = St::Ready;
+  return true;
+}
+
+// Runs the ready lanes of warp w (in lane order, or reversed) until each
+// waits at a barrier, has exited, or waits in a collective that not all lanes
+// have reached; completes the collectives on the way. True if anything ran.
+bool run_warp(Run& r, size_t w) {
+  const size_t n = r.fibers.size(), w0 = 32 * w, w1 = std::min(n, w0 + 32);
+  bool moved = false;
+  do {
+    for (size_t k = w0; k < w1; ++k) {
+      const size_t i = g_reverse ? w1 - 1 - (k - w0) : k;
+      Fiber& f = r.fibers[i];
+      if (f.st != St::Ready) continue;
+      moved = true;
+      r.cur = static_cast<int>(i);
+      g_ctx = &f.tc;
+      start_switch(&r.sched_fake, stacks()[i].get(), kStack);
+      switch_context(r.sched, f.ctx);
+      finish_switch(r.sched_fake, nullptr, nullptr);
+      r.cur = -1;
+      g_ctx = nullptr;
+      if (r.error) std::rethrow_exception(r.error);
+    }
+  } while (resolve_warp(r, w));
+  return moved;
 }
 
 void run_block(Run& r, const dim3& block, const dim3& grid, const dim3& bdim) {
@@ -270,21 +290,15 @@ void run_block(Run& r, const dim3& block, const dim3& grid, const dim3& bdim) {
     f.commits = 0;
     make_context(f.ctx, stacks()[i].get(), kStack, trampoline);
   }
+  // Between two barriers, one warp at a time runs as far as it can (warp 0
+  // first, or the last warp first in reverse order), a schedule a GPU may
+  // choose: a warp that reads what another warp writes in the same phase, or
+  // overwrites what another still reads, then sees the wrong data in one of
+  // the two orders, even when it reads through a warp collective.
+  const size_t warps = (n + 31) / 32;
   for (;;) {
-    for (size_t k = 0; k < n; ++k) {
-      const size_t i = g_reverse ? n - 1 - k : k;
-      Fiber& f = r.fibers[i];
-      if (f.st != St::Ready) continue;
-      r.cur = static_cast<int>(i);
-      g_ctx = &f.tc;
-      start_switch(&r.sched_fake, stacks()[i].get(), kStack);
-      switch_context(r.sched, f.ctx);
-      finish_switch(r.sched_fake, nullptr, nullptr);
-      r.cur = -1;
-      g_ctx = nullptr;
-      if (r.error) std::rethrow_exception(r.error);
-    }
-    bool moved = resolve_warps(r);
+    bool moved = false;
+    for (size_t k = 0; k < warps; ++k) moved = run_warp(r, g_reverse ? warps - 1 - k : k) || moved;
     size_t live = 0, at_barrier = 0;
     for (const Fiber& f : r.fibers) {
       live += f.st != St::Done;
@@ -292,14 +306,11 @@ void run_block(Run& r, const dim3& block, const dim3& grid, const dim3& bdim) {
     }
     if (live == 0) return;
     if (at_barrier == live) {
-      for (Fiber& f : r.fibers) f.st = St::Ready;
+      for (Fiber& f : r.fibers)
+        if (f.st == St::Barrier) f.st = St::Ready;
       moved = true;
     }
-    if (!moved) {
-      bool ready = false;
-      for (const Fiber& f : r.fibers) ready = ready || f.st == St::Ready;
-      if (!ready) stuck(r, block);
-    }
+    if (!moved) stuck(r, block);
   }
 }
 

@@ -9,6 +9,9 @@
 //    another. __syncthreads() parks a fiber until every live thread of the
 //    block is parked; warp collectives (__shfl_*_sync, wmma::mma_sync) park it
 //    until the 32 lanes of its warp have arrived, then run once for the warp.
+//    Between two barriers one warp at a time runs as far as it can, warp 0
+//    first (the last first in reverse order), so that a read of what another
+//    warp writes in the same phase sees the old data in one of the two orders.
 //    A deadlock (threads waiting on different barriers, a warp collective some
 //    lanes never reach) is reported as an error instead of hanging.
 //  - `__shared__` variables are function statics (one block at a time), and
@@ -26,9 +29,9 @@
 //    alignment WMMA requires (32-byte pointers, ldm a multiple of 16 bytes).
 //  - cp.async (16-byte copies to shared memory) reads its source at issue and
 //    lands only at the cp.async.wait_group that covers it.
-//  - set_reverse_order(true) runs the threads of a block, and the blocks of a
-//    grid, in the opposite order: a kernel whose result depends on the order
-//    (a race between threads) gives different bits.
+//  - set_reverse_order(true) runs the warps of a block, the lanes of a warp,
+//    and the blocks of a grid, in the opposite order: a kernel whose result
+//    depends on the order (a race between threads) gives different bits.
 // Global memory is host memory: cudaMalloc's blocks, with the checks that
 // include/cuda_runtime.h describes; kernels may be handed any host pointer.
 //
