@@ -165,6 +165,8 @@ TEST_CASE("emulated cuda attention: the register-resident kernels (HKT_CUDA_ATTN
       {2, 1, 1, 16, 1, false, false}, {1, 2, 7, 16, 2, true, false},   {3, 1, 63, 32, 3, false, true},
       {3, 1, 100, 24, 4, true, true}, {1, 1, 130, 64, 3, false, false}, {1, 1, 129, 64, 1, true, false},
       {2, 1, 70, 18, 2, false, true}, {1, 1, 200, 40, 7, true, true},
+      {1, 1, 260, 32, 3, true, false},  // causal pairs below the diagonal without mask tests
+      {1, 1, 127, 32, 2, false, false},  // the last key tile ends one past T: it keeps its mask tests
   };
   setenv("HKT_CUDA_ATTN_FWD", "mma", 1);
   setenv("HKT_CUDA_ATTN_BWD", "mma", 1);
@@ -202,6 +204,8 @@ TEST_CASE("emulated cuda attention: the single-pass backward (HKT_CUDA_ATTN_BWD=
       {3, 1, 100, 24, 4, true, true}, {1, 1, 130, 64, 3, false, false}, {1, 1, 129, 64, 1, true, false},
       {2, 1, 70, 18, 2, false, true}, {1, 1, 200, 40, 7, true, true},   {1, 2, 300, 64, 3, true, true},
       {2, 1, 90, 27, 2, true, true},  // odd dh: the gradient stores take single floats, not float2
+      {1, 1, 260, 32, 3, true, false},  // causal pairs below the diagonal without mask tests
+      {1, 1, 127, 32, 2, false, false},  // the last key tile ends one past T: it keeps its mask tests
   };
   for (const char* variant : {"fused", "fused8"}) {
     setenv("HKT_CUDA_ATTN_BWD", variant, 1);

@@ -47,7 +47,7 @@ __device__ void level_grads(const Params& P, const MmaBwdTiles& s, const Layout&
 }
 
 template <int DHP>
-__global__ void __launch_bounds__(kMmaThreads)
+__global__ void __launch_bounds__(kMmaThreads, 1)
     attn_bwd_kv_mma(const Params P, const float* dO, const float* LSE, const float* D, const LevelPtrs<float> dK,
                     float* dV) {
   HKT_DYNAMIC_SHARED(smem_raw);
@@ -104,22 +104,25 @@ __global__ void __launch_bounds__(kMmaThreads)
     const RowCopy<float> kv[2] = {{s.Ks, k0, j0}, {s.Vs, vv, j0}};
     load_rows(kv, ld, BT, P.T, dh, DHP);
     level_grids<float>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
+    if (P.L > 1) fold_levels(P, lay, w, s.Cg, 8 * warp, 8, 0, BT / 2);  // this warp's 16 queries' coarse terms
     // Element e of sc[j]: query r0 + 8 (e >> 1), key 8j + 2t + (e & 1).
     float sc[NT][4], dp[NT][4];
     warp_abt<DHP, NT>(sc, s.Qs + warp * 16 * ld, s.Ks, ld);   // S = Q K^T (level 0, unweighted)
     warp_abt<DHP, NT>(dp, s.dOs + warp * 16 * ld, s.Vs, ld);  // dP = dO V^T
+    with_mask_test(!pair_unmasked(P, i0, j0, BT), [&](auto masked) {
 #pragma unroll
-    for (int j = 0; j < NT; ++j)
+      for (int j = 0; j < NT; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int p = r0 + 8 * (e >> 1), p2 = 8 * j + 2 * t + (e & 1);
-        float ds = 0.0f;
-        if (!key_masked(P, b, i0 + p, j0 + p2)) {
-          const float pv = exp(combine(P, lay, w, s.Cg, p, p2, sc[j][e]) - s.lse[p]);
-          ds = pv * (dp[j][e] - s.Dr[p]);
+        for (int e = 0; e < 4; ++e) {
+          const int p = r0 + 8 * (e >> 1), p2 = 8 * j + 2 * t + (e & 1);
+          float ds = 0.0f;
+          if (!(decltype(masked)::value && key_masked(P, b, i0 + p, j0 + p2))) {
+            const float pv = exp(combine_folded(P, lay, w[0], s.Cg, p, p2, sc[j][e]) - s.lse[p]);
+            ds = pv * (dp[j][e] - s.Dr[p]);
+          }
+          sc[j][e] = ds;
         }
-        sc[j][e] = ds;
-      }
+    });
     warp_fb<DHP, NT>(dq, sc, s.Ks, ld);  // dQ_0 / w_0 += dS K_0
     if (P.L > 1) {
 #pragma unroll

@@ -126,24 +126,28 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
     stage_levels(P, s, lay, bh, tq);  // ends with a barrier
   else
     level_grids<float>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
+  // This warp's coarse terms: its 8 level-1 key columns, for its queries' level-1 rows.
+  if (P.L > 1) fold_levels(P, lay, w, s.Cg, qc / 2, BT / 2 / QS, 8 * kw, 8);
   // Element e of st[j]: key r0 + 8 (e >> 1), query 8j + 2t + (e & 1).
   float st[NT][4], dpt[NT][4];
   const float *Qs = s.Qs + qc * ld, *dOs = s.dOs + qc * ld;
   warp_abt<DHP, NT>(st, s.Ks + kw * 16 * ld, Qs, ld);   // S^T = K Q^T (level 0, unweighted)
   warp_abt<DHP, NT>(dpt, s.Vs + kw * 16 * ld, dOs, ld);  // dP^T = V dO^T
+  with_mask_test(!pair_unmasked(P, i0, j0, BT), [&](auto masked) {
 #pragma unroll
-  for (int j = 0; j < NT; ++j)
+    for (int j = 0; j < NT; ++j)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int kr = r0 + 8 * (e >> 1), q = qc + 8 * j + 2 * t + (e & 1);
-      float pv = 0.0f, ds = 0.0f;
-      if (!key_masked(P, b, i0 + q, j0 + kr)) {
-        pv = exp(combine(P, lay, w, s.Cg, q, kr, st[j][e]) - s.lse[q]);  // 0 when lse = +inf
-        ds = pv * (dpt[j][e] - s.Dr[q]);
+      for (int e = 0; e < 4; ++e) {
+        const int kr = r0 + 8 * (e >> 1), q = qc + 8 * j + 2 * t + (e & 1);
+        float pv = 0.0f, ds = 0.0f;
+        if (!(decltype(masked)::value && key_masked(P, b, i0 + q, j0 + kr))) {
+          pv = exp(combine_folded(P, lay, w[0], s.Cg, q, kr, st[j][e]) - s.lse[q]);  // 0 when lse = +inf
+          ds = pv * (dpt[j][e] - s.Dr[q]);
+        }
+        st[j][e] = pv;
+        dpt[j][e] = ds;
       }
-      st[j][e] = pv;
-      dpt[j][e] = ds;
-    }
+  });
   warp_fb<DHP, NT>(dv, st, dOs, ld);  // dV += P^T dO
   warp_fb<DHP, NT>(dk, dpt, Qs, ld);  // dK_0 / w_0 += dS^T Q_0
   if (to_smem) {

@@ -218,6 +218,26 @@ __device__ inline bool key_masked(const Params& P, int64_t b, int64_t i, int64_t
   return P.causal && j > i;
 }
 
+// True when no key of the tile pair (bt queries from i0, bt keys from j0) is
+// masked for a query in [0, T): the key tile inside [0, T), no key padding
+// and, causal, every key at or before every query. Such pairs (most of them at
+// large T) take score loops without per-element mask tests (with_mask_test).
+// Query rows outside [0, T) need no test: their results are never stored,
+// and in the backward their LSE is +inf, so P and dS are 0 there.
+__device__ inline bool pair_unmasked(const Params& P, int64_t i0, int64_t j0, int bt) {
+  return !P.valid && j0 >= 0 && j0 + bt <= P.T && (!P.causal || j0 + bt - 1 <= i0);
+}
+
+// f(std::true_type{}) when some score may be masked, else f(std::false_type{}):
+// the two copies of a score loop, with and without the per-element tests.
+template <class F>
+__device__ __forceinline__ void with_mask_test(bool needed, F&& f) {
+  if (needed)
+    f(std::true_type{});
+  else
+    f(std::false_type{});
+}
+
 template <class T>
 __device__ inline T weight(const Params& P, int64_t h, int l) {
   return static_cast<T>(static_cast<double>(static_cast<const T*>(P.lambda)[h * P.L + l]) * P.scale);
@@ -243,6 +263,39 @@ __device__ inline T combine(const Params& P, const Layout& lay, const T* w, cons
     s += w[l] * Cg[off + (p >> l) * G + (p2 >> l)];
     off += Layout::up8(G * G);
   }
+  return s;
+}
+
+// Folds the coarse levels into level 1's grid, coarse to fine as the CPU
+// kernel does: Cg_1[a][c] becomes sum_{l >= 1} w_l Cg_l[a >> (l-1)][c >> (l-1)]
+// (the coarser grids stay), so that a score needs one coarse term
+// (combine_folded) instead of L - 1. Every warp folds its own rows [a0, a0 + na)
+// x columns [c0, c0 + nc) of level 1 (the warps' parts must be disjoint, and
+// each warp reads only its own part afterwards), then __syncwarp. L > 1.
+__device__ inline void fold_levels(const Params& P, const Layout& lay, const float (&w)[kMaxLevels], float* Cg,
+                                   int a0, int na, int c0, int nc) {
+  const int G1 = lay.BT >> 1;
+  for (int e = threadIdx.x & 31; e < na * nc; e += 32) {
+    const int a = a0 + e / nc, c = c0 + e % nc;
+    // From the coarsest level down: A_l = w_l Cg_l + up2(A_{l+1}).
+    float acc = 0.0f;
+#pragma unroll
+    for (int l = kMaxLevels - 1; l >= 1; --l) {
+      if (l >= P.L) continue;
+      const int G = lay.BT >> l;
+      acc += w[l] * Cg[lay.grid_off(l) + (a >> (l - 1)) * G + (c >> (l - 1))];
+    }
+    Cg[a * G1 + c] = acc;
+  }
+  __syncwarp();
+}
+
+// Combined score of local (p, p2) given the level-0 dot c0, the coarse levels
+// folded into level 1's grid by fold_levels.
+__device__ inline float combine_folded(const Params& P, const Layout& lay, float w0, const float* Cg, int p, int p2,
+                                       float c0) {
+  float s = w0 * c0;
+  if (P.L > 1) s += Cg[(p >> 1) * (lay.BT >> 1) + (p2 >> 1)];
   return s;
 }
 

@@ -121,6 +121,7 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
     __syncthreads();
     if constexpr (Async)
       if (tk < last) fetch(tk + 1);  // lands while this tile's products run
+    if (P.L > 1) fold_levels(P, lay, w, Cg, 8 * warp, 8, 0, BT / 2);  // this warp's 16 rows' coarse terms
 
     // S = Q K^T: n-tile j holds keys 8j .. 8j + 7.
     float s[NT][4];
@@ -139,18 +140,20 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
     // Combined, masked scores and the online softmax; element e of s[j] is row
     // r0 + 8 (e >> 1), key 8j + 2t + (e & 1).
     float mx[2] = {kNegInf, kNegInf};
+    with_mask_test(!pair_unmasked(P, i0, j0, BT), [&](auto masked) {
 #pragma unroll
-    for (int j = 0; j < NT; ++j)
+      for (int j = 0; j < NT; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int p = r0 + 8 * (e >> 1), p2 = 8 * j + 2 * t + (e & 1);
-        if (key_masked(P, b, i0 + p, j0 + p2)) {
-          s[j][e] = kNegInf;
-        } else {
-          s[j][e] = combine(P, lay, w, Cg, p, p2, s[j][e]);
-          mx[e >> 1] = s[j][e] > mx[e >> 1] ? s[j][e] : mx[e >> 1];
+        for (int e = 0; e < 4; ++e) {
+          const int p = r0 + 8 * (e >> 1), p2 = 8 * j + 2 * t + (e & 1);
+          if (decltype(masked)::value && key_masked(P, b, i0 + p, j0 + p2)) {
+            s[j][e] = kNegInf;
+          } else {
+            s[j][e] = combine_folded(P, lay, w[0], Cg, p, p2, s[j][e]);
+            mx[e >> 1] = s[j][e] > mx[e >> 1] ? s[j][e] : mx[e >> 1];
+          }
         }
-      }
+    });
     float alpha[2], rs[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
