@@ -153,6 +153,7 @@ TEST_CASE("emulated cuda attention: fused kernels vs the CPU fused kernel, float
       {2, 1, 1, 16, 1, false, false},  {1, 2, 7, 16, 2, true, false},   {3, 1, 63, 32, 3, false, true},
       {3, 1, 100, 24, 4, true, true},  {1, 1, 130, 64, 3, false, false}, {1, 1, 129, 64, 1, true, false},
       {2, 1, 70, 18, 2, false, true},  {1, 1, 97, 100, 2, true, false},
+      {1, 1, 127, 32, 2, false, false},  // the last key tile ends one past T: it keeps its mask tests
   };
   compare_cases(cases, 101, "default kernels");
 }

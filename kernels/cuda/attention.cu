@@ -93,16 +93,18 @@ __global__ void __launch_bounds__(4 * BT) attn_fwd(const Params P, T* O, T* LSE)
     __syncthreads();
     T s[M];
     T mx = kNegInf;
+    with_mask_test(!pair_unmasked(P, int64_t(tq) * BT - P.off, j0, BT), [&](auto masked) {
 #pragma unroll
-    for (int m = 0; m < M; ++m) {
-      const int p2 = r4 + 4 * m;
-      if (key_masked(P, b, i, j0 + p2)) {
-        s[m] = kNegInf;
-      } else {
-        s[m] = combine(P, lay, w, Cg, p, p2, Ss[p * lds + p2]);
-        mx = s[m] > mx ? s[m] : mx;
+      for (int m = 0; m < M; ++m) {
+        const int p2 = r4 + 4 * m;
+        if (decltype(masked)::value && key_masked(P, b, i, j0 + p2)) {
+          s[m] = kNegInf;
+        } else {
+          s[m] = combine(P, lay, w, Cg, p, p2, Ss[p * lds + p2]);
+          mx = s[m] > mx ? s[m] : mx;
+        }
       }
-    }
+    });
     mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     const T m_new = mx > m_run ? mx : m_run;
@@ -202,26 +204,28 @@ __device__ void recompute(const Params& P, const BwdTiles<T>& t, const Layout& l
   __syncthreads();
   const int p = threadIdx.x >> 2, r4 = threadIdx.x & 3;
   const int64_t i = int64_t(tq) * BT - P.off + p, j0 = int64_t(tk) * BT - P.off;
+  with_mask_test(!pair_unmasked(P, int64_t(tq) * BT - P.off, j0, BT), [&](auto masked) {
 #pragma unroll 4
-  for (int m = 0; m < BT / 4; ++m) {
-    const int p2 = r4 + 4 * m, e = p * lds + p2;
-    T pv = 0, ds = 0;
-    if (!key_masked(P, b, i, j0 + p2)) {
-      const T c0 = t.Ss[e];
-      pv = exp(combine(P, lay, w, t.Cg, p, p2, c0) - t.lse[p]);  // 0 when lse = +inf
-      ds = pv * (t.dSs[e] - t.Dq[p]);
-      dl0 += static_cast<double>(ds) * static_cast<double>(c0);
+    for (int m = 0; m < BT / 4; ++m) {
+      const int p2 = r4 + 4 * m, e = p * lds + p2;
+      T pv = 0, ds = 0;
+      if (!(decltype(masked)::value && key_masked(P, b, i, j0 + p2))) {
+        const T c0 = t.Ss[e];
+        pv = exp(combine(P, lay, w, t.Cg, p, p2, c0) - t.lse[p]);  // 0 when lse = +inf
+        ds = pv * (t.dSs[e] - t.Dq[p]);
+        dl0 += static_cast<double>(ds) * static_cast<double>(c0);
+      }
+      t.Ss[e] = pv;
+      t.dSs[e] = ds;
     }
-    t.Ss[e] = pv;
-    t.dSs[e] = ds;
-  }
+  });
   __syncthreads();
 }
 
 // Key side: block per (key tile, b * h). NF > 0: dK_0 and dV accumulate in
 // registers, NF fragments per warp (float only); NF = 0: in shared memory.
 template <class T, int BT, int NF>
-__global__ void __launch_bounds__(4 * BT)
+__global__ void __launch_bounds__(4 * BT, 1)
     attn_bwd_kv(const Params P, const T* dO, const T* LSE, const T* D, const LevelPtrs<T> dK, T* dV) {
   static_assert(NF == 0 || std::is_same_v<T, float>, "register accumulators are float (tensor cores)");
   HKT_DYNAMIC_SHARED(smem_raw);
@@ -289,7 +293,7 @@ __global__ void __launch_bounds__(4 * BT)
 // Query side: block per (query tile, b * h). dlam_part[(bh * nt + tq) * L + l].
 // NF as for the key side (dQ_0).
 template <class T, int BT, int NF>
-__global__ void __launch_bounds__(4 * BT)
+__global__ void __launch_bounds__(4 * BT, 1)
     attn_bwd_q(const Params P, const T* dO, const T* LSE, const T* D, const LevelPtrs<T> dQ, double* dlam_part) {
   static_assert(NF == 0 || std::is_same_v<T, float>, "register accumulators are float (tensor cores)");
   HKT_DYNAMIC_SHARED(smem_raw);
