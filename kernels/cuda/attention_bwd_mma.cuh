@@ -141,7 +141,7 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
         const int kr = r0 + 8 * (e >> 1), q = qc + 8 * j + 2 * t + (e & 1);
         float pv = 0.0f, ds = 0.0f;
         if (!(decltype(masked)::value && key_masked(P, b, i0 + q, j0 + kr))) {
-          pv = exp(combine_folded(P, lay, w[0], s.Cg, q, kr, st[j][e]) - s.lse[q]);  // 0 when lse = +inf
+          pv = fast_exp(combine_folded(P, lay, w[0], s.Cg, q, kr, st[j][e]) - s.lse[q]);  // 0 when lse = +inf
           ds = pv * (dpt[j][e] - s.Dr[q]);
         }
         st[j][e] = pv;

@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
       mx[r] = max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
       mx[r] = max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
       const float m_new = mx[r] > m_run[r] ? mx[r] : m_run[r];
-      alpha[r] = m_new == kNegInf ? 1.0f : m_run[r] == kNegInf ? 0.0f : exp(m_run[r] - m_new);
+      alpha[r] = m_new == kNegInf ? 1.0f : m_run[r] == kNegInf ? 0.0f : fast_exp(m_run[r] - m_new);
       mx[r] = m_new;
     }
 #pragma unroll
@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int r = e >> 1;
-        s[j][e] = mx[r] == kNegInf || s[j][e] == kNegInf ? 0.0f : exp(s[j][e] - mx[r]);
+        s[j][e] = mx[r] == kNegInf || s[j][e] == kNegInf ? 0.0f : fast_exp(s[j][e] - mx[r]);
         rs[r] += s[j][e];
       }
 #pragma unroll

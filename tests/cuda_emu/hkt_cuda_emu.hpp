@@ -236,7 +236,13 @@ inline float min(float a, float b) { return fminf(a, b); }
 inline double min(double a, double b) { return fmin(a, b); }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline long long min(long long a, long long b) { return a < b ? a : b; }
-inline float __expf(float x) { return expf(x); }
+// __expf as the GPU computes it: ex2.approx.ftz of x log2(e) rounded to float
+// (the rounding is the approximation's main error: about |x| 2^-24 relative),
+// subnormal results flushed to zero.
+inline float __expf(float x) {
+  const float y = exp2f(x * 1.44269504088896341f);
+  return y < 1.17549435e-38f ? 0.0f : y;
+}
 inline float __logf(float x) { return logf(x); }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
