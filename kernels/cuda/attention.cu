@@ -140,13 +140,19 @@ __global__ void __launch_bounds__(4 * BT) attn_fwd(const Params P, T* O, T* LSE)
   }
 }
 
-// D[i] = sum_d dO[i, d] O[i, d]
+// D[i] = sum_d dO[i, d] O[i, d], a warp per row: lane l takes the elements
+// l, l + 32, ... (coalesced loads), then a fixed butterfly of shuffles sums
+// the lanes, so the bits do not depend on timing.
 template <class T>
 __global__ void attn_rowdot(const T* dO, const T* O, int64_t rows, int64_t dh, T* D) {
-  HKT_CUDA_LOOP(r, rows) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x >> 5);
+  for (int64_t r = blockIdx.x * int64_t(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows; r += warps) {
     T s = 0;
-    for (int64_t d = 0; d < dh; ++d) s += dO[r * dh + d] * O[r * dh + d];
-    D[r] = s;
+    for (int64_t d = lane; d < dh; d += 32) s += dO[r * dh + d] * O[r * dh + d];
+#pragma unroll
+    for (int m = 16; m > 0; m >>= 1) s += __shfl_xor_sync(0xffffffffu, s, m);
+    if (lane == 0) D[r] = s;
   }
 }
 
@@ -524,8 +530,8 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   }
   const int64_t rows = s.B * s.H * s.T;
   Scratch D(static_cast<size_t>(rows) * sizeof(T));
-  HKT_LAUNCH(blocks_for(rows), kThreads, 0, attn_rowdot<T>)(static_cast<const T*>(dout), static_cast<const T*>(o), rows,
-                                                            s.dh, D.as<T>());
+  HKT_LAUNCH(blocks_for(rows * 32), kThreads, 0, attn_rowdot<T>)(static_cast<const T*>(dout),
+                                                                 static_cast<const T*>(o), rows, s.dh, D.as<T>());
   CUDA_CHECK_LAUNCH();
   const LevelPtrs<T> dq_dev = level_ptrs<T>(dq), dk_dev = level_ptrs<T>(dk);
   const size_t nparts = static_cast<size_t>(s.B * s.H * P.nt * s.L);
