@@ -166,17 +166,22 @@ __global__ void attn_dq_sum(const Params P, const float* part, int groups, int l
   }
 }
 
-// Key-tile groups per (b, h): one wave of blocks, as many per SM as fit at
-// once (`per_sm`, from the occupancy calculator: 2 for MHA at dh = 64, 1 with
-// L > 1, whose shared memory takes more than half of the 227 KiB), at most one
-// per key tile and at most 16 (the partials take G times dQ's memory).
-// HKT_CUDA_ATTN_BWD_GROUPS=n forces n (tests).
+// Key-tile groups per (b, h): as many blocks as fit on the GPU at once
+// (`per_sm` per SM, from the occupancy calculator: 2 for MHA at dh = 64, 1
+// with L > 1, whose shared memory takes more than half of the 227 KiB), rounded
+// down so that no second, mostly idle wave follows (G = 3 for B H = 128 on 132
+// SMs would give 1.45 waves; G = 2 gives 0.97), at least 1, at most one per key
+// tile, at most 32, and with the partials (G times dQ's memory, all levels)
+// within 1 GiB. HKT_CUDA_ATTN_BWD_GROUPS=n forces n (tests).
 int fused_groups(const Params& P, int per_sm) {
   int g = 0;
   if (const char* e = std::getenv("HKT_CUDA_ATTN_BWD_GROUPS")) g = std::atoi(e);
   if (g <= 0) {
-    const int64_t bh = P.B * P.H;
-    g = static_cast<int>(std::min<int64_t>(16, (int64_t(per_sm) * sm_count() + bh - 1) / bh));
+    int64_t dq_bytes = 0;
+    for (int l = 0; l < P.L; ++l) dq_bytes += level_elems(P, l) * int64_t(sizeof(float));
+    const int64_t by_memory = (int64_t{1} << 30) / std::max<int64_t>(dq_bytes, 1);
+    const int64_t waves_of_one = int64_t(per_sm) * sm_count() / std::max<int64_t>(P.B * P.H, 1);
+    g = static_cast<int>(std::min<int64_t>({32, by_memory, waves_of_one}));
   }
   return std::max(1, std::min(g, P.nt));
 }
