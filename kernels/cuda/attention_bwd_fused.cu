@@ -19,8 +19,10 @@
 // HKT_CUDA_ATTN_BWD=fused8 runs blocks of 8 warps (QS = 2): warps w and w + 4
 // share 16 keys and take one half of each query tile each (half the score
 // fragments per warp), their dK_0, dV shares summed through shared memory once
-// per key tile; in the dQ product each takes half of the columns. Twice the
-// warps per SM where shared memory allows one block (L > 1), for the same bytes.
+// per key tile; in the dQ product each takes half of the columns. And it loads
+// Q and dO split into TF32 hi and lo (two more tiles of shared memory), so
+// that no warp splits them again. 8 warps per SM where shared memory allows one
+// block (L > 1) and where registers allow one (MHA: 206 per thread).
 // A second kernel sums the G partials in group order and scales them by w_l.
 // Each block is the only writer of its group's partials and adds into them in
 // a fixed order, so the sums do not depend on scheduling. The dlambda partials
@@ -111,7 +113,7 @@ __global__ void __launch_bounds__(kMmaThreads* QS, 1)
   HKT_DYNAMIC_SHARED(smem_raw);
   constexpr int BT = kMmaTile, ld = mma_ld(DHP), ND = DHP / 8, NQ = ND / QS;
   const Layout lay(BT, int(P.dh), P.L);
-  const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP, true);
+  const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP, true, QS == 2);
   const int64_t bh = blockIdx.y;
   const int warp = threadIdx.x >> 5;
   // In the dQ product: queries 16 (warp % 4) .. + 15, columns col0 .. + DHP / QS - 1.
@@ -190,7 +192,7 @@ template <int DHP, int QS>
 void launch_bwd_fused(const Params& P, const float* dout, const float* lse, const float* D,
                       const LevelPtrs<float>& dk, float* dv, const std::vector<void*>& dq, double* part) {
   const Layout lay(kMmaTile, int(P.dh), P.L);
-  const size_t bytes = MmaBwdTiles::elems(lay, DHP, true) * sizeof(float);
+  const size_t bytes = MmaBwdTiles::elems(lay, DHP, true, QS == 2) * sizeof(float);
   constexpr int threads = kMmaThreads * QS;
   allow_smem(attn_bwd_fused_mma<DHP, QS>, bytes);
   const int groups = fused_groups(P, blocks_per_sm(attn_bwd_fused_mma<DHP, QS>, threads, bytes));

@@ -20,11 +20,12 @@ struct MmaBwdTiles {
   float *dSs;                             // dS [query][key] at lay.lds: L > 1, or single pass
   float *Ql, *Kl, *Cg, *dSg, *Acc;        // L > 1 only (null otherwise), at the Layout's geometry
   float *AccQ;                            // single pass with L > 1: one tile pair's coarse dQ_l rows
+  float *Qlo, *dOlo;                      // split: Q_0 and dO stored split (Qs, dOs the TF32 hi parts)
   // single_pass: dS always (the dQ product reads it by query rows), and Ql,
   // Kl and AccQ hold every level's rows at once (lay.acc_row(l)), not one
-  // level's at a time.
-  static size_t elems(const Layout& lay, int dhp, bool single_pass = false) {
-    size_t n = 4 * static_cast<size_t>(Layout::up8(kMmaTile * mma_ld(dhp))) + 2 * Layout::up8(kMmaTile);
+  // level's at a time. split: two more tiles, for the lo parts.
+  static size_t elems(const Layout& lay, int dhp, bool single_pass = false, bool split = false) {
+    size_t n = (split ? 6 : 4) * static_cast<size_t>(Layout::up8(kMmaTile * mma_ld(dhp))) + 2 * Layout::up8(kMmaTile);
     if (lay.L > 1 || single_pass) n += static_cast<size_t>(lay.scores());
     const size_t all_levels = Layout::up8(lay.acc_row(lay.L) * lay.ld);
     if (lay.L > 1)
@@ -32,13 +33,15 @@ struct MmaBwdTiles {
            all_levels;
     return n;
   }
-  __device__ MmaBwdTiles(float* sm, const Layout& lay, int dhp, bool single_pass = false) {
+  __device__ MmaBwdTiles(float* sm, const Layout& lay, int dhp, bool single_pass = false, bool split = false) {
     Carver<float> cv{sm};
     const int rows = Layout::up8(kMmaTile * mma_ld(dhp));
     Qs = cv.take(rows);
     Ks = cv.take(rows);
     Vs = cv.take(rows);
     dOs = cv.take(rows);
+    Qlo = split ? cv.take(rows) : nullptr;
+    dOlo = split ? cv.take(rows) : nullptr;
     lse = cv.take(Layout::up8(kMmaTile));
     Dr = cv.take(Layout::up8(kMmaTile));
     dSs = Ql = Kl = Cg = dSg = Acc = AccQ = nullptr;
@@ -106,7 +109,9 @@ __device__ __forceinline__ void stage_key_tile(const Params& P, const MmaBwdTile
 // the fragments dv, dk (element e of [n]: key r0 + 8 (e >> 1), column
 // 8n + 2t + (e & 1)). With to_smem, dS^T goes to s.dSs as dS [query][key].
 // QS = 2 (blocks of 8 warps): warp w takes the queries 32 (w / 4) .. + 31 of
-// its keys, so dk and dv hold that half's share (the caller sums the halves).
+// its keys, so dk and dv hold that half's share (the caller sums the halves);
+// and Q and dO are split once as they are loaded (s.Qlo, s.dOlo), where each
+// warp would split every element it reads, 4 times per element per block.
 template <int DHP, bool SinglePass = false, int QS = 1>
 __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles& s, const Layout& lay,
                                               const float (&w)[kMaxLevels], int64_t bh, int tq, int tk, int64_t j0,
@@ -119,7 +124,9 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
   const int kw = warp & 3;                  // this warp's 16 keys
   const int64_t b = bh / P.H, i0 = int64_t(tq) * BT - P.off;
   __syncthreads();  // the previous query tile's readers are done
-  const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0}, {s.dOs, dO + bh * P.T * P.dh, i0}};
+  constexpr bool split = QS == 2;
+  const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0, split ? s.Qlo : nullptr},
+                                {s.dOs, dO + bh * P.T * P.dh, i0, split ? s.dOlo : nullptr}};
   load_rows(qo, ld, BT, P.T, int(P.dh), DHP);
   load_lse_d(P, s, bh, i0, LSE, D);
   if constexpr (SinglePass)
@@ -131,8 +138,9 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
   // Element e of st[j]: key r0 + 8 (e >> 1), query 8j + 2t + (e & 1).
   float st[NT][4], dpt[NT][4];
   const float *Qs = s.Qs + qc * ld, *dOs = s.dOs + qc * ld;
-  warp_abt<DHP, NT>(st, s.Ks + kw * 16 * ld, Qs, ld);   // S^T = K Q^T (level 0, unweighted)
-  warp_abt<DHP, NT>(dpt, s.Vs + kw * 16 * ld, dOs, ld);  // dP^T = V dO^T
+  const float *Qlo = split ? s.Qlo + qc * ld : nullptr, *dOlo = split ? s.dOlo + qc * ld : nullptr;
+  warp_abt<DHP, NT>(st, s.Ks + kw * 16 * ld, Qs, ld, Qlo);    // S^T = K Q^T (level 0, unweighted)
+  warp_abt<DHP, NT>(dpt, s.Vs + kw * 16 * ld, dOs, ld, dOlo);  // dP^T = V dO^T
   with_mask_test(!pair_unmasked(P, i0, j0, BT), [&](auto masked) {
 #pragma unroll
     for (int j = 0; j < NT; ++j)
@@ -148,8 +156,8 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
         dpt[j][e] = ds;
       }
   });
-  warp_fb<DHP, NT>(dv, st, dOs, ld);  // dV += P^T dO
-  warp_fb<DHP, NT>(dk, dpt, Qs, ld);  // dK_0 / w_0 += dS^T Q_0
+  warp_fb<DHP, NT>(dv, st, dOs, ld, dOlo);  // dV += P^T dO
+  warp_fb<DHP, NT>(dk, dpt, Qs, ld, Qlo);   // dK_0 / w_0 += dS^T Q_0
   if (to_smem) {
 #pragma unroll
     for (int j = 0; j < NT; ++j)

@@ -10,6 +10,7 @@
 
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/mma_tf32.cuh"
 #include "kernels/cuda/tile_mm.cuh"
 
 namespace hkt::cuda {
@@ -95,14 +96,29 @@ struct Carver {
 // dst[r * ld + d] = rows[first + r][d] for r < count, d < dh (zero outside
 // [0, n) and in the padding columns dh <= d < dhp). Each thread issues kLoadBatch
 // independent loads before it stores any (a plain loop waits for every load in
-// turn), with float4 accesses when rows allow them.
+// turn), with float4 accesses when rows allow them. With lo (float only), each
+// value is stored split for the 3xTF32 products: its TF32 hi part in dst, its
+// lo part in lo (same layout), so that the warps reading it split nothing.
 constexpr int kLoadBatch = 8;
 template <class T>
 struct RowCopy {  // count rows from rows[first] on into dst (see load_rows)
   T* dst;
   const T* rows;
   int64_t first;
+  T* lo = nullptr;
 };
+__device__ inline void split_value(float x, float& hi, float& lo) {
+  uint32_t h, l;
+  split_tf32(x, h, l);
+  hi = __uint_as_float(h);
+  lo = __uint_as_float(l);
+}
+__device__ inline void split_value(float4 x, float4& hi, float4& lo) {
+  split_value(x.x, hi.x, lo.x);
+  split_value(x.y, hi.y, lo.y);
+  split_value(x.z, hi.z, lo.z);
+  split_value(x.w, hi.w, lo.w);
+}
 // c[which] without a runtime index into c (which would put c in local memory).
 template <class T, int N>
 __device__ inline RowCopy<T> pick(const RowCopy<T> (&c)[N], int which) {
@@ -134,7 +150,17 @@ __device__ void load_rows_as(const RowCopy<T> (&c)[N], int ld, int count, int64_
       const int e = base + u * blockDim.x;
       if (e < total) {
         const int which = e / each, x = e - which * each, r = x / per_row, col = x - r * per_row;
-        reinterpret_cast<V*>(pick(c, which).dst + r * ld)[col] = v[u];
+        const RowCopy<T> cw = pick(c, which);
+        if constexpr (std::is_same_v<T, float>) {
+          if (cw.lo) {
+            V hi, lo;
+            split_value(v[u], hi, lo);
+            reinterpret_cast<V*>(cw.dst + r * ld)[col] = hi;
+            reinterpret_cast<V*>(cw.lo + r * ld)[col] = lo;
+            continue;
+          }
+        }
+        reinterpret_cast<V*>(cw.dst + r * ld)[col] = v[u];
       }
     }
   }

@@ -80,9 +80,11 @@ __device__ __forceinline__ void load_a_split(const float* A, int ld, uint32_t (&
 // above, element e of acc[j] is row g + 8 (e >> 1), column 8j + 2t + (e & 1).
 //
 // acc[j] = A[16 rows] . B[8j .. 8j + 7]^T over DHP columns (A = the warp's
-// first row; B's rows are the columns of the result).
+// first row; B's rows are the columns of the result). B_lo non-null: B is
+// already split (B holds the TF32 hi parts, B_lo the lo).
 template <int DHP, int NT>
-__device__ __forceinline__ void warp_abt(float (&acc)[NT][4], const float* A, const float* B, int ld) {
+__device__ __forceinline__ void warp_abt(float (&acc)[NT][4], const float* A, const float* B, int ld,
+                                         const float* B_lo = nullptr) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
@@ -92,10 +94,17 @@ __device__ __forceinline__ void warp_abt(float (&acc)[NT][4], const float* A, co
     load_a_split(A + 8 * kk, ld, ah, al);
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
-      const float* b = B + (8 * j + g) * ld + 8 * kk + t;  // B^T[t][g] = B[8j + g][8kk + t]
+      const int e = (8 * j + g) * ld + 8 * kk + t;  // B^T[t][g] = B[8j + g][8kk + t]
       uint32_t bh[2], bl[2];
-      split_tf32(b[0], bh[0], bl[0]);
-      split_tf32(b[4], bh[1], bl[1]);
+      if (B_lo) {
+        bh[0] = __float_as_uint(B[e]);
+        bh[1] = __float_as_uint(B[e + 4]);
+        bl[0] = __float_as_uint(B_lo[e]);
+        bl[1] = __float_as_uint(B_lo[e + 4]);
+      } else {
+        split_tf32(B[e], bh[0], bl[0]);
+        split_tf32(B[e + 4], bh[1], bl[1]);
+      }
       mma_3xtf32(acc[j], ah, al, bh, bl);
     }
   }
