@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(kMmaThreads* QS, 1)
 
     for (int tq = P.causal ? tk : 0; tq < P.nt; ++tq) {
       const int64_t i0 = int64_t(tq) * BT - P.off;
-      key_side_pair<DHP, true, QS>(P, s, lay, w, bh, tq, tk, j0, dO, LSE, D, dk, dv, dq0 || P.L > 1);
+      key_side_pair<DHP, true, QS, QS == 2>(P, s, lay, w, bh, tq, tk, j0, dO, LSE, D, dk, dv, dq0 || P.L > 1);
       if (!dq0 && P.L == 1) continue;
       __syncthreads();  // dS complete
       // The levels' block sums and the dQ_0 product both only read dS (and K_0): no barrier between.

@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   HKT_DYNAMIC_SHARED(smem_raw);
   constexpr int BT = kMmaTile, ND = DHP / 8;
   const Layout lay(BT, int(P.dh), P.L);
-  const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP);
+  const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP, false, true);  // Q, dO loaded split
   const int tk = blockIdx.x;
   const int64_t bh = blockIdx.y;
   float w[kMaxLevels];
@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   float dk[ND][4], dv[ND][4];  // this warp's 16 keys (key_side_pair)
   stage_key_tile<DHP>(P, s, lay, bh, tk, j0, dk, dv);
   for (int tq = P.causal ? tk : 0; tq < P.nt; ++tq) {
-    key_side_pair<DHP>(P, s, lay, w, bh, tq, tk, j0, dO, LSE, D, dk, dv, P.L > 1);
+    key_side_pair<DHP, false, 1, true>(P, s, lay, w, bh, tq, tk, j0, dO, LSE, D, dk, dv, P.L > 1);
     if (P.L > 1) level_grads<true>(P, s, lay, bh, tq);
   }
   store_frag_rows<DHP>(P, nullptr, 1.0f, j0, dv, dV ? dV + bh * P.T * P.dh : nullptr);
@@ -74,13 +74,13 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
 }
 
 template <int DHP>
-__global__ void __launch_bounds__(kMmaThreads)
+__global__ void __launch_bounds__(kMmaThreads, 1)
     attn_bwd_q_mma(const Params P, const float* dO, const float* LSE, const float* D, const LevelPtrs<float> dQ,
                    double* dlam_part) {
   HKT_DYNAMIC_SHARED(smem_raw);
   constexpr int BT = kMmaTile, ld = mma_ld(DHP), NT = BT / 8, ND = DHP / 8;
   const Layout lay(BT, int(P.dh), P.L);
-  const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP);
+  const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP, false, false, true);  // K, V loaded split
   const int tq = blockIdx.x, dh = int(P.dh);
   const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
   const auto [warp, g, t, r0] = frag_lane();  // this lane's queries: r0 and r0 + 8
@@ -101,14 +101,14 @@ __global__ void __launch_bounds__(kMmaThreads)
   for (int tk = 0; tk <= last; ++tk) {
     const int64_t j0 = int64_t(tk) * BT - P.off;
     __syncthreads();  // the previous key tile's readers are done
-    const RowCopy<float> kv[2] = {{s.Ks, k0, j0}, {s.Vs, vv, j0}};
+    const RowCopy<float> kv[2] = {{s.Ks, k0, j0, s.Klo}, {s.Vs, vv, j0, s.Vlo}};
     load_rows(kv, ld, BT, P.T, dh, DHP);
     level_grids<float>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
     if (P.L > 1) fold_levels(P, lay, w, s.Cg, 8 * warp, 8, 0, BT / 2);  // this warp's 16 queries' coarse terms
     // Element e of sc[j]: query r0 + 8 (e >> 1), key 8j + 2t + (e & 1).
     float sc[NT][4], dp[NT][4];
-    warp_abt<DHP, NT>(sc, s.Qs + warp * 16 * ld, s.Ks, ld);   // S = Q K^T (level 0, unweighted)
-    warp_abt<DHP, NT>(dp, s.dOs + warp * 16 * ld, s.Vs, ld);  // dP = dO V^T
+    warp_abt<DHP, NT>(sc, s.Qs + warp * 16 * ld, s.Ks, ld, s.Klo);   // S = Q K^T (level 0, unweighted)
+    warp_abt<DHP, NT>(dp, s.dOs + warp * 16 * ld, s.Vs, ld, s.Vlo);  // dP = dO V^T
     with_mask_test(!pair_unmasked(P, i0, j0, BT), [&](auto masked) {
 #pragma unroll
       for (int j = 0; j < NT; ++j)
@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(kMmaThreads)
           sc[j][e] = ds;
         }
     });
-    warp_fb<DHP, NT>(dq, sc, s.Ks, ld);  // dQ_0 / w_0 += dS K_0
+    warp_fb<DHP, NT>(dq, sc, s.Ks, ld, s.Klo);  // dQ_0 / w_0 += dS K_0
     if (P.L > 1) {
 #pragma unroll
       for (int j = 0; j < NT; ++j)
@@ -144,11 +144,15 @@ template <int DHP>
 void launch_bwd_mma(const Params& P, const float* dout, const float* lse, const float* D, const LevelPtrs<float>& dk,
                     float* dv, const LevelPtrs<float>& dq, double* part) {
   const Layout lay(kMmaTile, int(P.dh), P.L);
-  const size_t bytes = MmaBwdTiles::elems(lay, DHP) * sizeof(float);
+  // Each side loads its B operands split (the key side Q and dO, the query
+  // side K and V: two more tiles, 104 KB for MHA at dh = 64, still two blocks
+  // per SM), so that its 4 warps do not each split them again.
+  const size_t kv_bytes = MmaBwdTiles::elems(lay, DHP, false, true) * sizeof(float);
+  const size_t bytes = MmaBwdTiles::elems(lay, DHP, false, false, true) * sizeof(float);
   const dim3 grid(static_cast<unsigned>(P.nt), static_cast<unsigned>(P.B * P.H));
   if (dk.on || dv) {
-    allow_smem(attn_bwd_kv_mma<DHP>, bytes);
-    HKT_LAUNCH(grid, kMmaThreads, bytes, attn_bwd_kv_mma<DHP>)(P, dout, lse, D, dk, dv);
+    allow_smem(attn_bwd_kv_mma<DHP>, kv_bytes);
+    HKT_LAUNCH(grid, kMmaThreads, kv_bytes, attn_bwd_kv_mma<DHP>)(P, dout, lse, D, dk, dv);
     CUDA_CHECK_LAUNCH();
   }
   if (dq.on || part) {

@@ -20,12 +20,15 @@ struct MmaBwdTiles {
   float *dSs;                             // dS [query][key] at lay.lds: L > 1, or single pass
   float *Ql, *Kl, *Cg, *dSg, *Acc;        // L > 1 only (null otherwise), at the Layout's geometry
   float *AccQ;                            // single pass with L > 1: one tile pair's coarse dQ_l rows
-  float *Qlo, *dOlo;                      // split: Q_0 and dO stored split (Qs, dOs the TF32 hi parts)
+  float *Qlo, *dOlo;                      // split_qo: Q_0 and dO stored split (Qs, dOs the TF32 hi parts)
+  float *Klo, *Vlo;                       // split_kv: K_0 and V stored split (Ks, Vs the TF32 hi parts)
   // single_pass: dS always (the dQ product reads it by query rows), and Ql,
   // Kl and AccQ hold every level's rows at once (lay.acc_row(l)), not one
-  // level's at a time. split: two more tiles, for the lo parts.
-  static size_t elems(const Layout& lay, int dhp, bool single_pass = false, bool split = false) {
-    size_t n = (split ? 6 : 4) * static_cast<size_t>(Layout::up8(kMmaTile * mma_ld(dhp))) + 2 * Layout::up8(kMmaTile);
+  // level's at a time. split_qo, split_kv: two more tiles each, for the lo parts.
+  static size_t elems(const Layout& lay, int dhp, bool single_pass = false, bool split_qo = false,
+                      bool split_kv = false) {
+    const int tiles = 4 + (split_qo ? 2 : 0) + (split_kv ? 2 : 0);
+    size_t n = tiles * static_cast<size_t>(Layout::up8(kMmaTile * mma_ld(dhp))) + 2 * Layout::up8(kMmaTile);
     if (lay.L > 1 || single_pass) n += static_cast<size_t>(lay.scores());
     const size_t all_levels = Layout::up8(lay.acc_row(lay.L) * lay.ld);
     if (lay.L > 1)
@@ -33,15 +36,18 @@ struct MmaBwdTiles {
            all_levels;
     return n;
   }
-  __device__ MmaBwdTiles(float* sm, const Layout& lay, int dhp, bool single_pass = false, bool split = false) {
+  __device__ MmaBwdTiles(float* sm, const Layout& lay, int dhp, bool single_pass = false, bool split_qo = false,
+                         bool split_kv = false) {
     Carver<float> cv{sm};
     const int rows = Layout::up8(kMmaTile * mma_ld(dhp));
     Qs = cv.take(rows);
     Ks = cv.take(rows);
     Vs = cv.take(rows);
     dOs = cv.take(rows);
-    Qlo = split ? cv.take(rows) : nullptr;
-    dOlo = split ? cv.take(rows) : nullptr;
+    Qlo = split_qo ? cv.take(rows) : nullptr;
+    dOlo = split_qo ? cv.take(rows) : nullptr;
+    Klo = split_kv ? cv.take(rows) : nullptr;
+    Vlo = split_kv ? cv.take(rows) : nullptr;
     lse = cv.take(Layout::up8(kMmaTile));
     Dr = cv.take(Layout::up8(kMmaTile));
     dSs = Ql = Kl = Cg = dSg = Acc = AccQ = nullptr;
@@ -109,10 +115,11 @@ __device__ __forceinline__ void stage_key_tile(const Params& P, const MmaBwdTile
 // the fragments dv, dk (element e of [n]: key r0 + 8 (e >> 1), column
 // 8n + 2t + (e & 1)). With to_smem, dS^T goes to s.dSs as dS [query][key].
 // QS = 2 (blocks of 8 warps): warp w takes the queries 32 (w / 4) .. + 31 of
-// its keys, so dk and dv hold that half's share (the caller sums the halves);
-// and Q and dO are split once as they are loaded (s.Qlo, s.dOlo), where each
-// warp would split every element it reads, 4 times per element per block.
-template <int DHP, bool SinglePass = false, int QS = 1>
+// its keys, so dk and dv hold that half's share (the caller sums the halves).
+// Split: Q and dO are split once as they are loaded (into s.Qs / s.Qlo and
+// s.dOs / s.dOlo: MmaBwdTiles built with split), where each warp would split
+// every element it reads as a B operand, 4 times per element per block.
+template <int DHP, bool SinglePass = false, int QS = 1, bool Split = false>
 __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles& s, const Layout& lay,
                                               const float (&w)[kMaxLevels], int64_t bh, int tq, int tk, int64_t j0,
                                               const float* dO, const float* LSE, const float* D,
@@ -124,7 +131,7 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
   const int kw = warp & 3;                  // this warp's 16 keys
   const int64_t b = bh / P.H, i0 = int64_t(tq) * BT - P.off;
   __syncthreads();  // the previous query tile's readers are done
-  constexpr bool split = QS == 2;
+  constexpr bool split = Split;
   const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0, split ? s.Qlo : nullptr},
                                 {s.dOs, dO + bh * P.T * P.dh, i0, split ? s.dOlo : nullptr}};
   load_rows(qo, ld, BT, P.T, int(P.dh), DHP);
