@@ -131,9 +131,8 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
   const int kw = warp & 3;                  // this warp's 16 keys
   const int64_t b = bh / P.H, i0 = int64_t(tq) * BT - P.off;
   __syncthreads();  // the previous query tile's readers are done
-  constexpr bool split = Split;
-  const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0, split ? s.Qlo : nullptr},
-                                {s.dOs, dO + bh * P.T * P.dh, i0, split ? s.dOlo : nullptr}};
+  const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0, Split ? s.Qlo : nullptr},
+                                {s.dOs, dO + bh * P.T * P.dh, i0, Split ? s.dOlo : nullptr}};
   load_rows(qo, ld, BT, P.T, int(P.dh), DHP);
   load_lse_d(P, s, bh, i0, LSE, D);
   if constexpr (SinglePass)
@@ -142,10 +141,10 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
     level_grids<float>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
   // This warp's coarse terms: its 8 level-1 key columns, for its queries' level-1 rows.
   if (P.L > 1) fold_levels(P, lay, w, s.Cg, qc / 2, BT / 2 / QS, 8 * kw, 8);
-  // Element e of st[j]: key r0 + 8 (e >> 1), query 8j + 2t + (e & 1).
+  // Element e of st[j]: key r0 + 8 (e >> 1), query qc + 8j + 2t + (e & 1).
   float st[NT][4], dpt[NT][4];
   const float *Qs = s.Qs + qc * ld, *dOs = s.dOs + qc * ld;
-  const float *Qlo = split ? s.Qlo + qc * ld : nullptr, *dOlo = split ? s.dOlo + qc * ld : nullptr;
+  const float *Qlo = Split ? s.Qlo + qc * ld : nullptr, *dOlo = Split ? s.dOlo + qc * ld : nullptr;
   warp_abt<DHP, NT>(st, s.Ks + kw * 16 * ld, Qs, ld, Qlo);    // S^T = K Q^T (level 0, unweighted)
   warp_abt<DHP, NT>(dpt, s.Vs + kw * 16 * ld, dOs, ld, dOlo);  // dP^T = V dO^T
   with_mask_test(!pair_unmasked(P, i0, j0, BT), [&](auto masked) {
