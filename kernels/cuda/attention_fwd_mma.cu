@@ -39,16 +39,14 @@ inline size_t mma_fwd_elems(const Layout& lay, int dhp, bool async) {
 }
 
 // Rows [0, kMmaBT) x columns [0, DHP) of a tile at ld, split: hi and lo of
-// src (src may be hi: in place).
+// src (the cp.async path: its copies land as loaded; plain loads split on the
+// way in, RowCopy::lo).
 template <int DHP>
 __device__ void split_tile(const float* src, float* hi, float* lo) {
   constexpr int ld = mma_ld(DHP);
   for (int e = threadIdx.x; e < kMmaBT * DHP; e += blockDim.x) {
     const int idx = (e / DHP) * ld + e % DHP;
-    uint32_t h, l;
-    split_tf32(src[idx], h, l);
-    hi[idx] = __uint_as_float(h);
-    lo[idx] = __uint_as_float(l);
+    split_value(src[idx], hi[idx], lo[idx]);
   }
 }
 
@@ -84,13 +82,7 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
   __syncthreads();
   uint32_t qh[KS][4], ql[KS][4];
 #pragma unroll
-  for (int kk = 0; kk < KS; ++kk) {
-    const float* q = Khi + r0 * ld + 8 * kk + t;
-    split_tf32(q[0], qh[kk][0], ql[kk][0]);
-    split_tf32(q[8 * ld], qh[kk][1], ql[kk][1]);
-    split_tf32(q[4], qh[kk][2], ql[kk][2]);
-    split_tf32(q[8 * ld + 4], qh[kk][3], ql[kk][3]);
-  }
+  for (int kk = 0; kk < KS; ++kk) load_a_split(Khi + (r0 - g) * ld + 8 * kk, ld, qh[kk], ql[kk]);  // this warp's 16 rows
   float o[ND][4];
 #pragma unroll
   for (int n = 0; n < ND; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
@@ -110,14 +102,16 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
     if constexpr (Async) {
       cp_async_wait_all();
     } else {
-      const RowCopy<float> kv[2] = {{Khi, k0, j0}, {Vhi, vv, j0}};
+      const RowCopy<float> kv[2] = {{Khi, k0, j0, Klo}, {Vhi, vv, j0, Vlo}};  // split as they are stored
       load_rows(kv, ld, BT, P.T, dh, DHP);
     }
     stage_level_rows(P, lay, P.k, bh, tk, Kl);
     __syncthreads();
     level_grids_staged(P, lay, Ql, Kl, Cg);  // every level between the same two barriers
-    split_tile<DHP>(Async ? Knext : Khi, Khi, Klo);
-    split_tile<DHP>(Async ? Vnext : Vhi, Vhi, Vlo);
+    if constexpr (Async) {
+      split_tile<DHP>(Knext, Khi, Klo);
+      split_tile<DHP>(Vnext, Vhi, Vlo);
+    }
     __syncthreads();
     if constexpr (Async)
       if (tk < last) fetch(tk + 1);  // lands while this tile's products run

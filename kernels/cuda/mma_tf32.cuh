@@ -64,6 +64,21 @@ __device__ __forceinline__ FragLane frag_lane() {
   return {warp, lane >> 2, lane & 3, (warp & 3) * 16 + (lane >> 2)};
 }
 
+// B fragment pair {B[e], B[e + step]} as TF32 hi/lo: read as they are when B is
+// already split (B holds the hi parts, B_lo the lo), else split here.
+__device__ __forceinline__ void load_b_split(const float* B, const float* B_lo, int e, int step, uint32_t (&bh)[2],
+                                             uint32_t (&bl)[2]) {
+  if (B_lo) {
+    bh[0] = __float_as_uint(B[e]);
+    bh[1] = __float_as_uint(B[e + step]);
+    bl[0] = __float_as_uint(B_lo[e]);
+    bl[1] = __float_as_uint(B_lo[e + step]);
+  } else {
+    split_tf32(B[e], bh[0], bl[0]);
+    split_tf32(B[e + step], bh[1], bl[1]);
+  }
+}
+
 // The A fragment of the 16 x 8 block of A (row major at ld) whose first
 // element is at A, split into TF32 hi/lo.
 __device__ __forceinline__ void load_a_split(const float* A, int ld, uint32_t (&ah)[4], uint32_t (&al)[4]) {
@@ -94,17 +109,8 @@ __device__ __forceinline__ void warp_abt(float (&acc)[NT][4], const float* A, co
     load_a_split(A + 8 * kk, ld, ah, al);
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
-      const int e = (8 * j + g) * ld + 8 * kk + t;  // B^T[t][g] = B[8j + g][8kk + t]
       uint32_t bh[2], bl[2];
-      if (B_lo) {
-        bh[0] = __float_as_uint(B[e]);
-        bh[1] = __float_as_uint(B[e + 4]);
-        bl[0] = __float_as_uint(B_lo[e]);
-        bl[1] = __float_as_uint(B_lo[e + 4]);
-      } else {
-        split_tf32(B[e], bh[0], bl[0]);
-        split_tf32(B[e + 4], bh[1], bl[1]);
-      }
+      load_b_split(B, B_lo, (8 * j + g) * ld + 8 * kk + t, 4, bh, bl);  // B^T[t][g] = B[8j + g][8kk + t]
       mma_3xtf32(acc[j], ah, al, bh, bl);
     }
   }
@@ -121,10 +127,8 @@ __device__ __forceinline__ void warp_ab(float (&acc)[DHP / 8][4], const float* A
     load_a_split(A + 8 * kk, lda, ah, al);
 #pragma unroll
     for (int n = 0; n < DHP / 8; ++n) {
-      const float* b = B + (8 * kk + t) * ldb + 8 * n + g;  // b0 = B[8kk + t][8n + g], b1 = B[8kk + t + 4][8n + g]
-      uint32_t bh[2], bl[2];
-      split_tf32(b[0], bh[0], bl[0]);
-      split_tf32(b[4 * ldb], bh[1], bl[1]);
+      uint32_t bh[2], bl[2];  // b0 = B[8kk + t][8n + g], b1 = B[8kk + t + 4][8n + g]
+      load_b_split(B, nullptr, (8 * kk + t) * ldb + 8 * n + g, 4 * ldb, bh, bl);
       mma_3xtf32(acc[n], ah, al, bh, bl);
     }
   }
@@ -148,17 +152,8 @@ __device__ __forceinline__ void warp_fb(float (&acc)[DHP / 8][4], const float (&
     split_tf32(f[j][3], ah[3], al[3]);  // A[g + 8][t + 4] = F[g + 8][8j + 2t + 1]
 #pragma unroll
     for (int n = 0; n < DHP / 8; ++n) {
-      const int e = (8 * j + 2 * t) * ld + 8 * n + g;  // B[8j + 2t][8n + g], then row 8j + 2t + 1
-      uint32_t bh[2], bl[2];
-      if (B_lo) {
-        bh[0] = __float_as_uint(B[e]);
-        bh[1] = __float_as_uint(B[e + ld]);
-        bl[0] = __float_as_uint(B_lo[e]);
-        bl[1] = __float_as_uint(B_lo[e + ld]);
-      } else {
-        split_tf32(B[e], bh[0], bl[0]);
-        split_tf32(B[e + ld], bh[1], bl[1]);
-      }
+      uint32_t bh[2], bl[2];  // B[8j + 2t][8n + g], then row 8j + 2t + 1
+      load_b_split(B, B_lo, (8 * j + 2 * t) * ld + 8 * n + g, ld, bh, bl);
       mma_3xtf32(acc[n], ah, al, bh, bl);
     }
   }
