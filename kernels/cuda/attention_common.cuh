@@ -107,12 +107,7 @@ struct RowCopy {  // count rows from rows[first] on into dst (see load_rows)
   int64_t first;
   T* lo = nullptr;
 };
-__device__ inline void split_value(float x, float& hi, float& lo) {
-  uint32_t h, l;
-  split_tf32(x, h, l);
-  hi = __uint_as_float(h);
-  lo = __uint_as_float(l);
-}
+__device__ inline void split_value(float x, float& hi, float& lo) { split_tf32(x, hi, lo); }
 __device__ inline void split_value(float4 x, float4& hi, float4& lo) {
   split_value(x.x, hi.x, lo.x);
   split_value(x.y, hi.y, lo.y);

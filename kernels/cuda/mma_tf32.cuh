@@ -7,28 +7,31 @@
 //   B (8 x 8, col):   b0 = B[t][g], b1 = B[t + 4][g]
 //   C, D (16 x 8):    c0 = C[g][2t], c1 = C[g][2t + 1], c2 = C[g + 8][2t], c3 = C[g + 8][2t + 1]
 // 3xTF32 (x = hi + lo, a b ~ a_hi b_hi + a_hi b_lo + a_lo b_hi) keeps float32
-// accuracy, as tile_mm.cuh's WMMA path does. tests/cuda_emu emulates both
+// accuracy (split_tf32), as tile_mm.cuh's WMMA path does. tests/cuda_emu emulates both
 // instructions (HKT_CUDA_EMULATED).
 #pragma once
 #include <cstdint>
 
 namespace hkt::cuda {
 
-// cvt.rna.tf32.f32: the nearest TF32 value (ties away from zero), as bits.
-__device__ __forceinline__ uint32_t to_tf32(float x) {
-#ifdef HKT_CUDA_EMULATED
-  return ::hkt_emu::tf32_rna_bits(x);
-#else
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
-#endif
-}
-
-// x = hi + lo in TF32 (lo carries the next 11 bits).
+// x = hi + lo in TF32, in three instructions: hi is x truncated to TF32 (its
+// top 19 bits, so x - hi is exact), lo is x - hi truncated likewise. Rounding
+// with cvt.rna.tf32.f32 instead costs three instructions per conversion (a
+// test for inf and NaN, an add, a mask): 7 per split, in loops that split
+// hundreds of values per tile pair (tools/sass-mix). Error of a 3xTF32
+// product: |lo| < 2^-10 |x|, lo loses at most 2^-10 of itself, and the
+// dropped lo lo term is below 2^-20 |a b|: at most about 3 2^-20 |a b| in all
+// (float32: 2^-24), far inside the 1e-4 the kernels are held to.
+constexpr uint32_t kTf32Mask = 0xffffe000u;
 __device__ __forceinline__ void split_tf32(float x, uint32_t& hi, uint32_t& lo) {
-  hi = to_tf32(x);
-  lo = to_tf32(x - __uint_as_float(hi));
+  hi = __float_as_uint(x) & kTf32Mask;
+  lo = __float_as_uint(x - __uint_as_float(hi)) & kTf32Mask;
+}
+__device__ __forceinline__ void split_tf32(float x, float& hi, float& lo) {
+  uint32_t h, l;
+  split_tf32(x, h, l);
+  hi = __uint_as_float(h);
+  lo = __uint_as_float(l);
 }
 
 // d += a b (one m16n8k8 product).

@@ -3,7 +3,7 @@
 // no barrier inside (the caller separates producers and consumers).
 //
 // float: tensor cores through WMMA m16n16k8 with the 3xTF32 split
-// (x = hi + lo, hi = tf32(x), lo = tf32(x - hi); a b ~ a_hi b_hi + a_hi b_lo
+// (x = hi + lo, split_tf32 in mma_tf32.cuh; a b ~ a_hi b_hi + a_hi b_lo
 // + a_lo b_hi), which keeps float32 accuracy (relative error ~1e-6 against a
 // float32 product, where one TF32 product alone gives ~1e-3): the kernels are
 // checked against the CPU at 1e-4. Shapes that are not multiples of 16 x 16 x 8
@@ -18,6 +18,8 @@
 #include <mma.h>
 
 #include <type_traits>
+
+#include "kernels/cuda/mma_tf32.cuh"
 
 namespace hkt::cuda {
 
@@ -39,10 +41,10 @@ template <class Frag>
 __device__ inline void split(Frag& hi, Frag& lo) {
 #pragma unroll
   for (int i = 0; i < hi.num_elements; ++i) {
-    const float x = hi.x[i];
-    const float h = wmma::__float_to_tf32(x);
+    float h, l;
+    split_tf32(hi.x[i], h, l);
     hi.x[i] = h;
-    lo.x[i] = wmma::__float_to_tf32(x - h);
+    lo.x[i] = l;
   }
 }
 
