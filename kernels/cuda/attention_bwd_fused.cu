@@ -48,6 +48,7 @@ __host__ __device__ inline int64_t level_elems(const Params& P, int l) { return 
 // once, Acc_l (dK_l / w_l of tile tk) += dSg_l^T Q_l[tile tq]; when dQ is
 // wanted, the group's partial dQ_l[tile tq] += dSg_l K_l[tile tk] (through
 // AccQ, free since key_side_pair's first barrier). Starts with a barrier.
+template <int DHP>
 __device__ void level_grads_fused(const Params& P, const MmaBwdTiles& s, const Layout& lay, int64_t bh, int tq,
                                   const LevelPtrs<float>& dQpart) {
   const int dh = int(P.dh);
@@ -65,10 +66,10 @@ __device__ void level_grads_fused(const Params& P, const MmaBwdTiles& s, const L
     const int64_t n = level_len(P.T, l), first = coarse_first(P, tq, l, lay.BT);
     float* part = dQpart.p[l] + blockIdx.x * level_elems(P, l) + bh * n * P.dh;
     const float* accq = s.AccQ + lay.acc_row(l) * lay.ld;
-    for (int e = threadIdx.x; e < G * dh; e += blockDim.x) {
-      const int a = e / dh, d = e - a * dh;
+    for (int e = threadIdx.x; e < G * DHP; e += blockDim.x) {  // DHP: a shift, not a division
+      const int a = e / DHP, d = e - a * DHP;
       const int64_t row = first + a;
-      if (row >= 0 && row < n) part[row * P.dh + d] += accq[a * lay.ld + d];
+      if (d < dh && row >= 0 && row < n) part[row * P.dh + d] += accq[a * lay.ld + d];
     }
   }
 }
@@ -112,7 +113,7 @@ __global__ void __launch_bounds__(kMmaThreads* QS, 1)
                        float* dV, const LevelPtrs<float> dQpart, int groups, double* dlam_part) {
   HKT_DYNAMIC_SHARED(smem_raw);
   constexpr int BT = kMmaTile, ld = mma_ld(DHP), ND = DHP / 8, NQ = ND / QS;
-  const Layout lay(BT, int(P.dh), P.L);
+  const Layout lay = mma_layout<DHP>(BT, P.L);
   const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP, true, QS == 2);
   const int64_t bh = blockIdx.y;
   const int warp = threadIdx.x >> 5;
@@ -144,7 +145,7 @@ __global__ void __launch_bounds__(kMmaThreads* QS, 1)
         warp_ab<DHP / QS, BT>(dq, s.dSs + (warp & 3) * 16 * lay.lds, lay.lds, s.Ks + col0, ld);
         store_frag_rows<DHP, true, NQ>(P, nullptr, 1.0f, i0, dq, dq0, col0);
       }
-      if (P.L > 1) level_grads_fused(P, s, lay, bh, tq, dQpart);
+      if (P.L > 1) level_grads_fused<DHP>(P, s, lay, bh, tq, dQpart);
     }
 
     if constexpr (QS == 2) sum_query_halves<DHP>(s, dk, dv);
@@ -191,7 +192,7 @@ int fused_groups(const Params& P, int per_sm) {
 template <int DHP, int QS>
 void launch_bwd_fused(const Params& P, const float* dout, const float* lse, const float* D,
                       const LevelPtrs<float>& dk, float* dv, const std::vector<void*>& dq, double* part) {
-  const Layout lay(kMmaTile, int(P.dh), P.L);
+  const Layout lay = mma_layout<DHP>(kMmaTile, P.L);
   const size_t bytes = MmaBwdTiles::elems(lay, DHP, true, QS == 2) * sizeof(float);
   constexpr int threads = kMmaThreads * QS;
   allow_smem(attn_bwd_fused_mma<DHP, QS>, bytes);

@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
                     float* dV) {
   HKT_DYNAMIC_SHARED(smem_raw);
   constexpr int BT = kMmaTile, ND = DHP / 8;
-  const Layout lay(BT, int(P.dh), P.L);
+  const Layout lay = mma_layout<DHP>(BT, P.L);
   const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP, false, true);  // Q, dO loaded split
   const int tk = blockIdx.x;
   const int64_t bh = blockIdx.y;
@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
                    double* dlam_part) {
   HKT_DYNAMIC_SHARED(smem_raw);
   constexpr int BT = kMmaTile, ld = mma_ld(DHP), NT = BT / 8, ND = DHP / 8;
-  const Layout lay(BT, int(P.dh), P.L);
+  const Layout lay = mma_layout<DHP>(BT, P.L);
   const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP, false, false, true);  // K, V loaded split
   const int tq = blockIdx.x, dh = int(P.dh);
   const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
@@ -143,7 +143,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
 template <int DHP>
 void launch_bwd_mma(const Params& P, const float* dout, const float* lse, const float* D, const LevelPtrs<float>& dk,
                     float* dv, const LevelPtrs<float>& dq, double* part) {
-  const Layout lay(kMmaTile, int(P.dh), P.L);
+  const Layout lay = mma_layout<DHP>(kMmaTile, P.L);
   // Each side loads its B operands split (the key side Q and dO, the query
   // side K and V: two more tiles, 104 KB for MHA at dh = 64, still two blocks
   // per SM), so that its 4 warps do not each split them again.

@@ -82,6 +82,15 @@ struct Layout {
   }
 };
 
+// The `mma` kernels' layout: every row at the padded width DHP (their template
+// argument) whatever dh is, so that the widths are compile-time constants and
+// the coarse rows' index arithmetic (load_rows) has no divisions. Columns
+// dh .. DHP - 1 hold zeros (load_rows).
+template <int DHP>
+__host__ __device__ inline Layout mma_layout(int bt, int levels) {
+  return Layout(bt, DHP, levels);
+}
+
 // Carves consecutive buffers out of dynamic shared memory.
 template <class T>
 struct Carver {
@@ -114,6 +123,18 @@ __device__ inline void split_value(float4 x, float4& hi, float4& lo) {
   split_value(x.z, hi.z, lo.z);
   split_value(x.w, hi.w, lo.w);
 }
+// which = e / each, x = e % each for e < N each, by N - 1 compares (no division).
+template <int N>
+__device__ __forceinline__ void split_index(int e, int each, int& which, int& x) {
+  which = 0;
+  x = e;
+#pragma unroll
+  for (int i = 1; i < N; ++i)
+    if (x >= each) {
+      x -= each;
+      which = i;
+    }
+}
 // c[which] without a runtime index into c (which would put c in local memory).
 template <class T, int N>
 __device__ inline RowCopy<T> pick(const RowCopy<T> (&c)[N], int which) {
@@ -134,7 +155,9 @@ __device__ void load_rows_as(const RowCopy<T> (&c)[N], int ld, int count, int64_
       const int e = base + u * blockDim.x;
       v[u] = V{};
       if (e < total) {
-        const int which = e / each, x = e - which * each, r = x / per_row, col = x - r * per_row;
+        int which, x;
+        split_index<N>(e, each, which, x);
+        const int r = x / per_row, col = x - r * per_row;
         const RowCopy<T> cw = pick(c, which);
         const int64_t src = cw.first + r;
         if (col < live && src >= 0 && src < n) v[u] = reinterpret_cast<const V*>(cw.rows + src * dh)[col];
@@ -144,7 +167,9 @@ __device__ void load_rows_as(const RowCopy<T> (&c)[N], int ld, int count, int64_
     for (int u = 0; u < kLoadBatch; ++u) {
       const int e = base + u * blockDim.x;
       if (e < total) {
-        const int which = e / each, x = e - which * each, r = x / per_row, col = x - r * per_row;
+        int which, x;
+        split_index<N>(e, each, which, x);
+        const int r = x / per_row, col = x - r * per_row;
         const RowCopy<T> cw = pick(c, which);
         if constexpr (std::is_same_v<T, float>) {
           if (cw.lo) {
@@ -331,9 +356,11 @@ __device__ inline float combine_folded(const Params& P, const Layout& lay, float
 template <class T>
 __device__ void block_sums(const T* dS, T* dSg, const Layout& lay, int l) {
   const int G = lay.BT >> l, s = 1 << l;
+  int lg = 0;  // G = 2^lg (tiles are powers of two): shifts, not divisions
+  while ((1 << lg) < G) ++lg;
   T* out = dSg + lay.grid_off(l);
   for (int e = threadIdx.x; e < G * G; e += blockDim.x) {
-    const int a = e / G, c = e - a * G;
+    const int a = e >> lg, c = e & (G - 1);
     T sum = 0;
     for (int x = 0; x < s; ++x)
       for (int y = 0; y < s; ++y) sum += dS[(a * s + x) * lay.lds + c * s + y];

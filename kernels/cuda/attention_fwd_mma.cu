@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
   HKT_DYNAMIC_SHARED(smem_raw);
   constexpr int BT = kMmaBT, ld = mma_ld(DHP), KS = DHP / 8, NT = BT / 8, ND = DHP / 8;
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  const Layout lay(BT, int(P.dh), P.L);
+  const Layout lay = mma_layout<DHP>(BT, P.L);
   Carver<float> cv{reinterpret_cast<float*>(smem_raw)};
   float* Khi = cv.take(Layout::up8(BT * ld));
   float* Klo = cv.take(Layout::up8(BT * ld));
@@ -203,7 +203,7 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
 
 template <int DHP, bool Async>
 void launch_fwd_mma(const Params& P, float* o, float* lse) {
-  const Layout lay(kMmaBT, int(P.dh), P.L);
+  const Layout lay = mma_layout<DHP>(kMmaBT, P.L);
   const size_t bytes = mma_fwd_elems(lay, DHP, Async) * sizeof(float);
   allow_smem(attn_fwd_mma<DHP, Async>, bytes);
   const dim3 grid(static_cast<unsigned>(P.nt), static_cast<unsigned>(P.B * P.H));
