@@ -122,14 +122,13 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
 #pragma unroll
     for (int j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
 #pragma unroll
-    for (int kk = 0; kk < KS; ++kk)
+    for (int kk = 0; kk < KS; ++kk) {
+      uint32_t bh[NT][2], bl[NT][2];
 #pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        const int e = (8 * j + g) * ld + 8 * kk + t;  // B[t][g] = K[8j + g][8kk + t]
-        const uint32_t bh2[2] = {__float_as_uint(Khi[e]), __float_as_uint(Khi[e + 4])};
-        const uint32_t bl2[2] = {__float_as_uint(Klo[e]), __float_as_uint(Klo[e + 4])};
-        mma_3xtf32(s[j], qh[kk], ql[kk], bh2, bl2);
-      }
+      for (int j = 0; j < NT; ++j)  // B[t][g] = K[8j + g][8kk + t], K split already
+        load_b_split(Khi, Klo, (8 * j + g) * ld + 8 * kk + t, 4, bh[j], bl[j]);
+      mma_3xtf32_passes(s, qh[kk], ql[kk], bh, bl);
+    }
 
     // Combined, masked scores and the online softmax; element e of s[j] is row
     // r0 + 8 (e >> 1), key 8j + 2t + (e & 1).

@@ -55,6 +55,22 @@ __device__ __forceinline__ void mma_3xtf32(float (&d)[4], const uint32_t (&a_hi)
   mma_tf32(d, a_hi, b_hi);
 }
 
+// acc[j] += a b[j] for j < NJ in 3xTF32, pass by pass: every acc[j] gets its
+// a_lo b_hi[j] before any gets its a_hi b_lo[j]. An mma waits for the one
+// before it on the same accumulator; in this order NJ - 1 independent ones
+// lie between them (mma_3xtf32 per j puts none), as CUTLASS's 3xTF32 does.
+template <int NJ>
+__device__ __forceinline__ void mma_3xtf32_passes(float (&acc)[NJ][4], const uint32_t (&a_hi)[4],
+                                                  const uint32_t (&a_lo)[4], const uint32_t (&b_hi)[NJ][2],
+                                                  const uint32_t (&b_lo)[NJ][2]) {
+#pragma unroll
+  for (int j = 0; j < NJ; ++j) mma_tf32(acc[j], a_lo, b_hi[j]);
+#pragma unroll
+  for (int j = 0; j < NJ; ++j) mma_tf32(acc[j], a_hi, b_lo[j]);
+#pragma unroll
+  for (int j = 0; j < NJ; ++j) mma_tf32(acc[j], a_hi, b_hi[j]);
+}
+
 // This lane's place in the fragments of a block whose warps own 16 rows each
 // of a 64-row tile: g = lane / 4, t = lane % 4, r0 = 16 (warp % 4) + g (its
 // rows are r0 and r0 + 8). In blocks of 8 warps, warps w and w + 4 own the
@@ -108,14 +124,12 @@ __device__ __forceinline__ void warp_abt(float (&acc)[NT][4], const float* A, co
   for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
 #pragma unroll
   for (int kk = 0; kk < DHP / 8; ++kk) {
-    uint32_t ah[4], al[4];
+    uint32_t ah[4], al[4], bh[NT][2], bl[NT][2];
     load_a_split(A + 8 * kk, ld, ah, al);
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      uint32_t bh[2], bl[2];
-      load_b_split(B, B_lo, (8 * j + g) * ld + 8 * kk + t, 4, bh, bl);  // B^T[t][g] = B[8j + g][8kk + t]
-      mma_3xtf32(acc[j], ah, al, bh, bl);
-    }
+    for (int j = 0; j < NT; ++j)  // B^T[t][g] = B[8j + g][8kk + t]
+      load_b_split(B, B_lo, (8 * j + g) * ld + 8 * kk + t, 4, bh[j], bl[j]);
+    mma_3xtf32_passes(acc, ah, al, bh, bl);
   }
 }
 
@@ -126,14 +140,12 @@ __device__ __forceinline__ void warp_ab(float (&acc)[DHP / 8][4], const float* A
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int kk = 0; kk < K / 8; ++kk) {
-    uint32_t ah[4], al[4];
+    uint32_t ah[4], al[4], bh[DHP / 8][2], bl[DHP / 8][2];
     load_a_split(A + 8 * kk, lda, ah, al);
 #pragma unroll
-    for (int n = 0; n < DHP / 8; ++n) {
-      uint32_t bh[2], bl[2];  // b0 = B[8kk + t][8n + g], b1 = B[8kk + t + 4][8n + g]
-      load_b_split(B, nullptr, (8 * kk + t) * ldb + 8 * n + g, 4 * ldb, bh, bl);
-      mma_3xtf32(acc[n], ah, al, bh, bl);
-    }
+    for (int n = 0; n < DHP / 8; ++n)  // b0 = B[8kk + t][8n + g], b1 = B[8kk + t + 4][8n + g]
+      load_b_split(B, nullptr, (8 * kk + t) * ldb + 8 * n + g, 4 * ldb, bh[n], bl[n]);
+    mma_3xtf32_passes(acc, ah, al, bh, bl);
   }
 }
 
@@ -153,12 +165,11 @@ __device__ __forceinline__ void warp_fb(float (&acc)[DHP / 8][4], const float (&
     split_tf32(f[j][2], ah[1], al[1]);  // A[g + 8][t]     = F[g + 8][8j + 2t]
     split_tf32(f[j][1], ah[2], al[2]);  // A[g][t + 4]     = F[g][8j + 2t + 1]
     split_tf32(f[j][3], ah[3], al[3]);  // A[g + 8][t + 4] = F[g + 8][8j + 2t + 1]
+    uint32_t bh[DHP / 8][2], bl[DHP / 8][2];
 #pragma unroll
-    for (int n = 0; n < DHP / 8; ++n) {
-      uint32_t bh[2], bl[2];  // B[8j + 2t][8n + g], then row 8j + 2t + 1
-      load_b_split(B, B_lo, (8 * j + 2 * t) * ld + 8 * n + g, ld, bh, bl);
-      mma_3xtf32(acc[n], ah, al, bh, bl);
-    }
+    for (int n = 0; n < DHP / 8; ++n)  // B[8j + 2t][8n + g], then row 8j + 2t + 1
+      load_b_split(B, B_lo, (8 * j + 2 * t) * ld + 8 * n + g, ld, bh[n], bl[n]);
+    mma_3xtf32_passes(acc, ah, al, bh, bl);
   }
 }
 
