@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
           const int p = r0 + 8 * (e >> 1), p2 = 8 * j + 2 * t + (e & 1);
           float ds = 0.0f;
           if (!(decltype(masked)::value && key_masked(P, b, i0 + p, j0 + p2))) {
-            const float pv = fast_exp(combine_folded(P, lay, w[0], s.Cg, p, p2, sc[j][e]) - s.lse[p]);
+            const float pv = exp_minus(combine_folded(P, lay, w[0], s.Cg, p, p2, sc[j][e]), s.lse[p]);
             ds = pv * (dp[j][e] - s.Dr[p]);
           }
           sc[j][e] = ds;

@@ -77,13 +77,13 @@ __device__ void stage_levels(const Params& P, const MmaBwdTiles& s, const Layout
   __syncthreads();
 }
 
-// LSE and D of query tile tq (+inf and 0 on virtual rows).
+// LSE log2(e) (exp_minus's m2) and D of query tile tq (+inf and 0 on virtual rows).
 __device__ void load_lse_d(const Params& P, const MmaBwdTiles& s, int64_t bh, int64_t i0, const float* LSE,
                            const float* D) {
   for (int p = threadIdx.x; p < kMmaTile; p += blockDim.x) {
     const int64_t i = i0 + p;
     const bool in = i >= 0 && i < P.T;
-    s.lse[p] = in ? LSE[bh * P.T + i] : std::numeric_limits<float>::infinity();
+    s.lse[p] = in ? LSE[bh * P.T + i] * kLog2e : std::numeric_limits<float>::infinity();  // for exp_minus
     s.Dr[p] = in ? D[bh * P.T + i] : 0.0f;
   }
 }
@@ -155,7 +155,7 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
         const int kr = r0 + 8 * (e >> 1), q = qc + 8 * j + 2 * t + (e & 1);
         float pv = 0.0f, ds = 0.0f;
         if (!(decltype(masked)::value && key_masked(P, b, i0 + q, j0 + kr))) {
-          pv = fast_exp(combine_folded(P, lay, w[0], s.Cg, q, kr, st[j][e]) - s.lse[q]);  // 0 when lse = +inf
+          pv = exp_minus(combine_folded(P, lay, w[0], s.Cg, q, kr, st[j][e]), s.lse[q]);  // 0 when lse = +inf
           ds = pv * (dpt[j][e] - s.Dr[q]);
         }
         st[j][e] = pv;

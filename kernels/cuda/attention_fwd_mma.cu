@@ -156,12 +156,13 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
       alpha[r] = m_new == kNegInf ? 1.0f : m_run[r] == kNegInf ? 0.0f : fast_exp(m_run[r] - m_new);
       mx[r] = m_new;
     }
+    const float mx2[2] = {mx[0] * kLog2e, mx[1] * kLog2e};  // exp_minus's m2
 #pragma unroll
     for (int j = 0; j < NT; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int r = e >> 1;
-        s[j][e] = mx[r] == kNegInf || s[j][e] == kNegInf ? 0.0f : fast_exp(s[j][e] - mx[r]);
+        s[j][e] = mx[r] == kNegInf || s[j][e] == kNegInf ? 0.0f : exp_minus(s[j][e], mx2[r]);
         rs[r] += s[j][e];
       }
 #pragma unroll

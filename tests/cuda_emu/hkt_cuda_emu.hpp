@@ -244,6 +244,15 @@ inline float __expf(float x) {
   return y < 1.17549435e-38f ? 0.0f : y;
 }
 inline float __logf(float x) { return logf(x); }
+namespace hkt_emu {
+// ex2.approx.ftz.f32: 2^y (exp2f stands in for the approximation, whose
+// error, 2 ulp, is far below the kernels' tolerance), subnormal results
+// flushed to zero.
+inline float ex2_approx_ftz(float y) {
+  const float r = exp2f(y);
+  return r < 1.17549435e-38f ? 0.0f : r;
+}
+}  // namespace hkt_emu
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 
