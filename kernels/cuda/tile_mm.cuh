@@ -49,11 +49,18 @@ __device__ inline void split(Frag& hi, Frag& lo) {
 }
 
 // c += op(A)[m0:m0+16, :K] op(B)[:K, n0:n0+16] in 3xTF32 (K a multiple of 8).
+// The three products of a k step go to three accumulators (hi hi into c, the
+// two small ones into their own, added at the end): an mma waits for the one
+// before it on the same accumulator, and one accumulator made a chain of
+// 3 K / 8 of them with nothing between; now three chains of K / 8 interleave.
 template <bool ARow, bool BRow>
 __device__ void mma_k(wmma::fragment<wmma::accumulator, 16, 16, 8, float>& c, const float* A, int lda, const float* B,
                       int ldb, int m0, int n0, int K) {
   using ALay = std::conditional_t<ARow, wmma::row_major, wmma::col_major>;
   using BLay = std::conditional_t<BRow, wmma::row_major, wmma::col_major>;
+  wmma::fragment<wmma::accumulator, 16, 16, 8, float> lo_hi, hi_lo;
+  wmma::fill_fragment(lo_hi, 0.0f);
+  wmma::fill_fragment(hi_lo, 0.0f);
   for (int k0 = 0; k0 < K; k0 += 8) {
     wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, ALay> a_hi, a_lo;
     wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, BLay> b_hi, b_lo;
@@ -61,10 +68,12 @@ __device__ void mma_k(wmma::fragment<wmma::accumulator, 16, 16, 8, float>& c, co
     wmma::load_matrix_sync(b_hi, BRow ? B + k0 * ldb + n0 : B + n0 * ldb + k0, ldb);
     split(a_hi, a_lo);
     split(b_hi, b_lo);
-    wmma::mma_sync(c, a_lo, b_hi, c);
-    wmma::mma_sync(c, a_hi, b_lo, c);
+    wmma::mma_sync(lo_hi, a_lo, b_hi, lo_hi);
+    wmma::mma_sync(hi_lo, a_hi, b_lo, hi_lo);
     wmma::mma_sync(c, a_hi, b_hi, c);
   }
+#pragma unroll
+  for (int i = 0; i < c.num_elements; ++i) c.x[i] += lo_hi.x[i] + hi_lo.x[i];
 }
 
 template <bool ARow, bool BRow>
