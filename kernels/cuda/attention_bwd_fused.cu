@@ -56,8 +56,8 @@ __device__ void level_grads_fused(const Params& P, const MmaBwdTiles& s, const L
   for (int l = 1; l < P.L; ++l) {
     const int G = lay.BT >> l, r = lay.acc_row(l) * lay.ld;
     const float* dsg = s.dSg + lay.grid_off(l);
-    tile_mm<false, true>(s.Acc + r, lay.ld, dsg, G, s.Ql + r, lay.ld, G, lay.dhp, G, true);
-    if (dQpart.on) tile_mm<true, true>(s.AccQ + r, lay.ld, dsg, G, s.Kl + r, lay.ld, G, lay.dhp, G, false);
+    tile_mma<false, true>(s.Acc + r, lay.ld, dsg, G, s.Ql + r, lay.ld, G, lay.dhp, G, true);
+    if (dQpart.on) tile_mma<true, true>(s.AccQ + r, lay.ld, dsg, G, s.Kl + r, lay.ld, G, lay.dhp, G, false);
   }
   if (!dQpart.on) return;
   __syncthreads();

@@ -41,7 +41,7 @@ __device__ void level_grads(const Params& P, const MmaBwdTiles& s, const Layout&
     load_rows(rows, lay.ld, level_rows<float>(P, KeySide ? P.q : P.k, l, bh), coarse_first(P, other, l, lay.BT), G,
               level_len(P.T, l), dh, lay.dhp);
     __syncthreads();
-    tile_mm<!KeySide, true>(s.Acc + lay.acc_row(l) * lay.ld, lay.ld, s.dSg + lay.grid_off(l), G, rows, lay.ld, G,
+    tile_mma<!KeySide, true>(s.Acc + lay.acc_row(l) * lay.ld, lay.ld, s.dSg + lay.grid_off(l), G, rows, lay.ld, G,
                             lay.dhp, G, true);
   }
 }
@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     __syncthreads();  // the previous key tile's readers are done
     const RowCopy<float> kv[2] = {{s.Ks, k0, j0, s.Klo}, {s.Vs, vv, j0, s.Vlo}};
     load_rows(kv, ld, BT, P.T, dh, DHP);
-    level_grids<float>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
+    level_grids<float, true>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
     if (P.L > 1) fold_levels(P, lay, w, s.Cg, 8 * warp, 8, 0, BT / 2);  // this warp's 16 queries' coarse terms
     // Element e of sc[j]: query r0 + 8 (e >> 1), key 8j + 2t + (e & 1).
     float sc[NT][4], dp[NT][4];

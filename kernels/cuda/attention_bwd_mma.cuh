@@ -138,7 +138,7 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
   if constexpr (SinglePass)
     stage_levels(P, s, lay, bh, tq);  // ends with a barrier
   else
-    level_grids<float>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
+    level_grids<float, true>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
   // This warp's coarse terms: its 8 level-1 key columns, for its queries' level-1 rows.
   if (P.L > 1) fold_levels(P, lay, w, s.Cg, qc / 2, BT / 2 / QS, 8 * kw, 8);
   // Element e of st[j]: key r0 + 8 (e >> 1), query qc + 8j + 2t + (e & 1).

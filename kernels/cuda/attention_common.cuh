@@ -12,6 +12,7 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/mma_tf32.cuh"
 #include "kernels/cuda/tile_mm.cuh"
+#include "kernels/cuda/tile_mma.cuh"
 
 namespace hkt::cuda {
 namespace {
@@ -222,7 +223,8 @@ __device__ inline int64_t coarse_first(const Params& P, int t, int l, int BT) {
 // Cg_l = Q_l[tile tq] K_l[tile tk]^T for l = 1..L-1 (unscaled), level l's
 // grid at lay.grid_off(l) in Cg. Uses Ql, Kl as staging. Starts and ends with
 // a barrier.
-template <class T>
+// Mma: the grids' products on mma.sync fragments (tile_mma), for the `mma` kernels.
+template <class T, bool Mma = false>
 __device__ void level_grids(const Params& P, int64_t bh, int tq, int tk, const Layout& lay, T* Ql, T* Kl, T* Cg) {
   for (int l = 1; l < P.L; ++l) {
     const int G = lay.BT >> l;
@@ -232,7 +234,10 @@ __device__ void level_grids(const Params& P, int64_t bh, int tq, int tk, const L
                              {Kl, level_rows<T>(P, P.k, l, bh), coarse_first(P, tk, l, lay.BT)}};
     load_rows(c, lay.ld, G, n, int(P.dh), lay.dhp);
     __syncthreads();
-    tile_mm<true, false>(Cg + lay.grid_off(l), G, Ql, lay.ld, Kl, lay.ld, G, G, lay.dhp, false);
+    if constexpr (Mma)
+      tile_mma<true, false>(Cg + lay.grid_off(l), G, Ql, lay.ld, Kl, lay.ld, G, G, lay.dhp, false);
+    else
+      tile_mm<true, false>(Cg + lay.grid_off(l), G, Ql, lay.ld, Kl, lay.ld, G, G, lay.dhp, false);
   }
   __syncthreads();
 }
@@ -254,7 +259,7 @@ template <class T>
 __device__ void level_grids_staged(const Params& P, const Layout& lay, const T* Ql, const T* Kl, T* Cg) {
   for (int l = 1; l < P.L; ++l) {
     const int G = lay.BT >> l, r = lay.acc_row(l) * lay.ld;
-    tile_mm<true, false>(Cg + lay.grid_off(l), G, Ql + r, lay.ld, Kl + r, lay.ld, G, G, lay.dhp, false);
+    tile_mma<true, false>(Cg + lay.grid_off(l), G, Ql + r, lay.ld, Kl + r, lay.ld, G, G, lay.dhp, false);
   }
 }
 
