@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(kMmaThreads* QS, 1)
     const int64_t j0 = int64_t(tk) * BT - P.off;
     __syncthreads();  // the previous key tile's readers are done
     float dk[ND][4], dv[ND][4];  // this warp's 16 keys (key_side_pair)
-    stage_key_tile<DHP, true>(P, s, lay, bh, tk, j0, dk, dv);
+    stage_key_tile<DHP, true, QS>(P, s, lay, bh, tk, j0, dk, dv);
 
     for (int tq = P.causal ? tk : 0; tq < P.nt; ++tq) {
       const int64_t i0 = int64_t(tq) * BT - P.off;

@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     const int64_t j0 = int64_t(tk) * BT - P.off;
     __syncthreads();  // the previous key tile's readers are done
     const RowCopy<float> kv[2] = {{s.Ks, k0, j0, s.Klo}, {s.Vs, vv, j0, s.Vlo}};
-    load_rows(kv, ld, BT, P.T, dh, DHP);
+    load_tile_pair<DHP, BT, kMmaThreads>(kv, ld, P.T, dh);
     level_grids<float, true>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
     if (P.L > 1) fold_levels(P, lay, w, s.Cg, 8 * warp, 8, 0, BT / 2);  // this warp's 16 queries' coarse terms
     // Element e of sc[j]: query r0 + 8 (e >> 1), key 8j + 2t + (e & 1).

@@ -92,13 +92,13 @@ __device__ void load_lse_d(const Params& P, const MmaBwdTiles& s, int64_t bh, in
 // tk BT - off on) in shared memory (SinglePass: and every level's coarse K
 // rows, in s.Kl), the coarse accumulators (L > 1) and the fragments dk, dv
 // zeroed. No barrier.
-template <int DHP, bool SinglePass = false>
+template <int DHP, bool SinglePass = false, int QS = 1>
 __device__ __forceinline__ void stage_key_tile(const Params& P, const MmaBwdTiles& s, const Layout& lay, int64_t bh,
                                                int tk, int64_t j0, float (&dk)[DHP / 8][4],
                                                float (&dv)[DHP / 8][4]) {
   const RowCopy<float> kv[2] = {{s.Ks, level_rows<float>(P, P.k, 0, bh), j0},
                                 {s.Vs, static_cast<const float*>(P.v) + bh * P.T * P.dh, j0}};
-  load_rows(kv, mma_ld(DHP), kMmaTile, P.T, int(P.dh), DHP);
+  load_tile_pair<DHP, kMmaTile, kMmaThreads * QS>(kv, mma_ld(DHP), P.T, int(P.dh));
   if constexpr (SinglePass) stage_level_rows(P, lay, P.k, bh, tk, s.Kl);
   if (P.L > 1) zero(s.Acc, lay.acc_row(P.L) * lay.ld);
 #pragma unroll
@@ -133,7 +133,7 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
   __syncthreads();  // the previous query tile's readers are done
   const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0, Split ? s.Qlo : nullptr},
                                 {s.dOs, dO + bh * P.T * P.dh, i0, Split ? s.dOlo : nullptr}};
-  load_rows(qo, ld, BT, P.T, int(P.dh), DHP);
+  load_tile_pair<DHP, BT, kMmaThreads * QS>(qo, ld, P.T, int(P.dh));
   load_lse_d(P, s, bh, i0, LSE, D);
   if constexpr (SinglePass)
     stage_levels(P, s, lay, bh, tq);  // ends with a barrier

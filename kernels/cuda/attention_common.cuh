@@ -200,6 +200,50 @@ __device__ void load_rows(const RowCopy<T> (&c)[N], int ld, int count, int64_t n
   }
   load_rows_as<T>(c, ld, count, n, dh, dhp);
 }
+// The mma kernels' per-tile-pair loads: load_rows(c, ld, BT, n, dh, DHP) for
+// two BT-row tiles (K and V, or Q and dO) in blocks of THREADS threads, with
+// each thread's column and rows fixed: thread x copies float4 column
+// x % (DHP / 4) of rows x / (DHP / 4) + STEP k. load_rows works each
+// element's row, column and copy out from its index (about 28 instructions per
+// float4, tools/sass-mix); here that is done once per call. Rows not 16-byte
+// aligned (dh % 4 != 0) take load_rows.
+template <int DHP, int BT, int THREADS>
+__device__ __forceinline__ void load_tile_pair(const RowCopy<float> (&c)[2], int ld, int64_t n, int dh) {
+  constexpr int PR = DHP / 4, STEP = THREADS / PR, PER = BT / STEP;
+  static_assert(THREADS % PR == 0 && BT % STEP == 0, "whole rows per pass");
+  if (dh % 4 != 0 || reinterpret_cast<uintptr_t>(c[0].rows) % 16 != 0 ||
+      reinterpret_cast<uintptr_t>(c[1].rows) % 16 != 0) {
+    load_rows(c, ld, BT, n, dh, DHP);
+    return;
+  }
+  const int col = threadIdx.x % PR, r0 = threadIdx.x / PR;
+  const bool live = 4 * col < dh;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float4 v[PER];
+    const int64_t row0 = c[i].first + r0;
+    const float* from = c[i].rows + row0 * dh + 4 * col;  // read only for rows in [0, n)
+    const int64_t stride = int64_t(STEP) * dh;
+#pragma unroll
+    for (int k = 0; k < PER; ++k) {  // every load in flight before any store
+      const int64_t src = row0 + k * STEP;
+      v[k] = live && src >= 0 && src < n ? *reinterpret_cast<const float4*>(from + k * stride) : float4{};
+    }
+#pragma unroll
+    for (int k = 0; k < PER; ++k) {
+      const int r = r0 + k * STEP;
+      if (c[i].lo) {
+        float4 hi, lo;
+        split_value(v[k], hi, lo);
+        reinterpret_cast<float4*>(c[i].dst + r * ld)[col] = hi;
+        reinterpret_cast<float4*>(c[i].lo + r * ld)[col] = lo;
+      } else {
+        reinterpret_cast<float4*>(c[i].dst + r * ld)[col] = v[k];
+      }
+    }
+  }
+}
+
 template <class T>
 __device__ void load_rows(T* dst, int ld, const T* rows, int64_t first, int count, int64_t n, int dh, int dhp) {
   const RowCopy<T> c[1] = {{dst, rows, first}};

@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
       cp_async_wait_all();
     } else {
       const RowCopy<float> kv[2] = {{Khi, k0, j0, Klo}, {Vhi, vv, j0, Vlo}};  // split as they are stored
-      load_rows(kv, ld, BT, P.T, dh, DHP);
+      load_tile_pair<DHP, BT, kMmaThreads>(kv, ld, P.T, dh);
     }
     stage_level_rows(P, lay, P.k, bh, tk, Kl);
     __syncthreads();
