@@ -269,7 +269,7 @@ __global__ void __launch_bounds__(4 * BT, 1)
     for (int l = 1; l < P.L; ++l) {
       const int G = BT >> l;
       __syncthreads();  // Ql free
-      block_sums<T>(t.dSs, t.dSg, lay, l);
+      block_sums<T>(t.dSs, t.dSg + lay.grid_off(l), G, lay, l);
       load_rows(t.Ql, ld, level_rows<T>(P, P.q, l, bh), coarse_first(P, tq, l, BT), G, level_len(P.T, l), dh, dhp);
       __syncthreads();
       tile_mm<false, true>(t.Acc + lay.acc_row(l) * ld, ld, t.dSg + lay.grid_off(l), G, t.Ql, ld, G, dhp, G,
@@ -336,7 +336,7 @@ __global__ void __launch_bounds__(4 * BT, 1)
       if (l >= P.L) break;
       const int G = BT >> l;
       __syncthreads();  // Kl, dSg free
-      block_sums<T>(t.dSs, t.dSg, lay, l);
+      block_sums<T>(t.dSs, t.dSg + lay.grid_off(l), G, lay, l);
       load_rows(t.Kl, ld, level_rows<T>(P, P.k, l, bh), coarse_first(P, tk, l, BT), G, level_len(P.T, l), dh, dhp);
       __syncthreads();
       const T* dsg = t.dSg + lay.grid_off(l);

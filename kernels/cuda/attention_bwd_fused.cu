@@ -55,9 +55,10 @@ __device__ void level_grads_fused(const Params& P, const MmaBwdTiles& s, const L
   __syncthreads();  // dSg complete
   for (int l = 1; l < P.L; ++l) {
     const int G = lay.BT >> l, r = lay.acc_row(l) * lay.ld;
-    const float* dsg = s.dSg + lay.grid_off(l);
-    tile_mma<false, true>(s.Acc + r, lay.ld, dsg, G, s.Ql + r, lay.ld, G, lay.dhp, G, true);
-    if (dQpart.on) tile_mma<true, true>(s.AccQ + r, lay.ld, dsg, G, s.Kl + r, lay.ld, G, lay.dhp, G, false);
+    const float* dsg = s.dSg + MmaBwdTiles::dsg_off(lay, l);
+    const int ldg = MmaBwdTiles::dsg_ld(lay, l);
+    tile_mma<false, true>(s.Acc + r, lay.ld, dsg, ldg, s.Ql + r, lay.ld, G, lay.dhp, G, true);
+    if (dQpart.on) tile_mma<true, true>(s.AccQ + r, lay.ld, dsg, ldg, s.Kl + r, lay.ld, G, lay.dhp, G, false);
   }
   if (!dQpart.on) return;
   __syncthreads();
@@ -136,7 +137,8 @@ __global__ void __launch_bounds__(kMmaThreads* QS, 1)
       if (!dq0 && P.L == 1) continue;
       __syncthreads();  // dS complete
       // The levels' block sums and the dQ_0 product both only read dS (and K_0): no barrier between.
-      for (int l = 1; l < P.L; ++l) block_sums<float>(s.dSs, s.dSg, lay, l);
+      for (int l = 1; l < P.L; ++l)
+        block_sums<float>(s.dSs, s.dSg + MmaBwdTiles::dsg_off(lay, l), MmaBwdTiles::dsg_ld(lay, l), lay, l);
       if (dq0) {
         // dQ_0 / w_0 of queries r0, r0 + 8 (this warp's 16 rows of dS) += dS K_0, into the partial.
         float dq[NQ][4];

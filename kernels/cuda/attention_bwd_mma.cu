@@ -37,12 +37,13 @@ __device__ void level_grads(const Params& P, const MmaBwdTiles& s, const Layout&
     const int G = lay.BT >> l;
     float* rows = KeySide ? s.Ql : s.Kl;
     __syncthreads();  // dSs complete; rows free
-    block_sums<float>(s.dSs, s.dSg, lay, l);
+    float* dsg = s.dSg + MmaBwdTiles::dsg_off(lay, l);
+    const int ldg = MmaBwdTiles::dsg_ld(lay, l);
+    block_sums<float>(s.dSs, dsg, ldg, lay, l);
     load_rows(rows, lay.ld, level_rows<float>(P, KeySide ? P.q : P.k, l, bh), coarse_first(P, other, l, lay.BT), G,
               level_len(P.T, l), dh, lay.dhp);
     __syncthreads();
-    tile_mma<!KeySide, true>(s.Acc + lay.acc_row(l) * lay.ld, lay.ld, s.dSg + lay.grid_off(l), G, rows, lay.ld, G,
-                            lay.dhp, G, true);
+    tile_mma<!KeySide, true>(s.Acc + lay.acc_row(l) * lay.ld, lay.ld, dsg, ldg, rows, lay.ld, G, lay.dhp, G, true);
   }
 }
 

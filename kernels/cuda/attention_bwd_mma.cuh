@@ -18,13 +18,23 @@ namespace {
 struct MmaBwdTiles {
   float *Qs, *Ks, *Vs, *dOs, *lse, *Dr;  // 64-row tiles at mma_ld(dhp); per-query LSE and D
   float *dSs;                             // dS [query][key] at lay.lds: L > 1, or single pass
-  float *Ql, *Kl, *Cg, *dSg, *Acc;        // L > 1 only (null otherwise), at the Layout's geometry
+  float *Ql, *Kl, *Cg, *dSg, *Acc;        // L > 1 only (null otherwise), at the Layout's geometry (dSg: dsg_*)
   float *AccQ;                            // single pass with L > 1: one tile pair's coarse dQ_l rows
   float *Qlo, *dOlo;                      // split_qo: Q_0 and dO stored split (Qs, dOs the TF32 hi parts)
   float *Klo, *Vlo;                       // split_kv: K_0 and V stored split (Ks, Vs the TF32 hi parts)
   // single_pass: dS always (the dQ product reads it by query rows), and Ql,
   // Kl and AccQ hold every level's rows at once (lay.acc_row(l)), not one
   // level's at a time. split_qo, split_kv: two more tiles each, for the lo parts.
+  // dSg_l (G = lay.BT >> l) row major at G + 4, not G: the tile products read
+  // 16 x 8 fragments of it, row major (the dQ product) and column major (dK),
+  // and at G = 32 a row-major fragment put 8 lanes on one bank (4 at G = 16),
+  // a column-major one 4 (2); at G + 4, none and 2.
+  __host__ __device__ static int dsg_ld(const Layout& lay, int l) { return (lay.BT >> l) + 4; }
+  __host__ __device__ static int dsg_off(const Layout& lay, int l) {  // level l's grid; l = lay.L: the total
+    int o = 0;
+    for (int m = 1; m < l; ++m) o += Layout::up8((lay.BT >> m) * dsg_ld(lay, m));
+    return o;
+  }
   static size_t elems(const Layout& lay, int dhp, bool single_pass = false, bool split_qo = false,
                       bool split_kv = false) {
     const int tiles = 4 + (split_qo ? 2 : 0) + (split_kv ? 2 : 0);
@@ -32,8 +42,8 @@ struct MmaBwdTiles {
     if (lay.L > 1 || single_pass) n += static_cast<size_t>(lay.scores());
     const size_t all_levels = Layout::up8(lay.acc_row(lay.L) * lay.ld);
     if (lay.L > 1)
-      n += (single_pass ? 3 * all_levels : 2 * static_cast<size_t>(lay.level_rows())) + 2 * lay.grid_off(lay.L) +
-           all_levels;
+      n += (single_pass ? 3 * all_levels : 2 * static_cast<size_t>(lay.level_rows())) + lay.grid_off(lay.L) +
+           dsg_off(lay, lay.L) + all_levels;
     return n;
   }
   __device__ MmaBwdTiles(float* sm, const Layout& lay, int dhp, bool single_pass = false, bool split_qo = false,
@@ -57,7 +67,7 @@ struct MmaBwdTiles {
       Ql = cv.take(single_pass ? all_levels : lay.level_rows());
       Kl = cv.take(single_pass ? all_levels : lay.level_rows());
       Cg = cv.take(lay.grid_off(lay.L));
-      dSg = cv.take(lay.grid_off(lay.L));
+      dSg = cv.take(dsg_off(lay, lay.L));
       Acc = cv.take(all_levels);
       if (single_pass) AccQ = cv.take(all_levels);
     }

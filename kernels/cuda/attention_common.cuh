@@ -419,19 +419,18 @@ __device__ inline float combine_folded(const Params& P, const Layout& lay, float
 }
 
 // dSg_l = the 2^l x 2^l block sums of dS (a BT x BT tile at lay.lds, [query][key])
-// for level l, into dSg at lay.grid_off(l).
+// for level l: a G x G grid (G = BT >> l) into out, row major at ldo.
 template <class T>
-__device__ void block_sums(const T* dS, T* dSg, const Layout& lay, int l) {
+__device__ void block_sums(const T* dS, T* out, int ldo, const Layout& lay, int l) {
   const int G = lay.BT >> l, s = 1 << l;
   int lg = 0;  // G = 2^lg (tiles are powers of two): shifts, not divisions
   while ((1 << lg) < G) ++lg;
-  T* out = dSg + lay.grid_off(l);
   for (int e = threadIdx.x; e < G * G; e += blockDim.x) {
     const int a = e >> lg, c = e & (G - 1);
     T sum = 0;
     for (int x = 0; x < s; ++x)
       for (int y = 0; y < s; ++y) sum += dS[(a * s + x) * lay.lds + c * s + y];
-    out[e] = sum;
+    out[a * ldo + c] = sum;
   }
 }
 
