@@ -47,18 +47,11 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], 
 #endif
 }
 
-// d += a b in 3xTF32: the small products first.
-__device__ __forceinline__ void mma_3xtf32(float (&d)[4], const uint32_t (&a_hi)[4], const uint32_t (&a_lo)[4],
-                                           const uint32_t (&b_hi)[2], const uint32_t (&b_lo)[2]) {
-  mma_tf32(d, a_lo, b_hi);
-  mma_tf32(d, a_hi, b_lo);
-  mma_tf32(d, a_hi, b_hi);
-}
-
-// acc[j] += a b[j] for j < NJ in 3xTF32, pass by pass: every acc[j] gets its
-// a_lo b_hi[j] before any gets its a_hi b_lo[j]. An mma waits for the one
-// before it on the same accumulator; in this order NJ - 1 independent ones
-// lie between them (mma_3xtf32 per j puts none), as CUTLASS's 3xTF32 does.
+// acc[j] += a b[j] for j < NJ in 3xTF32 (the small products first), pass by
+// pass: every acc[j] gets its a_lo b_hi[j] before any gets its a_hi b_lo[j].
+// An mma waits for the one before it on the same accumulator; in this order
+// NJ - 1 independent ones lie between them (three per accumulator in a row put
+// none), as CUTLASS's 3xTF32 does.
 template <int NJ>
 __device__ __forceinline__ void mma_3xtf32_passes(float (&acc)[NJ][4], const uint32_t (&a_hi)[4],
                                                   const uint32_t (&a_lo)[4], const uint32_t (&b_hi)[NJ][2],
