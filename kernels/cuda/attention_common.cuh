@@ -11,6 +11,7 @@
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/mma_tf32.cuh"
+#include "kernels/cuda/pair_tile.cuh"
 #include "kernels/cuda/tile_mm.cuh"
 #include "kernels/cuda/tile_mma.cuh"
 
@@ -109,6 +110,8 @@ struct Carver {
 // turn), with float4 accesses when rows allow them. With lo (float only), each
 // value is stored split for the 3xTF32 products: its TF32 hi part in dst, its
 // lo part in lo (same layout), so that the warps reading it split nothing.
+// With a pair layout (float only), dst is a pair tile of rows of dhp values
+// (pair_tile.cuh; ld unused).
 constexpr int kLoadBatch = 8;
 template <class T>
 struct RowCopy {  // count rows from rows[first] on into dst (see load_rows)
@@ -116,6 +119,7 @@ struct RowCopy {  // count rows from rows[first] on into dst (see load_rows)
   const T* rows;
   int64_t first;
   T* lo = nullptr;
+  TileLayout layout = TileLayout::plain;
 };
 __device__ inline void split_value(float x, float& hi, float& lo) { split_tf32(x, hi, lo); }
 __device__ inline void split_value(float4 x, float4& hi, float4& lo) {
@@ -173,6 +177,10 @@ __device__ void load_rows_as(const RowCopy<T> (&c)[N], int ld, int count, int64_
         const int r = x / per_row, col = x - r * per_row;
         const RowCopy<T> cw = pick(c, which);
         if constexpr (std::is_same_v<T, float>) {
+          if (cw.layout != TileLayout::plain) {  // the general path: one value at a time
+            store_pair(cw.dst, cw.layout, dhp, r, col * W, v[u]);
+            continue;
+          }
           if (cw.lo) {
             V hi, lo;
             split_value(v[u], hi, lo);
@@ -209,30 +217,37 @@ __device__ void load_rows(const RowCopy<T> (&c)[N], int ld, int count, int64_t n
 // aligned (dh % 4 != 0) take load_rows.
 template <int DHP, int BT, int THREADS>
 __device__ __forceinline__ void load_tile_pair(const RowCopy<float> (&c)[2], int ld, int64_t n, int dh) {
-  constexpr int PR = DHP / 4, STEP = THREADS / PR, PER = BT / STEP;
-  static_assert(THREADS % PR == 0 && BT % STEP == 0, "whole rows per pass");
+  using Store = PairStore<DHP, THREADS>;  // its rows and columns are this thread's
+  constexpr int STEP = Store::STEP, PER = BT / STEP;
+  static_assert(BT % (2 * STEP) == 0, "whole rows per pass, in pairs");
   if (dh % 4 != 0 || reinterpret_cast<uintptr_t>(c[0].rows) % 16 != 0 ||
       reinterpret_cast<uintptr_t>(c[1].rows) % 16 != 0) {
     load_rows(c, ld, BT, n, dh, DHP);
     return;
   }
-  const int col = threadIdx.x % PR, r0 = threadIdx.x / PR;
+  const Store st(threadIdx.x);
+  const int col = st.col, r0 = st.r0;
   const bool live = 4 * col < dh;
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
+    // Row pairs (PairStore): rows 2 m, 2 m + 1 for m = r0 + STEP k, k < PER / 2.
+    const bool rows2 = c[i].layout == TileLayout::pair_rows;
+    const auto row_of = [&](int k) { return rows2 ? 2 * (r0 + (k >> 1) * STEP) + (k & 1) : r0 + k * STEP; };
     float4 v[PER];
-    const int64_t row0 = c[i].first + r0;
-    const float* from = c[i].rows + row0 * dh + 4 * col;  // read only for rows in [0, n)
-    const int64_t stride = int64_t(STEP) * dh;
 #pragma unroll
     for (int k = 0; k < PER; ++k) {  // every load in flight before any store
-      const int64_t src = row0 + k * STEP;
-      v[k] = live && src >= 0 && src < n ? *reinterpret_cast<const float4*>(from + k * stride) : float4{};
+      const int64_t src = c[i].first + row_of(k);
+      v[k] = live && src >= 0 && src < n ? *reinterpret_cast<const float4*>(c[i].rows + src * dh + 4 * col)
+                                         : float4{};
     }
 #pragma unroll
     for (int k = 0; k < PER; ++k) {
-      const int r = r0 + k * STEP;
-      if (c[i].lo) {
+      const int r = row_of(k);
+      if (rows2) {
+        if (k % 2 == 0) st.rows_at(c[i].dst, k >> 1, v[k], v[k + 1]);
+      } else if (c[i].layout == TileLayout::pair_cols) {
+        st.cols_at(c[i].dst, k, v[k]);
+      } else if (c[i].lo) {
         float4 hi, lo;
         split_value(v[k], hi, lo);
         reinterpret_cast<float4*>(c[i].dst + r * ld)[col] = hi;

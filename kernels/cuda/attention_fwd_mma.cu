@@ -6,7 +6,8 @@
 // rows' Q (split once into TF32 hi and lo), its 16 x 64 scores, and its 16 x dh
 // output in registers, as PTX mma.sync m16n8k8 fragments (mma_tf32.cuh). Per
 // key tile, the block loads K and V into shared memory and splits them there
-// once (hi, lo), computes the coarse levels' grids (level_grids_staged: the
+// once, as pair tiles (pair_tile.cuh: one LDS.128 per B fragment of S and of
+// P V), computes the coarse levels' grids (level_grids_staged: the
 // query tile's coarse rows staged once, the key tile's with K and V, every
 // level between the same two barriers), then each warp
 //   S = w_0 Q K^T (3xTF32) + sum_l w_l Cg_l[p >> l, p' >> l], masked;
@@ -30,23 +31,34 @@ namespace hkt::cuda {
 namespace {
 
 constexpr int kMmaBT = kMmaTile;  // query and key tile rows
-// Shared memory in floats: K and V (hi, lo; async: and the next tile's K and V
-// as loaded), then every level's coarse rows of the query and the key tile
+// Shared memory in floats: K and V (pair tiles; async: and the next tile's K
+// and V as loaded, at mma_ld), then every level's coarse rows of the query and the key tile
 // (lay.acc_row(l)) and the levels' grids.
 inline size_t mma_fwd_elems(const Layout& lay, int dhp, bool async) {
-  return (async ? 6 : 4) * static_cast<size_t>(Layout::up8(kMmaBT * mma_ld(dhp))) +
+  return 2 * static_cast<size_t>(pair_tile_floats(kMmaBT, dhp)) +
+         (async ? 2 : 0) * static_cast<size_t>(Layout::up8(kMmaBT * mma_ld(dhp))) +
          2 * static_cast<size_t>(Layout::up8(lay.acc_row(lay.L) * lay.ld)) + lay.grid_off(lay.L);
 }
 
-// Rows [0, kMmaBT) x columns [0, DHP) of a tile at ld, split: hi and lo of
-// src (the cp.async path: its copies land as loaded; plain loads split on the
-// way in, RowCopy::lo).
-template <int DHP>
-__device__ void split_tile(const float* src, float* hi, float* lo) {
+// Rows [0, kMmaBT) x columns [0, DHP) of a tile at ld into the pair tile
+// dst, split (the cp.async path: its copies land as loaded; plain loads split
+// on the way in, RowCopy::layout).
+template <int DHP, TileLayout Layout>
+__device__ void pair_tile_from(const float* src, float* dst) {
+  using Store = PairStore<DHP, kMmaThreads>;
   constexpr int ld = mma_ld(DHP);
-  for (int e = threadIdx.x; e < kMmaBT * DHP; e += blockDim.x) {
-    const int idx = (e / DHP) * ld + e % DHP;
-    split_value(src[idx], hi[idx], lo[idx]);
+  const Store st(threadIdx.x);
+  const float* x = src + 4 * st.col;
+  if constexpr (Layout == TileLayout::pair_cols) {
+#pragma unroll
+    for (int k = 0; k < kMmaBT / Store::STEP; ++k)
+      st.cols_at(dst, k, *reinterpret_cast<const float4*>(x + (st.r0 + k * Store::STEP) * ld));
+  } else {
+#pragma unroll
+    for (int k = 0; k < kMmaBT / 2 / Store::STEP; ++k) {
+      const float* row = x + 2 * (st.r0 + k * Store::STEP) * ld;
+      st.rows_at(dst, k, *reinterpret_cast<const float4*>(row), *reinterpret_cast<const float4*>(row + ld));
+    }
   }
 }
 
@@ -59,10 +71,8 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const Layout lay = mma_layout<DHP>(BT, P.L);
   Carver<float> cv{reinterpret_cast<float*>(smem_raw)};
-  float* Khi = cv.take(Layout::up8(BT * ld));
-  float* Klo = cv.take(Layout::up8(BT * ld));
-  float* Vhi = cv.take(Layout::up8(BT * ld));
-  float* Vlo = cv.take(Layout::up8(BT * ld));
+  float* Kp = cv.take(pair_tile_floats(BT, DHP));  // K, V split: column and row pairs (pair_tile.cuh)
+  float* Vp = cv.take(pair_tile_floats(BT, DHP));
   float* Knext = Async ? cv.take(Layout::up8(BT * ld)) : nullptr;
   float* Vnext = Async ? cv.take(Layout::up8(BT * ld)) : nullptr;
   float* Ql = cv.take(Layout::up8(lay.acc_row(P.L) * lay.ld));  // the query tile's coarse rows, once
@@ -72,17 +82,19 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
   const int tq = blockIdx.x, dh = int(P.dh);
   const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
   const auto [warp, g, t, r0] = frag_lane();  // this lane's rows: r0 and r0 + 8
+  const PairLane<DHP> pl(threadIdx.x & 31);   // its reads of Kp and Vp
   const int64_t i0 = int64_t(tq) * BT - P.off;
   float w[kMaxLevels];
   level_weights(P, h, w);
 
-  // Q's A fragments, split once: staged through Khi. The levels' query rows stay.
-  load_rows(Khi, ld, level_rows<float>(P, P.q, 0, bh), i0, BT, P.T, dh, DHP);
+  // Q's A fragments, split once: staged through Kp. The levels' query rows stay.
+  const RowCopy<float> qc[1] = {{Kp, level_rows<float>(P, P.q, 0, bh), i0, nullptr, TileLayout::pair_cols}};
+  load_rows(qc, ld, BT, P.T, dh, DHP);
   stage_level_rows(P, lay, P.q, bh, tq, Ql);
   __syncthreads();
   uint32_t qh[KS][4], ql[KS][4];
 #pragma unroll
-  for (int kk = 0; kk < KS; ++kk) load_a_split(Khi + (r0 - g) * ld + 8 * kk, ld, qh[kk], ql[kk]);  // this warp's 16 rows
+  for (int kk = 0; kk < KS; ++kk) load_a_pair<DHP>(Kp, pl, r0 - g, kk, qh[kk], ql[kk]);  // this warp's 16 rows
   float o[ND][4];
 #pragma unroll
   for (int n = 0; n < ND; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
@@ -102,22 +114,23 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
     if constexpr (Async) {
       cp_async_wait_all();
     } else {
-      const RowCopy<float> kv[2] = {{Khi, k0, j0, Klo}, {Vhi, vv, j0, Vlo}};  // split as they are stored
+      const RowCopy<float> kv[2] = {{Kp, k0, j0, nullptr, TileLayout::pair_cols},  // split as stored
+                                    {Vp, vv, j0, nullptr, TileLayout::pair_rows}};
       load_tile_pair<DHP, BT, kMmaThreads>(kv, ld, P.T, dh);
     }
     stage_level_rows(P, lay, P.k, bh, tk, Kl);
     __syncthreads();
     level_grids_staged(P, lay, Ql, Kl, Cg);  // every level between the same two barriers
     if constexpr (Async) {
-      split_tile<DHP>(Knext, Khi, Klo);
-      split_tile<DHP>(Vnext, Vhi, Vlo);
+      pair_tile_from<DHP, TileLayout::pair_cols>(Knext, Kp);
+      pair_tile_from<DHP, TileLayout::pair_rows>(Vnext, Vp);
     }
     __syncthreads();
     if constexpr (Async)
       if (tk < last) fetch(tk + 1);  // lands while this tile's products run
     if (P.L > 1) fold_levels(P, lay, w, Cg, 8 * warp, 8, 0, BT / 2);  // this warp's 16 rows' coarse terms
 
-    // S = Q K^T: n-tile j holds keys 8j .. 8j + 7.
+    // S = Q K^T: n-tile j holds keys 8j .. 8j + 7; k in the pair order (Q's fragments too).
     float s[NT][4];
 #pragma unroll
     for (int j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
@@ -125,8 +138,7 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
     for (int kk = 0; kk < KS; ++kk) {
       uint32_t bh[NT][2], bl[NT][2];
 #pragma unroll
-      for (int j = 0; j < NT; ++j)  // B[t][g] = K[8j + g][8kk + t], K split already
-        load_b_split(Khi, Klo, (8 * j + g) * ld + 8 * kk + t, 4, bh[j], bl[j]);
+      for (int j = 0; j < NT; ++j) load_b_chunk(Kp + pl.col_at(j, kk), bh[j], bl[j]);  // K[8j + g][8kk + 2t, + 1]
       mma_3xtf32_passes(s, qh[kk], ql[kk], bh, bl);
     }
 
@@ -180,7 +192,7 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
       o[n][3] *= alpha[1];
     }
 
-    warp_fb<DHP, NT>(o, s, Vhi, ld, Vlo);  // O += P V (V split already)
+    warp_fb_pair<DHP, NT>(o, s, Vp, pl);  // O += P V (V split already)
   }
 
   // O / l and LSE, straight from the fragments (columns 8n + 2t, 8n + 2t + 1).

@@ -102,6 +102,19 @@ __device__ __forceinline__ void load_a_split(const float* A, int ld, uint32_t (&
   split_tf32(a[8 * ld + 4], ah[3], al[3]);
 }
 
+// load_a_split in the pair order of the k index (pair_tile.cuh): a0, a2 =
+// columns 2t, 2t + 1 of row g (one float2), a1, a3 those of row g + 8. A and
+// ld even.
+__device__ __forceinline__ void load_a_split_k(const float* A, int ld, uint32_t (&ah)[4], uint32_t (&al)[4]) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float2 a = *reinterpret_cast<const float2*>(A + (g + 8 * h) * ld + 2 * t);
+    split_tf32(a.x, ah[h], al[h]);
+    split_tf32(a.y, ah[h + 2], al[h + 2]);
+  }
+}
+
 // Warp-wide products of a warp's 16 rows with shared-memory tiles (row major
 // at ld; fragments split into TF32 hi/lo as they are loaded). With g, t as
 // above, element e of acc[j] is row g + 8 (e >> 1), column 8j + 2t + (e & 1).
@@ -127,30 +140,33 @@ __device__ __forceinline__ void warp_abt(float (&acc)[NT][4], const float* A, co
 }
 
 // acc[n] += A B: A the warp's 16 rows of K columns in shared memory (row major
-// at lda, the first row at A), B a K x DHP tile (row major at ldb).
+// at lda, the first row at A; lda even), B a K x DHP tile (row major at ldb).
+// k in the pair order: B's rows 2t and 2t + 1 of each group of 8 are 2 ldb
+// apart, which at ldb = mma_ld (4 banks per row) puts a warp's reads on 32
+// banks; rows t and t + 4 (the PTX order) would be 4 apart, 2 lanes per bank
+// (tests/test_smem_layouts.cpp).
 template <int DHP, int K>
 __device__ __forceinline__ void warp_ab(float (&acc)[DHP / 8][4], const float* A, int lda, const float* B, int ldb) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int kk = 0; kk < K / 8; ++kk) {
     uint32_t ah[4], al[4], bh[DHP / 8][2], bl[DHP / 8][2];
-    load_a_split(A + 8 * kk, lda, ah, al);
+    load_a_split_k(A + 8 * kk, lda, ah, al);
 #pragma unroll
-    for (int n = 0; n < DHP / 8; ++n)  // b0 = B[8kk + t][8n + g], b1 = B[8kk + t + 4][8n + g]
-      load_b_split(B, nullptr, (8 * kk + t) * ldb + 8 * n + g, 4 * ldb, bh[n], bl[n]);
+    for (int n = 0; n < DHP / 8; ++n)  // b0 = B[8kk + 2t][8n + g], b1 = B[8kk + 2t + 1][8n + g]
+      load_b_split(B, nullptr, (8 * kk + 2 * t) * ldb + 8 * n + g, ldb, bh[n], bl[n]);
     mma_3xtf32_passes(acc, ah, al, bh, bl);
   }
 }
 
 // acc[n] += F B: F is the warp's 16 x 8NT matrix held as C fragments (f[j],
-// the layout above), B a (8 NT) x DHP tile. A C fragment holds columns 2t and
-// 2t + 1 where an A fragment wants t and t + 4, so each group of 8 k indices
-// is taken in the order 0, 2, 4, 6, 1, 3, 5, 7, in F and in B alike.
-// B_lo non-null: B is already split (B holds the TF32 hi parts, B_lo the lo).
-template <int DHP, int NT>
-__device__ __forceinline__ void warp_fb(float (&acc)[DHP / 8][4], const float (&f)[NT][4], const float* B, int ld,
-                                        const float* B_lo = nullptr) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+// the layout above), B a (8 NT) x DHP matrix whose B fragments load_b(j, n,
+// bh, bl) gives: {B[8j + 2t][8n + g], B[8j + 2t + 1][8n + g]}, split. A C
+// fragment holds columns 2t and 2t + 1 where an A fragment wants t and t + 4,
+// so each group of 8 k indices is taken in the order 0, 2, 4, 6, 1, 3, 5, 7,
+// in F and in B alike.
+template <int DHP, int NT, class LoadB>
+__device__ __forceinline__ void warp_fb_with(float (&acc)[DHP / 8][4], const float (&f)[NT][4], LoadB&& load_b) {
 #pragma unroll
   for (int j = 0; j < NT; ++j) {
     uint32_t ah[4], al[4];
@@ -160,10 +176,20 @@ __device__ __forceinline__ void warp_fb(float (&acc)[DHP / 8][4], const float (&
     split_tf32(f[j][3], ah[3], al[3]);  // A[g + 8][t + 4] = F[g + 8][8j + 2t + 1]
     uint32_t bh[DHP / 8][2], bl[DHP / 8][2];
 #pragma unroll
-    for (int n = 0; n < DHP / 8; ++n)  // B[8j + 2t][8n + g], then row 8j + 2t + 1
-      load_b_split(B, B_lo, (8 * j + 2 * t) * ld + 8 * n + g, ld, bh[n], bl[n]);
+    for (int n = 0; n < DHP / 8; ++n) load_b(j, n, bh[n], bl[n]);
     mma_3xtf32_passes(acc, ah, al, bh, bl);
   }
+}
+
+// warp_fb_with for B a row-major tile in shared memory at ld. B_lo non-null:
+// B is already split (B holds the TF32 hi parts, B_lo the lo).
+template <int DHP, int NT>
+__device__ __forceinline__ void warp_fb(float (&acc)[DHP / 8][4], const float (&f)[NT][4], const float* B, int ld,
+                                        const float* B_lo = nullptr) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  warp_fb_with<DHP, NT>(acc, f, [&](int j, int n, uint32_t(&bh)[2], uint32_t(&bl)[2]) {
+    load_b_split(B, B_lo, (8 * j + 2 * t) * ld + 8 * n + g, ld, bh, bl);  // B[8j + 2t][8n + g], then row 8j + 2t + 1
+  });
 }
 
 }  // namespace hkt::cuda

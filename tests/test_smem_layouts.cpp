@@ -1,0 +1,104 @@
+// Shared-memory bank conflicts of the mma kernels' fragment reads, worked out
+// from the layouts' own index functions (kernels/cuda/pair_tile.cuh,
+// attention_mma.hpp's mma_ld): a GPU serves a warp's read in phases (32 lanes
+// for 4-byte reads, 16 for 8-byte, 8 for 16-byte), and a phase in which one
+// of the 32 banks is asked for k different 4-byte words takes k passes. No
+// GPU and no timing: the addresses alone decide it. A swizzle or padding
+// that stops doing its job fails here, where the emulated suites (which
+// check results) would not notice.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "cuda_emu/hkt_cuda_emu.hpp"
+#include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/attention_mma.hpp"
+#include "kernels/cuda/pair_tile.cuh"
+
+namespace {
+
+// The passes of the worst phase of one warp-wide read: lane `lane` reads
+// `width` bytes at float offset at(g, t) (g = lane / 4, t = lane % 4).
+int bank_ways(int width, const std::function<int(int g, int t)>& at) {
+  const int per_phase = 128 / width;
+  int worst = 0;
+  for (int phase = 0; phase < 32 / per_phase; ++phase) {
+    std::map<int, std::set<int>> words;  // bank -> distinct words
+    for (int lane = phase * per_phase; lane < (phase + 1) * per_phase; ++lane)
+      for (int w = 0; w < width / 4; ++w) {
+        const int word = at(lane / 4, lane % 4) + w;
+        words[word % 32].insert(word);
+      }
+    for (const auto& [bank, set] : words) worst = std::max(worst, static_cast<int>(set.size()));
+  }
+  return worst;
+}
+
+// The worst read of every B fragment of a 64-row pair tile of DHP values,
+// column pairs and row pairs, at the offsets the loaders use (PairLane); and
+// whether those offsets are the layouts' (pcol_chunk, prow_chunk).
+template <int DHP>
+std::array<int, 2> pair_tile_ways(bool& offsets_match) {
+  using namespace hkt::cuda;
+  std::array<int, 2> worst{};
+  const auto lane = [](int g, int t) { return PairLane<DHP>(4 * g + t); };
+  for (int j = 0; j < 8; ++j)
+    for (int kk = 0; kk < DHP / 8; ++kk) {
+      // Column pairs (load_b_chunk at col_at, load_a_pair): chunk (8 j + g, 4 kk + t).
+      worst[0] = std::max(worst[0], bank_ways(16, [&](int g, int t) { return lane(g, t).col_at(j, kk); }));
+      // Row pairs (warp_fb_pair): chunk (4 j + t, 8 n + g), n = kk.
+      worst[1] = std::max(worst[1], bank_ways(16, [&](int g, int t) { return lane(g, t).row_at(j, kk); }));
+      for (int g = 0; g < 8; ++g)
+        for (int t = 0; t < 4; ++t)
+          offsets_match = offsets_match && lane(g, t).col_at(j, kk) == pcol_chunk(8 * j + g, 4 * kk + t, DHP) &&
+                          lane(g, t).row_at(j, kk) == prow_chunk(4 * j + t, 8 * kk + g, DHP);
+    }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("smem layouts: a bank that serves two words in one phase is counted as two passes") {
+  CHECK(bank_ways(4, [](int g, int t) { return 4 * g + t; }) == 1);       // 32 lanes, 32 banks
+  CHECK(bank_ways(4, [](int, int) { return 5; }) == 1);                   // one word: a broadcast
+  CHECK(bank_ways(4, [](int g, int t) { return 64 * g + t; }) == 8);      // 8 rows of 64 floats: same banks
+  CHECK(bank_ways(16, [](int g, int t) { return 4 * (4 * g + t); }) == 1);  // float4 per lane, contiguous
+  CHECK(bank_ways(8, [](int g, int t) { return 64 * t + 2 * g; }) == 4);  // 4 rows of 64 floats in a half warp
+}
+
+TEST_CASE("smem layouts: the pair tiles' fragment reads are free of bank conflicts (pair_tile.cuh)") {
+  bool match32 = true, match64 = true;
+  for (const auto& [name, ways] :
+       {std::pair{"DHP = 32", pair_tile_ways<32>(match32)}, {"DHP = 64", pair_tile_ways<64>(match64)}}) {
+    CAPTURE(name);
+    CHECK(ways[0] == 1);  // column pairs
+    CHECK(ways[1] == 1);  // row pairs
+  }
+  CHECK(match32);  // PairLane's precomputed offsets are the layouts'
+  CHECK(match64);
+  // Without the swizzles: column pairs put rows r, r + 1 on the same banks, row pairs the four t.
+  CHECK(bank_ways(16, [](int g, int t) { return g * 128 + 4 * t; }) == 2);
+  CHECK(bank_ways(16, [](int g, int t) { return t * 256 + 4 * g; }) == 4);
+}
+
+TEST_CASE("smem layouts: tiles at mma_ld read as PTX fragments are free of bank conflicts (mma_tf32.cuh)") {
+  for (const int dhp : {32, 64}) {
+    CAPTURE(dhp);
+    const int ld = hkt::cuda::mma_ld(dhp);
+    // load_a_split and load_b_split (warp_abt): A[g][t] at row g, column t (and + 4, rows + 8).
+    CHECK(bank_ways(4, [&](int g, int t) { return g * ld + t; }) == 1);
+    // warp_fb: B[8j + 2t][8n + g].
+    CHECK(bank_ways(4, [&](int g, int t) { return 2 * t * ld + g; }) == 1);
+    // warp_ab: B[8kk + 2t][8n + g] (the pair order; the PTX order's B[8kk + t][8n + g] would take 2 passes).
+    CHECK(bank_ways(4, [&](int g, int t) { return 2 * t * ld + g; }) == 1);
+    CHECK(bank_ways(4, [&](int g, int t) { return t * ld + g; }) == 2);
+    // Its A (dS at lay.lds = 68, load_a_split_k): one float2 of row g at column 2t. Two passes,
+    // the same as the PTX order's two 4-byte reads in one pass each.
+    const int lds = hkt::cuda::Layout(hkt::cuda::kMmaTile, dhp, 1).lds;
+    CHECK(bank_ways(8, [&](int g, int t) { return g * lds + 2 * t; }) == 2);
+  }
+}
