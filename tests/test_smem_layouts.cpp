@@ -60,6 +60,28 @@ std::array<int, 2> pair_tile_ways(bool& offsets_match) {
   return worst;
 }
 
+// The same for split tiles (SplitLane; split_at): the worst LDS.64 of k along
+// the row (warp_abt_split) and LDS.32 of k down the column (warp_fb_split),
+// over every fragment of a 64-row tile, both h.
+template <int DHP>
+std::array<int, 2> split_tile_ways(bool& offsets_match) {
+  using namespace hkt::cuda;
+  std::array<int, 2> worst{};
+  const auto lane = [](int g, int t) { return SplitLane<DHP>(4 * g + t); };
+  for (int j = 0; j < 8; ++j)
+    for (int kk = 0; kk < DHP / 8; ++kk) {
+      worst[0] = std::max(worst[0], bank_ways(8, [&](int g, int t) { return lane(g, t).k_at(j, kk); }));
+      for (int h = 0; h < 2; ++h)
+        worst[1] = std::max(worst[1], bank_ways(4, [&](int g, int t) { return lane(g, t).fb_at(j, kk, h); }));
+      for (int g = 0; g < 8; ++g)
+        for (int t = 0; t < 4; ++t)
+          offsets_match = offsets_match && lane(g, t).k_at(j, kk) == split_at(8 * j + g, 8 * kk + 2 * t, DHP) &&
+                          lane(g, t).fb_at(j, kk, 0) == split_at(8 * j + 2 * t, 8 * kk + g, DHP) &&
+                          lane(g, t).fb_at(j, kk, 1) == split_at(8 * j + 2 * t + 1, 8 * kk + g, DHP);
+    }
+  return worst;
+}
+
 }  // namespace
 
 TEST_CASE("smem layouts: a bank that serves two words in one phase is counted as two passes") {
@@ -83,6 +105,21 @@ TEST_CASE("smem layouts: the pair tiles' fragment reads are free of bank conflic
   // Without the swizzles: column pairs put rows r, r + 1 on the same banks, row pairs the four t.
   CHECK(bank_ways(16, [](int g, int t) { return g * 128 + 4 * t; }) == 2);
   CHECK(bank_ways(16, [](int g, int t) { return t * 256 + 4 * g; }) == 4);
+}
+
+TEST_CASE("smem layouts: the split tiles' fragment reads are free of bank conflicts (pair_tile.cuh)") {
+  bool match32 = true, match64 = true;
+  for (const auto& [name, ways] :
+       {std::pair{"DHP = 32", split_tile_ways<32>(match32)}, {"DHP = 64", split_tile_ways<64>(match64)}}) {
+    CAPTURE(name);
+    CHECK(ways[0] == 1);  // warp_abt_split
+    CHECK(ways[1] == 1);  // warp_fb_split
+  }
+  CHECK(match32);  // SplitLane's precomputed offsets are split_at's
+  CHECK(match64);
+  // Without the swizzle (rows of 64 floats), both would take 4 passes: 4 rows on the same banks.
+  CHECK(bank_ways(8, [](int g, int t) { return 64 * g + 2 * t; }) == 4);
+  CHECK(bank_ways(4, [](int g, int t) { return 64 * 2 * t + g; }) == 4);
 }
 
 TEST_CASE("smem layouts: tiles at mma_ld read as PTX fragments are free of bank conflicts (mma_tf32.cuh)") {

@@ -20,9 +20,10 @@
 // share 16 keys and take one half of each query tile each (half the score
 // fragments per warp), their dK_0, dV shares summed through shared memory once
 // per key tile; in the dQ product each takes half of the columns. And it loads
-// Q and dO split into TF32 hi and lo (two more tiles of shared memory), so
-// that no warp splits them again. 8 warps per SM where shared memory allows one
-// block (L > 1) and where registers allow one (MHA: 206 per thread).
+// Q and dO as split tiles (pair_tile.cuh: TF32 hi and lo, swizzled; dS goes
+// over them once every warp is done with them), so that no warp splits them
+// again. 8 warps per SM where shared memory allows one block (L > 1) and where
+// registers allow one (MHA: about 200 per thread, tools/cuda-resources).
 // A second kernel sums the G partials in group order and scales them by w_l.
 // Each block is the only writer of its group's partials and adds into them in
 // a fixed order, so the sums do not depend on scheduling. The dlambda partials
@@ -82,7 +83,7 @@ template <int DHP>
 __device__ __forceinline__ void sum_query_halves(const MmaBwdTiles& s, float (&dk)[DHP / 8][4],
                                                  float (&dv)[DHP / 8][4]) {
   constexpr int ND = DHP / 8;
-  static_assert(4 * ND * 4 * 32 <= kMmaTile * mma_ld(DHP), "the halves' slots fit in a tile");
+  static_assert(4 * ND * 4 * 32 <= MmaBwdTiles::split(DHP), "the halves' slots fit in a split tile");  // QS = 2
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   __syncthreads();  // every warp is done with Qs and dOs
   if (warp >= 4) {
@@ -115,7 +116,7 @@ __global__ void __launch_bounds__(kMmaThreads* QS, 1)
   HKT_DYNAMIC_SHARED(smem_raw);
   constexpr int BT = kMmaTile, ld = mma_ld(DHP), ND = DHP / 8, NQ = ND / QS;
   const Layout lay = mma_layout<DHP>(BT, P.L);
-  const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP, true, QS == 2);
+  const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP, true, QS == 2);  // QS = 2: Q, dO loaded split
   const int64_t bh = blockIdx.y;
   const int warp = threadIdx.x >> 5;
   // In the dQ product: queries 16 (warp % 4) .. + 15, columns col0 .. + DHP / QS - 1.

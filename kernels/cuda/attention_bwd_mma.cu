@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   float dk[ND][4], dv[ND][4];  // this warp's 16 keys (key_side_pair)
   stage_key_tile<DHP>(P, s, lay, bh, tk, j0, dk, dv);
   for (int tq = P.causal ? tk : 0; tq < P.nt; ++tq) {
-    key_side_pair<DHP, false, 1, true>(P, s, lay, w, bh, tq, tk, j0, dO, LSE, D, dk, dv, P.L > 1);
+    key_side_pair<DHP, false, 1>(P, s, lay, w, bh, tq, tk, j0, dO, LSE, D, dk, dv, P.L > 1);
     if (P.L > 1) level_grads<true>(P, s, lay, bh, tq);
   }
   store_frag_rows<DHP>(P, nullptr, 1.0f, j0, dv, dV ? dV + bh * P.T * P.dh : nullptr);
@@ -82,6 +82,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   constexpr int BT = kMmaTile, ld = mma_ld(DHP), NT = BT / 8, ND = DHP / 8;
   const Layout lay = mma_layout<DHP>(BT, P.L);
   const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP, false, false, true);  // K, V loaded split
+  const SplitLane<DHP> sl(threadIdx.x & 31);  // this lane's reads of them
   const int tq = blockIdx.x, dh = int(P.dh);
   const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
   const auto [warp, g, t, r0] = frag_lane();  // this lane's queries: r0 and r0 + 8
@@ -102,14 +103,14 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   for (int tk = 0; tk <= last; ++tk) {
     const int64_t j0 = int64_t(tk) * BT - P.off;
     __syncthreads();  // the previous key tile's readers are done
-    const RowCopy<float> kv[2] = {{s.Ks, k0, j0, s.Klo}, {s.Vs, vv, j0, s.Vlo}};
+    const RowCopy<float> kv[2] = {{s.Ks, k0, j0, s.Klo, TileLayout::split}, {s.Vs, vv, j0, s.Vlo, TileLayout::split}};
     load_tile_pair<DHP, BT, kMmaThreads>(kv, ld, P.T, dh);
     level_grids<float, true>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
     if (P.L > 1) fold_levels(P, lay, w, s.Cg, 8 * warp, 8, 0, BT / 2);  // this warp's 16 queries' coarse terms
     // Element e of sc[j]: query r0 + 8 (e >> 1), key 8j + 2t + (e & 1).
     float sc[NT][4], dp[NT][4];
-    warp_abt<DHP, NT>(sc, s.Qs + warp * 16 * ld, s.Ks, ld, s.Klo);   // S = Q K^T (level 0, unweighted)
-    warp_abt<DHP, NT>(dp, s.dOs + warp * 16 * ld, s.Vs, ld, s.Vlo);  // dP = dO V^T
+    warp_abt_split<DHP, NT>(sc, s.Qs + warp * 16 * ld, ld, s.Ks, s.Klo, sl);   // S = Q K^T (level 0, unweighted)
+    warp_abt_split<DHP, NT>(dp, s.dOs + warp * 16 * ld, ld, s.Vs, s.Vlo, sl);  // dP = dO V^T
     with_mask_test(!pair_unmasked(P, i0, j0, BT), [&](auto masked) {
 #pragma unroll
       for (int j = 0; j < NT; ++j)
@@ -124,7 +125,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
           sc[j][e] = ds;
         }
     });
-    warp_fb<DHP, NT>(dq, sc, s.Ks, ld, s.Klo);  // dQ_0 / w_0 += dS K_0
+    warp_fb_split<DHP, NT>(dq, sc, s.Ks, s.Klo, sl);  // dQ_0 / w_0 += dS K_0
     if (P.L > 1) {
 #pragma unroll
       for (int j = 0; j < NT; ++j)

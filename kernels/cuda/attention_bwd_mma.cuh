@@ -20,11 +20,15 @@ struct MmaBwdTiles {
   float *dSs;                             // dS [query][key] at lay.lds: L > 1, or single pass
   float *Ql, *Kl, *Cg, *dSg, *Acc;        // L > 1 only (null otherwise), at the Layout's geometry (dSg: dsg_*)
   float *AccQ;                            // single pass with L > 1: one tile pair's coarse dQ_l rows
-  float *Qlo, *dOlo;                      // split_qo: Q_0 and dO stored split (Qs, dOs the TF32 hi parts)
-  float *Klo, *Vlo;                       // split_kv: K_0 and V stored split (Ks, Vs the TF32 hi parts)
+  float *Qlo, *dOlo;                      // split_qo: Q_0 and dO as split tiles (Qs, dOs the hi parts)
+  float *Klo, *Vlo;                       // split_kv: K_0 and V as split tiles (Ks, Vs the hi parts)
+  bool ds_over_qo;                        // dSs lies over the split Q and dO (single pass with split_qo)
   // single_pass: dS always (the dQ product reads it by query rows), and Ql,
   // Kl and AccQ hold every level's rows at once (lay.acc_row(l)), not one
-  // level's at a time. split_qo, split_kv: two more tiles each, for the lo parts.
+  // level's at a time. split_qo, split_kv: split tiles (pair_tile.cuh), 64 x
+  // dhp each, hi and lo; in a single pass dS then takes the place of Q and dO
+  // once every warp is done with them (key_side_pair), which keeps MHA at two
+  // blocks per SM.
   // dSg_l (G = lay.BT >> l) row major at G + 4, not G: the tile products read
   // 16 x 8 fragments of it, row major (the dQ product) and column major (dK),
   // and at G = 32 a row-major fragment put 8 lanes on one bank (4 at G = 16),
@@ -35,11 +39,13 @@ struct MmaBwdTiles {
     for (int m = 1; m < l; ++m) o += Layout::up8((lay.BT >> m) * dsg_ld(lay, m));
     return o;
   }
+  __host__ __device__ static int plain(int dhp) { return Layout::up8(kMmaTile * mma_ld(dhp)); }
+  __host__ __device__ static constexpr int split(int dhp) { return kMmaTile * dhp; }  // one of a split tile's two
   static size_t elems(const Layout& lay, int dhp, bool single_pass = false, bool split_qo = false,
                       bool split_kv = false) {
-    const int tiles = 4 + (split_qo ? 2 : 0) + (split_kv ? 2 : 0);
-    size_t n = tiles * static_cast<size_t>(Layout::up8(kMmaTile * mma_ld(dhp))) + 2 * Layout::up8(kMmaTile);
-    if (lay.L > 1 || single_pass) n += static_cast<size_t>(lay.scores());
+    size_t n = 2 * static_cast<size_t>(split_qo ? 2 * split(dhp) : plain(dhp)) +
+               2 * static_cast<size_t>(split_kv ? 2 * split(dhp) : plain(dhp)) + 2 * Layout::up8(kMmaTile);
+    if (lay.L > 1 || single_pass) n += single_pass && split_qo ? 0 : static_cast<size_t>(lay.scores());
     const size_t all_levels = Layout::up8(lay.acc_row(lay.L) * lay.ld);
     if (lay.L > 1)
       n += (single_pass ? 3 * all_levels : 2 * static_cast<size_t>(lay.level_rows())) + lay.grid_off(lay.L) +
@@ -49,19 +55,23 @@ struct MmaBwdTiles {
   __device__ MmaBwdTiles(float* sm, const Layout& lay, int dhp, bool single_pass = false, bool split_qo = false,
                          bool split_kv = false) {
     Carver<float> cv{sm};
-    const int rows = Layout::up8(kMmaTile * mma_ld(dhp));
-    Qs = cv.take(rows);
-    Ks = cv.take(rows);
-    Vs = cv.take(rows);
-    dOs = cv.take(rows);
-    Qlo = split_qo ? cv.take(rows) : nullptr;
-    dOlo = split_qo ? cv.take(rows) : nullptr;
-    Klo = split_kv ? cv.take(rows) : nullptr;
-    Vlo = split_kv ? cv.take(rows) : nullptr;
+    const int qo = split_qo ? split(dhp) : plain(dhp), kv = split_kv ? split(dhp) : plain(dhp);
+    Qs = cv.take(qo);
+    Qlo = split_qo ? cv.take(qo) : nullptr;
+    dOs = cv.take(qo);
+    dOlo = split_qo ? cv.take(qo) : nullptr;
+    Ks = cv.take(kv);
+    Klo = split_kv ? cv.take(kv) : nullptr;
+    Vs = cv.take(kv);
+    Vlo = split_kv ? cv.take(kv) : nullptr;
     lse = cv.take(Layout::up8(kMmaTile));
     Dr = cv.take(Layout::up8(kMmaTile));
     dSs = Ql = Kl = Cg = dSg = Acc = AccQ = nullptr;
-    if (lay.L > 1 || single_pass) dSs = cv.take(lay.scores());
+    ds_over_qo = single_pass && split_qo;  // 4 split tiles >= 64 x lay.lds
+    if (ds_over_qo)
+      dSs = Qs;
+    else if (lay.L > 1 || single_pass)
+      dSs = cv.take(lay.scores());
     if (lay.L > 1) {
       const int all_levels = Layout::up8(lay.acc_row(lay.L) * lay.ld);
       Ql = cv.take(single_pass ? all_levels : lay.level_rows());
@@ -126,10 +136,14 @@ __device__ __forceinline__ void stage_key_tile(const Params& P, const MmaBwdTile
 // 8n + 2t + (e & 1)). With to_smem, dS^T goes to s.dSs as dS [query][key].
 // QS = 2 (blocks of 8 warps): warp w takes the queries 32 (w / 4) .. + 31 of
 // its keys, so dk and dv hold that half's share (the caller sums the halves).
-// Split: Q and dO are split once as they are loaded (into s.Qs / s.Qlo and
-// s.dOs / s.dOlo: MmaBwdTiles built with split), where each warp would split
-// every element it reads as a B operand, 4 times per element per block.
-template <int DHP, bool SinglePass = false, int QS = 1, bool Split = false>
+// Split: Q and dO are split once as they are loaded, into split tiles (s.Qs /
+// s.Qlo and s.dOs / s.dOlo: MmaBwdTiles built with split_qo), where each warp
+// would split every element it reads as a B operand, 4 times per element per
+// block; with s.ds_over_qo, dS^T goes over them after a barrier. That trades
+// two instructions per value read for twice the shared-memory traffic (hi
+// and lo, where a plain tile is read once and split in registers): fused
+// keeps Q and dO plain, fused8 and the two-kernel key side split them.
+template <int DHP, bool SinglePass = false, int QS = 1, bool Split = true>
 __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles& s, const Layout& lay,
                                               const float (&w)[kMaxLevels], int64_t bh, int tq, int tk, int64_t j0,
                                               const float* dO, const float* LSE, const float* D,
@@ -141,8 +155,9 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
   const int kw = warp & 3;                  // this warp's 16 keys
   const int64_t b = bh / P.H, i0 = int64_t(tq) * BT - P.off;
   __syncthreads();  // the previous query tile's readers are done
-  const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0, Split ? s.Qlo : nullptr},
-                                {s.dOs, dO + bh * P.T * P.dh, i0, Split ? s.dOlo : nullptr}};
+  constexpr TileLayout qo_layout = Split ? TileLayout::split : TileLayout::plain;
+  const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0, s.Qlo, qo_layout},
+                                {s.dOs, dO + bh * P.T * P.dh, i0, s.dOlo, qo_layout}};
   load_tile_pair<DHP, BT, kMmaThreads * QS>(qo, ld, P.T, int(P.dh));
   load_lse_d(P, s, bh, i0, LSE, D);
   if constexpr (SinglePass)
@@ -153,10 +168,18 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
   if (P.L > 1) fold_levels(P, lay, w, s.Cg, qc / 2, BT / 2 / QS, 8 * kw, 8);
   // Element e of st[j]: key r0 + 8 (e >> 1), query qc + 8j + 2t + (e & 1).
   float st[NT][4], dpt[NT][4];
-  const float *Qs = s.Qs + qc * ld, *dOs = s.dOs + qc * ld;
-  const float *Qlo = Split ? s.Qlo + qc * ld : nullptr, *dOlo = Split ? s.dOlo + qc * ld : nullptr;
-  warp_abt<DHP, NT>(st, s.Ks + kw * 16 * ld, Qs, ld, Qlo);    // S^T = K Q^T (level 0, unweighted)
-  warp_abt<DHP, NT>(dpt, s.Vs + kw * 16 * ld, dOs, ld, dOlo);  // dP^T = V dO^T
+  const SplitLane<DHP> sl(threadIdx.x & 31);
+  // This warp's query rows (from qc, a multiple of 8: split tiles keep their swizzle).
+  const int qo_ld = Split ? DHP : ld;
+  const float *Qs = s.Qs + qc * qo_ld, *dOs = s.dOs + qc * qo_ld;
+  const float *Qlo = Split ? s.Qlo + qc * DHP : nullptr, *dOlo = Split ? s.dOlo + qc * DHP : nullptr;
+  if constexpr (Split) {
+    warp_abt_split<DHP, NT>(st, s.Ks + kw * 16 * ld, ld, Qs, Qlo, sl);    // S^T = K Q^T (level 0, unweighted)
+    warp_abt_split<DHP, NT>(dpt, s.Vs + kw * 16 * ld, ld, dOs, dOlo, sl);  // dP^T = V dO^T
+  } else {
+    warp_abt<DHP, NT>(st, s.Ks + kw * 16 * ld, Qs, ld);
+    warp_abt<DHP, NT>(dpt, s.Vs + kw * 16 * ld, dOs, ld);
+  }
   with_mask_test(!pair_unmasked(P, i0, j0, BT), [&](auto masked) {
 #pragma unroll
     for (int j = 0; j < NT; ++j)
@@ -172,9 +195,15 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
         dpt[j][e] = ds;
       }
   });
-  warp_fb<DHP, NT>(dv, st, dOs, ld, dOlo);  // dV += P^T dO
-  warp_fb<DHP, NT>(dk, dpt, Qs, ld, Qlo);   // dK_0 / w_0 += dS^T Q_0
+  if constexpr (Split) {
+    warp_fb_split<DHP, NT>(dv, st, dOs, dOlo, sl);  // dV += P^T dO
+    warp_fb_split<DHP, NT>(dk, dpt, Qs, Qlo, sl);   // dK_0 / w_0 += dS^T Q_0
+  } else {
+    warp_fb<DHP, NT>(dv, st, dOs, ld);
+    warp_fb<DHP, NT>(dk, dpt, Qs, ld);
+  }
   if (to_smem) {
+    if (s.ds_over_qo) __syncthreads();  // every warp is done with Q and dO
 #pragma unroll
     for (int j = 0; j < NT; ++j)
 #pragma unroll

@@ -107,11 +107,10 @@ struct Carver {
 // dst[r * ld + d] = rows[first + r][d] for r < count, d < dh (zero outside
 // [0, n) and in the padding columns dh <= d < dhp). Each thread issues kLoadBatch
 // independent loads before it stores any (a plain loop waits for every load in
-// turn), with float4 accesses when rows allow them. With lo (float only), each
-// value is stored split for the 3xTF32 products: its TF32 hi part in dst, its
-// lo part in lo (same layout), so that the warps reading it split nothing.
-// With a pair layout (float only), dst is a pair tile of rows of dhp values
-// (pair_tile.cuh; ld unused).
+// turn), with float4 accesses when rows allow them. Other layouts (float
+// only) store each value split for the 3xTF32 products, so that the warps
+// reading it split nothing: a split tile (dst the hi parts, lo the lo parts)
+// or a pair tile (dst), of rows of dhp values (pair_tile.cuh; ld unused).
 constexpr int kLoadBatch = 8;
 template <class T>
 struct RowCopy {  // count rows from rows[first] on into dst (see load_rows)
@@ -121,13 +120,6 @@ struct RowCopy {  // count rows from rows[first] on into dst (see load_rows)
   T* lo = nullptr;
   TileLayout layout = TileLayout::plain;
 };
-__device__ inline void split_value(float x, float& hi, float& lo) { split_tf32(x, hi, lo); }
-__device__ inline void split_value(float4 x, float4& hi, float4& lo) {
-  split_value(x.x, hi.x, lo.x);
-  split_value(x.y, hi.y, lo.y);
-  split_value(x.z, hi.z, lo.z);
-  split_value(x.w, hi.w, lo.w);
-}
 // which = e / each, x = e % each for e < N each, by N - 1 compares (no division).
 template <int N>
 __device__ __forceinline__ void split_index(int e, int each, int& which, int& x) {
@@ -178,14 +170,7 @@ __device__ void load_rows_as(const RowCopy<T> (&c)[N], int ld, int count, int64_
         const RowCopy<T> cw = pick(c, which);
         if constexpr (std::is_same_v<T, float>) {
           if (cw.layout != TileLayout::plain) {  // the general path: one value at a time
-            store_pair(cw.dst, cw.layout, dhp, r, col * W, v[u]);
-            continue;
-          }
-          if (cw.lo) {
-            V hi, lo;
-            split_value(v[u], hi, lo);
-            reinterpret_cast<V*>(cw.dst + r * ld)[col] = hi;
-            reinterpret_cast<V*>(cw.lo + r * ld)[col] = lo;
+            store_split(cw.dst, cw.lo, cw.layout, dhp, r, col * W, v[u]);
             continue;
           }
         }
@@ -247,11 +232,8 @@ __device__ __forceinline__ void load_tile_pair(const RowCopy<float> (&c)[2], int
         if (k % 2 == 0) st.rows_at(c[i].dst, k >> 1, v[k], v[k + 1]);
       } else if (c[i].layout == TileLayout::pair_cols) {
         st.cols_at(c[i].dst, k, v[k]);
-      } else if (c[i].lo) {
-        float4 hi, lo;
-        split_value(v[k], hi, lo);
-        reinterpret_cast<float4*>(c[i].dst + r * ld)[col] = hi;
-        reinterpret_cast<float4*>(c[i].lo + r * ld)[col] = lo;
+      } else if (c[i].layout == TileLayout::split) {
+        st.split_at_k(c[i].dst, c[i].lo, k, v[k]);
       } else {
         reinterpret_cast<float4*>(c[i].dst + r * ld)[col] = v[k];
       }

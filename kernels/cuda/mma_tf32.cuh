@@ -76,19 +76,10 @@ __device__ __forceinline__ FragLane frag_lane() {
   return {warp, lane >> 2, lane & 3, (warp & 3) * 16 + (lane >> 2)};
 }
 
-// B fragment pair {B[e], B[e + step]} as TF32 hi/lo: read as they are when B is
-// already split (B holds the hi parts, B_lo the lo), else split here.
-__device__ __forceinline__ void load_b_split(const float* B, const float* B_lo, int e, int step, uint32_t (&bh)[2],
-                                             uint32_t (&bl)[2]) {
-  if (B_lo) {
-    bh[0] = __float_as_uint(B[e]);
-    bh[1] = __float_as_uint(B[e + step]);
-    bl[0] = __float_as_uint(B_lo[e]);
-    bl[1] = __float_as_uint(B_lo[e + step]);
-  } else {
-    split_tf32(B[e], bh[0], bl[0]);
-    split_tf32(B[e + step], bh[1], bl[1]);
-  }
+// B fragment pair {B[e], B[e + step]}, split into TF32 hi/lo.
+__device__ __forceinline__ void load_b_split(const float* B, int e, int step, uint32_t (&bh)[2], uint32_t (&bl)[2]) {
+  split_tf32(B[e], bh[0], bl[0]);
+  split_tf32(B[e + step], bh[1], bl[1]);
 }
 
 // The A fragment of the 16 x 8 block of A (row major at ld) whose first
@@ -102,17 +93,31 @@ __device__ __forceinline__ void load_a_split(const float* A, int ld, uint32_t (&
   split_tf32(a[8 * ld + 4], ah[3], al[3]);
 }
 
+// One float from shared memory, as one 4-byte load: nvcc merges two plain
+// loads of adjacent floats into one LDS.64, which load_a_split_k must avoid.
+__device__ __forceinline__ float lds_f32(const float* p) {
+#ifdef HKT_CUDA_EMULATED
+  return *p;
+#else
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(static_cast<unsigned>(__cvta_generic_to_shared(p))));
+  return v;
+#endif
+}
+
 // load_a_split in the pair order of the k index (pair_tile.cuh): a0, a2 =
-// columns 2t, 2t + 1 of row g (one float2), a1, a3 those of row g + 8. A and
-// ld even.
+// columns 2t, 2t + 1 of row g, a1, a3 those of row g + 8. Four 4-byte loads
+// (lds_f32): ptxas drops the hi parts' masks and hands the loaded registers
+// to mma.sync as they are, which wants a0 .. a3 in four consecutive
+// registers; an LDS.64 puts a0 next to a2, and the moves to regroup them cost
+// more than the loads they save (tools/sass-mix: 214 moves per tile product).
 __device__ __forceinline__ void load_a_split_k(const float* A, int ld, uint32_t (&ah)[4], uint32_t (&al)[4]) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const float2 a = *reinterpret_cast<const float2*>(A + (g + 8 * h) * ld + 2 * t);
-    split_tf32(a.x, ah[h], al[h]);
-    split_tf32(a.y, ah[h + 2], al[h + 2]);
-  }
+  const float* a = A + g * ld + 2 * t;
+  split_tf32(lds_f32(a), ah[0], al[0]);
+  split_tf32(lds_f32(a + 8 * ld), ah[1], al[1]);
+  split_tf32(lds_f32(a + 1), ah[2], al[2]);
+  split_tf32(lds_f32(a + 8 * ld + 1), ah[3], al[3]);
 }
 
 // Warp-wide products of a warp's 16 rows with shared-memory tiles (row major
@@ -120,11 +125,10 @@ __device__ __forceinline__ void load_a_split_k(const float* A, int ld, uint32_t 
 // above, element e of acc[j] is row g + 8 (e >> 1), column 8j + 2t + (e & 1).
 //
 // acc[j] = A[16 rows] . B[8j .. 8j + 7]^T over DHP columns (A = the warp's
-// first row; B's rows are the columns of the result). B_lo non-null: B is
-// already split (B holds the TF32 hi parts, B_lo the lo).
+// first row; B's rows are the columns of the result). B already split: a
+// split tile, warp_abt_split (pair_tile.cuh).
 template <int DHP, int NT>
-__device__ __forceinline__ void warp_abt(float (&acc)[NT][4], const float* A, const float* B, int ld,
-                                         const float* B_lo = nullptr) {
+__device__ __forceinline__ void warp_abt(float (&acc)[NT][4], const float* A, const float* B, int ld) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
@@ -134,7 +138,7 @@ __device__ __forceinline__ void warp_abt(float (&acc)[NT][4], const float* A, co
     load_a_split(A + 8 * kk, ld, ah, al);
 #pragma unroll
     for (int j = 0; j < NT; ++j)  // B^T[t][g] = B[8j + g][8kk + t]
-      load_b_split(B, B_lo, (8 * j + g) * ld + 8 * kk + t, 4, bh[j], bl[j]);
+      load_b_split(B, (8 * j + g) * ld + 8 * kk + t, 4, bh[j], bl[j]);
     mma_3xtf32_passes(acc, ah, al, bh, bl);
   }
 }
@@ -154,7 +158,7 @@ __device__ __forceinline__ void warp_ab(float (&acc)[DHP / 8][4], const float* A
     load_a_split_k(A + 8 * kk, lda, ah, al);
 #pragma unroll
     for (int n = 0; n < DHP / 8; ++n)  // b0 = B[8kk + 2t][8n + g], b1 = B[8kk + 2t + 1][8n + g]
-      load_b_split(B, nullptr, (8 * kk + 2 * t) * ldb + 8 * n + g, ldb, bh[n], bl[n]);
+      load_b_split(B, (8 * kk + 2 * t) * ldb + 8 * n + g, ldb, bh[n], bl[n]);
     mma_3xtf32_passes(acc, ah, al, bh, bl);
   }
 }
@@ -181,14 +185,13 @@ __device__ __forceinline__ void warp_fb_with(float (&acc)[DHP / 8][4], const flo
   }
 }
 
-// warp_fb_with for B a row-major tile in shared memory at ld. B_lo non-null:
-// B is already split (B holds the TF32 hi parts, B_lo the lo).
+// warp_fb_with for B a row-major tile in shared memory at ld (B already
+// split: warp_fb_split or warp_fb_pair, pair_tile.cuh).
 template <int DHP, int NT>
-__device__ __forceinline__ void warp_fb(float (&acc)[DHP / 8][4], const float (&f)[NT][4], const float* B, int ld,
-                                        const float* B_lo = nullptr) {
+__device__ __forceinline__ void warp_fb(float (&acc)[DHP / 8][4], const float (&f)[NT][4], const float* B, int ld) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   warp_fb_with<DHP, NT>(acc, f, [&](int j, int n, uint32_t(&bh)[2], uint32_t(&bl)[2]) {
-    load_b_split(B, B_lo, (8 * j + 2 * t) * ld + 8 * n + g, ld, bh, bl);  // B[8j + 2t][8n + g], then row 8j + 2t + 1
+    load_b_split(B, (8 * j + 2 * t) * ld + 8 * n + g, ld, bh, bl);  // B[8j + 2t][8n + g], then row 8j + 2t + 1
   });
 }
 

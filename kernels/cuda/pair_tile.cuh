@@ -48,23 +48,48 @@ __host__ __device__ __forceinline__ int prow_chunk(int m, int c, int dhp) {
 }
 __host__ __device__ __forceinline__ int prow_at(int r, int c, int dhp) { return prow_chunk(r >> 1, c, dhp) + (r & 1); }
 
-// How a loaded tile is stored (RowCopy::layout, attention_common.cuh):
-// plain (or split into two tiles, RowCopy::lo), or as a pair tile.
-enum class TileLayout { plain, pair_cols, pair_rows };
+// Split tiles: the hi parts and the lo parts as two tiles of rows of DHP
+// floats (no padding), value (r, c) at split_at(r, c) in each. Its 8-byte
+// unit u = c >> 1 sits at unit u ^ (split_swizzle(r) << 2) of the row. For
+// operands read both ways, where a pair tile suits only one: Q and dO in the
+// backward (B of S^T = K Q^T, k along the row; B of dK += dS^T Q, k down the
+// column), K in the query-side backward. Reads, both free of bank conflicts:
+//   - k along the row (warp_abt_split): lane (g, t) reads the float2 of
+//     values (8 j + g, 8 kk + 2t, + 1), the pair order, from each tile
+//     (LDS.64: a half warp is rows g = 4q .. 4q + 3 times t; split_swizzle
+//     differs on those 4 rows);
+//   - k down the column (warp_fb_split): lane (g, t) reads value
+//     (8 j + 2t + h, 8 n + g) from each tile (LDS.32: rows 2t + h have 4
+//     different split_swizzle).
+__host__ __device__ __forceinline__ int split_swizzle(int r) { return ((r >> 1) & 3) ^ ((r & 1) << 1); }
+__host__ __device__ __forceinline__ int split_at(int r, int c, int dhp) {
+  return r * dhp + ((((c >> 1) ^ (split_swizzle(r) << 2))) << 1) + (c & 1);
+}
 
-// Stores x as value (r, c) of a pair tile (layout pair_cols or pair_rows), split.
-__device__ __forceinline__ void store_pair(float* tile, TileLayout layout, int dhp, int r, int c, float x) {
+// How a loaded tile is stored (RowCopy::layout, attention_common.cuh): plain,
+// split (hi tile at RowCopy::dst, lo tile at RowCopy::lo), or as a pair tile.
+enum class TileLayout { plain, split, pair_cols, pair_rows };
+
+// Stores x as value (r, c) of a split or pair tile (lo: the split tile's lo tile), split.
+__device__ __forceinline__ void store_split(float* tile, float* lo_tile, TileLayout layout, int dhp, int r, int c,
+                                            float x) {
   float hi, lo;
   split_tf32(x, hi, lo);
+  if (layout == TileLayout::split) {
+    tile[split_at(r, c, dhp)] = hi;
+    lo_tile[split_at(r, c, dhp)] = lo;
+    return;
+  }
   const int at = layout == TileLayout::pair_cols ? pcol_at(r, c, dhp) : prow_at(r, c, dhp);
   tile[at] = hi;
   tile[at + 2] = lo;
 }
-__device__ __forceinline__ void store_pair(float* tile, TileLayout layout, int dhp, int r, int c, float4 x) {
-  store_pair(tile, layout, dhp, r, c, x.x);
-  store_pair(tile, layout, dhp, r, c + 1, x.y);
-  store_pair(tile, layout, dhp, r, c + 2, x.z);
-  store_pair(tile, layout, dhp, r, c + 3, x.w);
+__device__ __forceinline__ void store_split(float* tile, float* lo_tile, TileLayout layout, int dhp, int r, int c,
+                                            float4 x) {
+  store_split(tile, lo_tile, layout, dhp, r, c, x.x);
+  store_split(tile, lo_tile, layout, dhp, r, c + 1, x.y);
+  store_split(tile, lo_tile, layout, dhp, r, c + 2, x.z);
+  store_split(tile, lo_tile, layout, dhp, r, c + 3, x.w);
 }
 // A thread's stores of whole tiles of BT rows, THREADS threads each taking
 // column quad col = x % (DHP / 4) (values 4 col .. 4 col + 3) of some rows:
@@ -77,10 +102,24 @@ template <int DHP, int THREADS>
 struct PairStore {
   static constexpr int PR = DHP / 4, STEP = THREADS / PR;
   static_assert(THREADS % PR == 0 && STEP % 8 == 0, "rows a multiple of 8 apart");
-  int col, r0, cols[2], rows[4];
+  int col, r0, cols[2], rows[4], split[2];
   __device__ explicit PairStore(int x) : col(x % PR), r0(x / PR) {
     for (int h = 0; h < 2; ++h) cols[h] = pcol_chunk(r0, 2 * col + h, DHP);
     for (int u = 0; u < 4; ++u) rows[u] = prow_chunk(r0, 4 * col + u, DHP);
+    for (int h = 0; h < 2; ++h) split[h] = split_at(r0, 4 * col + 2 * h, DHP);
+  }
+  // x as values (r0 + STEP k, 4 col .. 4 col + 3) of a split tile (hi, lo): two units in each.
+  __device__ __forceinline__ void split_at_k(float* hi, float* lo, int k, float4 x) const {
+    float h[4], l[4];
+    split_tf32(x.x, h[0], l[0]);
+    split_tf32(x.y, h[1], l[1]);
+    split_tf32(x.z, h[2], l[2]);
+    split_tf32(x.w, h[3], l[3]);
+    const int at = k * STEP * DHP;
+    *reinterpret_cast<float2*>(hi + at + split[0]) = float2{h[0], h[1]};
+    *reinterpret_cast<float2*>(hi + at + split[1]) = float2{h[2], h[3]};
+    *reinterpret_cast<float2*>(lo + at + split[0]) = float2{l[0], l[1]};
+    *reinterpret_cast<float2*>(lo + at + split[1]) = float2{l[2], l[3]};
   }
   // x as values (r0 + STEP k, 4 col .. 4 col + 3) of a column-pair tile: two chunks.
   __device__ __forceinline__ void cols_at(float* tile, int k, float4 x) const {
@@ -158,6 +197,65 @@ __device__ __forceinline__ void warp_fb_pair(float (&acc)[DHP / 8][4], const flo
                                              const PairLane<DHP>& pl) {
   warp_fb_with<DHP, NT>(acc, f, [&](int j, int n, uint32_t(&bh)[2], uint32_t(&bl)[2]) {
     load_b_chunk(B + pl.row_at(j, n), bh, bl);
+  });
+}
+
+// A lane's offsets into split tiles of DHP values (as PairLane): g = lane / 4, t = lane % 4,
+//   k[b]:  values (g, 8 b + 2t, + 1); values (8 j + g, 8 kk + 2t, + 1) are at k_at(j, kk);
+//   fb[b]: value (2t, 8 b + g); value (8 j + 2t + h, 8 n + g) is at fb_at(j, n, h): row
+//          2t + 1's swizzle is row 2t's with bit 1 flipped, so its offsets are fb[b ^ 2] + DHP.
+// (Units 16 m + y share unit y's swizzle: it only touches bits 2 and 3.)
+template <int DHP>
+struct SplitLane {
+  int k[4], fb[4];
+  __host__ __device__ explicit SplitLane(int lane) {
+    const int g = lane >> 2, t = lane & 3;
+    for (int b = 0; b < 4; ++b) {
+      k[b] = split_at(g, 8 * b + 2 * t, DHP);
+      fb[b] = split_at(2 * t, 8 * b + g, DHP);
+    }
+  }
+  __host__ __device__ int k_at(int j, int kk) const { return 8 * DHP * j + 32 * (kk >> 2) + k[kk & 3]; }
+  __host__ __device__ int fb_at(int j, int n, int h) const {
+    return 8 * DHP * j + 32 * (n >> 2) + (h ? DHP + fb[(n & 3) ^ 2] : fb[n & 3]);
+  }
+};
+
+// acc[j] = A[16 rows] . B[8j .. 8j + 7]^T over DHP columns (warp_abt,
+// mma_tf32.cuh), B a split tile (hi, lo) whose first row is B's, A row major
+// at lda (split here). k in the pair order: A's too (load_a_split_k).
+template <int DHP, int NT>
+__device__ __forceinline__ void warp_abt_split(float (&acc)[NT][4], const float* A, int lda, const float* B_hi,
+                                               const float* B_lo, const SplitLane<DHP>& sl) {
+#pragma unroll
+  for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < DHP / 8; ++kk) {
+    uint32_t ah[4], al[4], bh[NT][2], bl[NT][2];
+    load_a_split_k(A + 8 * kk, lda, ah, al);
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const float2 h = *reinterpret_cast<const float2*>(B_hi + sl.k_at(j, kk));
+      const float2 l = *reinterpret_cast<const float2*>(B_lo + sl.k_at(j, kk));
+      bh[j][0] = __float_as_uint(h.x);
+      bh[j][1] = __float_as_uint(h.y);
+      bl[j][0] = __float_as_uint(l.x);
+      bl[j][1] = __float_as_uint(l.y);
+    }
+    mma_3xtf32_passes(acc, ah, al, bh, bl);
+  }
+}
+
+// warp_fb (mma_tf32.cuh) with B a split tile (hi, lo) whose first row is B's.
+template <int DHP, int NT>
+__device__ __forceinline__ void warp_fb_split(float (&acc)[DHP / 8][4], const float (&f)[NT][4], const float* B_hi,
+                                              const float* B_lo, const SplitLane<DHP>& sl) {
+  warp_fb_with<DHP, NT>(acc, f, [&](int j, int n, uint32_t(&bh)[2], uint32_t(&bl)[2]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      bh[h] = __float_as_uint(B_hi[sl.fb_at(j, n, h)]);
+      bl[h] = __float_as_uint(B_lo[sl.fb_at(j, n, h)]);
+    }
   });
 }
 
