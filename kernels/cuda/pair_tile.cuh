@@ -1,6 +1,9 @@
-// Shared-memory tiles stored split for 3xTF32, laid out so that one LDS.128
-// gives a lane a whole B fragment, hi and lo, in the registers mma.sync takes
-// them from ("pair tiles"): the mma kernels' operands that several warps read.
+// Shared-memory tiles stored split for 3xTF32 (the mma kernels' operands
+// that several warps read), swizzled instead of padded, in two kinds:
+//   - pair tiles: one LDS.128 gives a lane a whole B fragment, hi and lo, in
+//     the registers mma.sync takes them from (the forward's K and V);
+//   - split tiles (further below): hi and lo as two tiles, for operands read
+//     both along k and down k (the backward's Q and dO, K and V).
 // tests/test_smem_layouts.cpp checks the bank conflicts of every read below.
 //
 // A 16-byte chunk holds two values x, y of the same k pair, split:
