@@ -9,10 +9,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <array>
 #include <functional>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "cuda_emu/hkt_cuda_emu.hpp"
 #include "kernels/cuda/attention_common.cuh"
@@ -38,48 +38,58 @@ int bank_ways(int width, const std::function<int(int g, int t)>& at) {
   return worst;
 }
 
-// The worst read of every B fragment of a 64-row pair tile of DHP values,
-// column pairs and row pairs, at the offsets the loaders use (PairLane); and
-// whether those offsets are the layouts' (pcol_chunk, prow_chunk).
+// A warp-wide fragment read: `width` bytes per lane at at(g, t, j, kk), the
+// offset the kernel's loader uses (PairLane, SplitLane), which must be
+// layout(g, t, j, kk), the offset the tile's layout gives that value.
+struct Read {
+  int width;
+  std::function<int(int g, int t, int j, int kk)> at, layout;
+};
+// The worst passes of each read over every fragment of a 64-row tile of DHP
+// values (j < 8, kk < DHP / 8); match: whether every offset is the layout's.
 template <int DHP>
-std::array<int, 2> pair_tile_ways(bool& offsets_match) {
-  using namespace hkt::cuda;
-  std::array<int, 2> worst{};
-  const auto lane = [](int g, int t) { return PairLane<DHP>(4 * g + t); };
-  for (int j = 0; j < 8; ++j)
-    for (int kk = 0; kk < DHP / 8; ++kk) {
-      // Column pairs (load_b_chunk at col_at, load_a_pair): chunk (8 j + g, 4 kk + t).
-      worst[0] = std::max(worst[0], bank_ways(16, [&](int g, int t) { return lane(g, t).col_at(j, kk); }));
-      // Row pairs (warp_fb_pair): chunk (4 j + t, 8 n + g), n = kk.
-      worst[1] = std::max(worst[1], bank_ways(16, [&](int g, int t) { return lane(g, t).row_at(j, kk); }));
-      for (int g = 0; g < 8; ++g)
-        for (int t = 0; t < 4; ++t)
-          offsets_match = offsets_match && lane(g, t).col_at(j, kk) == pcol_chunk(8 * j + g, 4 * kk + t, DHP) &&
-                          lane(g, t).row_at(j, kk) == prow_chunk(4 * j + t, 8 * kk + g, DHP);
-    }
+std::vector<int> worst_ways(const std::vector<Read>& reads, bool& match) {
+  std::vector<int> worst(reads.size(), 0);
+  for (size_t r = 0; r < reads.size(); ++r)
+    for (int j = 0; j < 8; ++j)
+      for (int kk = 0; kk < DHP / 8; ++kk) {
+        const auto at = [&](int g, int t) { return reads[r].at(g, t, j, kk); };
+        worst[r] = std::max(worst[r], bank_ways(reads[r].width, at));
+        for (int g = 0; g < 8; ++g)
+          for (int t = 0; t < 4; ++t) match = match && at(g, t) == reads[r].layout(g, t, j, kk);
+      }
   return worst;
 }
 
-// The same for split tiles (SplitLane; split_at): the worst LDS.64 of k along
-// the row (warp_abt_split) and LDS.32 of k down the column (warp_fb_split),
-// over every fragment of a 64-row tile, both h.
+// Pair tiles: column pairs (load_b_chunk at col_at, load_a_pair: chunk
+// (8 j + g, 4 kk + t)) and row pairs (warp_fb_pair: chunk (4 j + t, 8 n + g), n = kk), LDS.128.
 template <int DHP>
-std::array<int, 2> split_tile_ways(bool& offsets_match) {
-  using namespace hkt::cuda;
-  std::array<int, 2> worst{};
+std::vector<int> pair_tile_ways(bool& match) {
+  using hkt::cuda::PairLane;
+  const auto lane = [](int g, int t) { return PairLane<DHP>(4 * g + t); };
+  return worst_ways<DHP>(
+      {{16, [&](int g, int t, int j, int kk) { return lane(g, t).col_at(j, kk); },
+        [](int g, int t, int j, int kk) { return hkt::cuda::pcol_chunk(8 * j + g, 4 * kk + t, DHP); }},
+       {16, [&](int g, int t, int j, int kk) { return lane(g, t).row_at(j, kk); },
+        [](int g, int t, int j, int kk) { return hkt::cuda::prow_chunk(4 * j + t, 8 * kk + g, DHP); }}},
+      match);
+}
+
+// Split tiles: k along the row (warp_abt_split: LDS.64 of values (8 j + g,
+// 8 kk + 2t, + 1)) and down the column (warp_fb_split: LDS.32 of value
+// (8 j + 2t + h, 8 n + g), n = kk, both h).
+template <int DHP>
+std::vector<int> split_tile_ways(bool& match) {
+  using hkt::cuda::SplitLane;
+  using hkt::cuda::split_at;
   const auto lane = [](int g, int t) { return SplitLane<DHP>(4 * g + t); };
-  for (int j = 0; j < 8; ++j)
-    for (int kk = 0; kk < DHP / 8; ++kk) {
-      worst[0] = std::max(worst[0], bank_ways(8, [&](int g, int t) { return lane(g, t).k_at(j, kk); }));
-      for (int h = 0; h < 2; ++h)
-        worst[1] = std::max(worst[1], bank_ways(4, [&](int g, int t) { return lane(g, t).fb_at(j, kk, h); }));
-      for (int g = 0; g < 8; ++g)
-        for (int t = 0; t < 4; ++t)
-          offsets_match = offsets_match && lane(g, t).k_at(j, kk) == split_at(8 * j + g, 8 * kk + 2 * t, DHP) &&
-                          lane(g, t).fb_at(j, kk, 0) == split_at(8 * j + 2 * t, 8 * kk + g, DHP) &&
-                          lane(g, t).fb_at(j, kk, 1) == split_at(8 * j + 2 * t + 1, 8 * kk + g, DHP);
-    }
-  return worst;
+  std::vector<Read> reads = {{8, [&](int g, int t, int j, int kk) { return lane(g, t).k_at(j, kk); },
+                              [](int g, int t, int j, int kk) { return split_at(8 * j + g, 8 * kk + 2 * t, DHP); }}};
+  for (int h = 0; h < 2; ++h)
+    reads.push_back({4, [=](int g, int t, int j, int n) { return lane(g, t).fb_at(j, n, h); },
+                     [=](int g, int t, int j, int n) { return split_at(8 * j + 2 * t + h, 8 * n + g, DHP); }});
+  const std::vector<int> w = worst_ways<DHP>(reads, match);
+  return {w[0], std::max(w[1], w[2])};
 }
 
 }  // namespace

@@ -127,20 +127,30 @@ __device__ __forceinline__ void load_a_split_k(const float* A, int ld, uint32_t 
 // acc[j] = A[16 rows] . B[8j .. 8j + 7]^T over DHP columns (A = the warp's
 // first row; B's rows are the columns of the result). B already split: a
 // split tile, warp_abt_split (pair_tile.cuh).
-template <int DHP, int NT>
-__device__ __forceinline__ void warp_abt(float (&acc)[NT][4], const float* A, const float* B, int ld) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+// The fragments come from load_a(kk, ah, al) (A's columns 8kk ..) and
+// load_b(j, kk, bh, bl) (B's rows 8j .., columns 8kk ..), split, in matching
+// k orders (warp_abt_with; warp_abt_split in pair_tile.cuh).
+template <int DHP, int NT, class LoadA, class LoadB>
+__device__ __forceinline__ void warp_abt_with(float (&acc)[NT][4], LoadA&& load_a, LoadB&& load_b) {
 #pragma unroll
   for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
 #pragma unroll
   for (int kk = 0; kk < DHP / 8; ++kk) {
     uint32_t ah[4], al[4], bh[NT][2], bl[NT][2];
-    load_a_split(A + 8 * kk, ld, ah, al);
+    load_a(kk, ah, al);
 #pragma unroll
-    for (int j = 0; j < NT; ++j)  // B^T[t][g] = B[8j + g][8kk + t]
-      load_b_split(B, (8 * j + g) * ld + 8 * kk + t, 4, bh[j], bl[j]);
+    for (int j = 0; j < NT; ++j) load_b(j, kk, bh[j], bl[j]);
     mma_3xtf32_passes(acc, ah, al, bh, bl);
   }
+}
+template <int DHP, int NT>
+__device__ __forceinline__ void warp_abt(float (&acc)[NT][4], const float* A, const float* B, int ld) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  warp_abt_with<DHP, NT>(
+      acc, [&](int kk, uint32_t(&ah)[4], uint32_t(&al)[4]) { load_a_split(A + 8 * kk, ld, ah, al); },
+      [&](int j, int kk, uint32_t(&bh)[2], uint32_t(&bl)[2]) {  // B^T[t][g] = B[8j + g][8kk + t]
+        load_b_split(B, (8 * j + g) * ld + 8 * kk + t, 4, bh, bl);
+      });
 }
 
 // acc[n] += A B: A the warp's 16 rows of K columns in shared memory (row major

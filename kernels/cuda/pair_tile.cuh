@@ -230,23 +230,16 @@ struct SplitLane {
 template <int DHP, int NT>
 __device__ __forceinline__ void warp_abt_split(float (&acc)[NT][4], const float* A, int lda, const float* B_hi,
                                                const float* B_lo, const SplitLane<DHP>& sl) {
-#pragma unroll
-  for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-#pragma unroll
-  for (int kk = 0; kk < DHP / 8; ++kk) {
-    uint32_t ah[4], al[4], bh[NT][2], bl[NT][2];
-    load_a_split_k(A + 8 * kk, lda, ah, al);
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      const float2 h = *reinterpret_cast<const float2*>(B_hi + sl.k_at(j, kk));
-      const float2 l = *reinterpret_cast<const float2*>(B_lo + sl.k_at(j, kk));
-      bh[j][0] = __float_as_uint(h.x);
-      bh[j][1] = __float_as_uint(h.y);
-      bl[j][0] = __float_as_uint(l.x);
-      bl[j][1] = __float_as_uint(l.y);
-    }
-    mma_3xtf32_passes(acc, ah, al, bh, bl);
-  }
+  warp_abt_with<DHP, NT>(
+      acc, [&](int kk, uint32_t(&ah)[4], uint32_t(&al)[4]) { load_a_split_k(A + 8 * kk, lda, ah, al); },
+      [&](int j, int kk, uint32_t(&bh)[2], uint32_t(&bl)[2]) {
+        const float2 h = *reinterpret_cast<const float2*>(B_hi + sl.k_at(j, kk));
+        const float2 l = *reinterpret_cast<const float2*>(B_lo + sl.k_at(j, kk));
+        bh[0] = __float_as_uint(h.x);
+        bh[1] = __float_as_uint(h.y);
+        bl[0] = __float_as_uint(l.x);
+        bl[1] = __float_as_uint(l.y);
+      });
 }
 
 // warp_fb (mma_tf32.cuh) with B a split tile (hi, lo) whose first row is B's.
