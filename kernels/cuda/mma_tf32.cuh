@@ -95,15 +95,10 @@ __device__ __forceinline__ void load_a_split(const float* A, int ld, uint32_t (&
 
 // One float from shared memory, as one 4-byte load: nvcc merges two plain
 // loads of adjacent floats into one LDS.64, which load_a_split_k must avoid.
-__device__ __forceinline__ float lds_f32(const float* p) {
-#ifdef HKT_CUDA_EMULATED
-  return *p;
-#else
-  float v;
-  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(static_cast<unsigned>(__cvta_generic_to_shared(p))));
-  return v;
-#endif
-}
+// A volatile load is not merged, and keeps its address as a base plus an
+// immediate offset (inline PTX would need each address in a register of its
+// own: about 8 integer instructions per load, tools/sass-mix).
+__device__ __forceinline__ float lds_f32(const float* p) { return *static_cast<const volatile float*>(p); }
 
 // load_a_split in the pair order of the k index (pair_tile.cuh): a0, a2 =
 // columns 2t, 2t + 1 of row g, a1, a3 those of row g + 8. Four 4-byte loads
