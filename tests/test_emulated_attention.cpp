@@ -66,7 +66,29 @@ struct Case {
 // The gradients attention_backward is asked for (run_emulated's `want`).
 enum Want : unsigned { kDQ = 1, kDK = 2, kDV = 4, kDLambda = 8, kAllGrads = 15 };
 
-std::vector<Tensor> run_emulated(const Inputs& src, DType dt, bool causal, double scale, unsigned want = kAllGrads) {
+// Which input run_emulated hands the kernels 4 bytes past a 16-byte boundary
+// (a view at an odd offset): the mma kernels must leave such calls to the
+// general ones (mma_rows_aligned).
+enum class Misalign { none, q0, v, dout };
+// A copy of t's values whose data starts 4 bytes past a 16-byte boundary
+// (kept alive in keep).
+const void* misaligned_copy(const Tensor& t, std::vector<Tensor>& keep) {
+  const size_t bytes = static_cast<size_t>(t.numel()) * dtype_size(t.dtype());
+  const Tensor& buf = keep.emplace_back(zeros({t.numel() + 8}, {t.dtype()}));
+  auto* base = static_cast<unsigned char*>(buf.raw_data());
+  auto* p = base + (16 - reinterpret_cast<uintptr_t>(base) % 16) % 16 + 4;
+  std::memcpy(p, t.raw_data(), bytes);
+  return p;
+}
+// The warp-wide mma.sync products of run_emulated's last forward and backward
+// (0: the general kernels ran).
+struct MmaSyncs {
+  uint64_t fwd = 0, bwd = 0;
+};
+MmaSyncs g_last_syncs;
+
+std::vector<Tensor> run_emulated(const Inputs& src, DType dt, bool causal, double scale, unsigned want = kAllGrads,
+                                 Misalign misalign = Misalign::none) {
   install_host_allocator();
   const auto cast = [&](const Tensor& t) { return contiguous(to_dtype(t, dt)); };
   std::vector<Tensor> q, k, grads;
@@ -91,11 +113,19 @@ std::vector<Tensor> run_emulated(const Inputs& src, DType dt, bool causal, doubl
   if (!(want & kDK)) dkp.clear();
   void* const dvp = want & kDV ? dv.raw_data() : nullptr;
   void* const dlp = want & kDLambda ? dlam.raw_data() : nullptr;
+  std::vector<Tensor> keep;
+  const void* vd = v.raw_data();
+  const void* wd = w.raw_data();
+  if (misalign == Misalign::q0) qp[0] = misaligned_copy(q[0], keep);
+  if (misalign == Misalign::v) vd = misaligned_copy(v, keep);
+  if (misalign == Misalign::dout) wd = misaligned_copy(w, keep);
   if (dt == DType::Float32) {
-    cuda::attention_forward<float>(s, qp, kp, v.raw_data(), lam.raw_data(), vp, o.raw_data(),
-                                   lse.raw_data());
-    cuda::attention_backward<float>(s, qp, kp, v.raw_data(), lam.raw_data(), vp, o.raw_data(),
-                                    lse.raw_data(), w.raw_data(), dqp, dkp, dvp, dlp);
+    const uint64_t before = hkt_emu::mma_sync_count();
+    cuda::attention_forward<float>(s, qp, kp, vd, lam.raw_data(), vp, o.raw_data(), lse.raw_data());
+    const uint64_t mid = hkt_emu::mma_sync_count();
+    cuda::attention_backward<float>(s, qp, kp, vd, lam.raw_data(), vp, o.raw_data(), lse.raw_data(), wd, dqp, dkp,
+                                    dvp, dlp);
+    g_last_syncs = {mid - before, hkt_emu::mma_sync_count() - mid};
   } else {
     cuda::attention_forward<double>(s, qp, kp, v.raw_data(), lam.raw_data(), vp, o.raw_data(),
                                     lse.raw_data());
@@ -165,7 +195,7 @@ TEST_CASE("emulated cuda attention: the register-resident kernels (HKT_CUDA_ATTN
   const std::vector<Case> cases = {
       {2, 1, 1, 16, 1, false, false}, {1, 2, 7, 16, 2, true, false},   {3, 1, 63, 32, 3, false, true},
       {3, 1, 100, 24, 4, true, true}, {1, 1, 130, 64, 3, false, false}, {1, 1, 129, 64, 1, true, false},
-      {2, 1, 70, 18, 2, false, true}, {1, 1, 200, 40, 7, true, true},
+      {2, 1, 70, 20, 2, false, true}, {1, 1, 200, 40, 7, true, true},
       {1, 1, 260, 32, 3, true, false},  // causal pairs below the diagonal without mask tests
       {1, 1, 127, 32, 2, false, false},  // the last key tile ends one past T: it keeps its mask tests
   };
@@ -178,14 +208,48 @@ TEST_CASE("emulated cuda attention: the register-resident kernels (HKT_CUDA_ATTN
   unsetenv("HKT_CUDA_ATTN_BWD");
 }
 
+TEST_CASE("emulated cuda attention: the mma kernels take aligned rows and leave the rest to the general kernels") {
+  // The mma kernels read and write whole float4s and float2s: the host gives
+  // them a call only when dh % 4 == 0 and every tensor is 16-byte aligned
+  // (mma_rows_aligned). The emulator counts the mma.sync products, so this
+  // sees which kernels ran; the results must be right either way.
+  const Inputs aligned = make_inputs(2, 1, 100, 24, 3, true, 61), odd = make_inputs(2, 1, 70, 18, 2, true, 62);
+  struct Run {
+    const Inputs* in;
+    Misalign misalign;
+    bool fwd_mma, bwd_mma;  // whether the mma forward / backward should run
+    const char* what;
+  };
+  const Run runs[] = {{&aligned, Misalign::none, true, true, "aligned"},
+                      {&odd, Misalign::none, false, false, "dh = 18"},
+                      {&aligned, Misalign::q0, false, false, "q[0] 4 bytes off"},
+                      {&aligned, Misalign::v, false, false, "v 4 bytes off"},
+                      {&aligned, Misalign::dout, true, false, "dout 4 bytes off"}};
+  setenv("HKT_CUDA_ATTN_FWD", "mma", 1);
+  for (const char* bwd : {"mma", "fused", "fused8"}) {
+    setenv("HKT_CUDA_ATTN_BWD", bwd, 1);
+    for (const Run& r : runs) {
+      const std::string what = std::string(bwd) + ", " + r.what;
+      const double scale = 0.2;
+      const auto emu = run_emulated(*r.in, DType::Float32, true, scale, kAllGrads, r.misalign);
+      CHECK_MESSAGE((g_last_syncs.fwd > 0) == r.fwd_mma, what, ": forward mma.sync products ", g_last_syncs.fwd);
+      CHECK_MESSAGE((g_last_syncs.bwd > 0) == r.bwd_mma, what, ": backward mma.sync products ", g_last_syncs.bwd);
+      const auto cpu = hkt::test::run(*r.in, Device::cpu(), DType::Float32, true, scale, false);
+      check_all(emu, cpu, what + ": emulated cuda vs cpu fused", 1e-4);
+    }
+  }
+  unsetenv("HKT_CUDA_ATTN_FWD");
+  unsetenv("HKT_CUDA_ATTN_BWD");
+}
+
 TEST_CASE("emulated cuda attention: the mma forward fetching key tiles with cp.async (HKT_CUDA_ATTN_FWD=mma-async)") {
   // The emulator lands each cp.async copy only at the thread's wait: a tile
   // used before its wait, or a barrier missing after it, gives other results.
-  // dh = 18 is not a multiple of 4: plain loads there.
+  // dh = 20: float4 rows, and the last 32-column block half empty.
   const std::vector<Case> cases = {
       {2, 1, 1, 16, 1, false, false}, {1, 2, 7, 16, 2, true, false},   {3, 1, 63, 32, 3, false, true},
       {3, 1, 100, 24, 4, true, true}, {1, 1, 200, 64, 3, false, false}, {1, 1, 260, 64, 1, true, true},
-      {2, 1, 70, 18, 2, false, true},
+      {2, 1, 70, 20, 2, false, true},
   };
   setenv("HKT_CUDA_ATTN_FWD", "mma-async", 1);
   compare_cases(cases, 501, "mma forward, cp.async");
@@ -203,8 +267,8 @@ TEST_CASE("emulated cuda attention: the single-pass backward (HKT_CUDA_ATTN_BWD=
   const std::vector<Case> cases = {
       {2, 1, 1, 16, 1, false, false}, {1, 2, 7, 16, 2, true, false},   {3, 1, 63, 32, 3, false, true},
       {3, 1, 100, 24, 4, true, true}, {1, 1, 130, 64, 3, false, false}, {1, 1, 129, 64, 1, true, false},
-      {2, 1, 70, 18, 2, false, true}, {1, 1, 200, 40, 7, true, true},   {1, 2, 300, 64, 3, true, true},
-      {2, 1, 90, 27, 2, true, true},  // odd dh: the gradient stores take single floats, not float2
+      {2, 1, 70, 20, 2, false, true}, {1, 1, 200, 40, 7, true, true},   {1, 2, 300, 64, 3, true, true},
+      {2, 1, 90, 36, 2, true, true},  // dh = 36: the second 32-column block takes one float4 per row
       {1, 1, 260, 32, 3, true, false},  // causal pairs below the diagonal without mask tests
       {1, 1, 127, 32, 2, false, false},  // the last key tile ends one past T: it keeps its mask tests
   };

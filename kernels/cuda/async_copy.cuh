@@ -41,7 +41,7 @@ __device__ __forceinline__ void cp_async_wait_all() {
 // load_rows (attention_common.cuh) with cp.async: N groups of count rows,
 // dst[r * ld + d] = rows[first + r][d], zero outside [0, n) and in the
 // padding columns dh <= d < dhp, then one commit. Needs dh % 4 == 0 and
-// 16-byte aligned rows (the caller checks, else uses load_rows).
+// 16-byte aligned rows (mma_rows_aligned, checked by the host).
 template <int N>
 __device__ void load_rows_async(const RowCopy<float> (&c)[N], int ld, int count, int64_t n, int dh, int dhp) {
   const int per_row = dhp / 4, each = count * per_row, total = N * each;

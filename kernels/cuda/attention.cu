@@ -517,8 +517,9 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   bool mma = false, fused = false;
   const bool fused8 = knob("HKT_CUDA_ATTN_BWD", "fused8");
   if constexpr (std::is_same_v<T, float>) {
-    fused = (fused8 || knob("HKT_CUDA_ATTN_BWD", "fused")) && s.dh <= kMmaMaxDh;
-    mma = fused || (knob("HKT_CUDA_ATTN_BWD", "mma") && s.dh <= kMmaMaxDh);
+    const bool fits = s.dh <= kMmaMaxDh && mma_rows_aligned(s.dh, q, k, v, dout, dq, dk, dv);
+    fused = (fused8 || knob("HKT_CUDA_ATTN_BWD", "fused")) && fits;
+    mma = fused || (knob("HKT_CUDA_ATTN_BWD", "mma") && fits);
   }
   const int bt = mma ? kMmaTile : pick_tile<T>(s, true, smem_acc, &bytes);
   const Params P = make_params(s, q, k, v, lambda, valid, bt);

@@ -231,6 +231,8 @@ void attention_backward_fused(const AttnShape& s, const std::vector<const void*>
                               const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,
                               const std::vector<void*>& dk, float* dv, double* part, int warps) {
   HKT_CHECK(s.dh <= kMmaMaxDh, "attention_backward_fused: head dim ", s.dh, " above ", kMmaMaxDh);
+  HKT_CHECK(mma_rows_aligned(s.dh, q, k, v, dout, dq, dk, dv), "attention_backward_fused: head dim ", s.dh,
+            " not a multiple of 4 or a tensor not 16-byte aligned (mma_rows_aligned)");
   HKT_CHECK(warps == 4 || warps == 8, "attention_backward_fused: blocks of 4 or 8 warps, not ", warps);
   const Params P = make_params(s, q, k, v, lambda, valid, kMmaTile);
   const LevelPtrs<float> dk_dev = level_ptrs<float>(dk);

@@ -40,8 +40,8 @@ __device__ void level_grads(const Params& P, const MmaBwdTiles& s, const Layout&
     float* dsg = s.dSg + MmaBwdTiles::dsg_off(lay, l);
     const int ldg = MmaBwdTiles::dsg_ld(lay, l);
     block_sums<float>(s.dSs, dsg, ldg, lay, l);
-    load_rows(rows, lay.ld, level_rows<float>(P, KeySide ? P.q : P.k, l, bh), coarse_first(P, other, l, lay.BT), G,
-              level_len(P.T, l), dh, lay.dhp);
+    load_rows_aligned(rows, lay.ld, level_rows<float>(P, KeySide ? P.q : P.k, l, bh), coarse_first(P, other, l, lay.BT),
+                      G, level_len(P.T, l), dh, lay.dhp);
     __syncthreads();
     tile_mma<!KeySide, true>(s.Acc + lay.acc_row(l) * lay.ld, lay.ld, dsg, ldg, rows, lay.ld, G, lay.dhp, G, true);
   }
@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   level_weights(P, h, w);
   const int64_t i0 = int64_t(tq) * BT - P.off;
   const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0}, {s.dOs, dO + bh * P.T * P.dh, i0}};
-  load_rows(qo, ld, BT, P.T, dh, DHP);
+  load_rows_aligned(qo, ld, BT, P.T, dh, DHP);
   load_lse_d(P, s, bh, i0, LSE, D);
   if (P.L > 1) zero(s.Acc, lay.acc_row(P.L) * lay.ld);
   float dq[ND][4];
@@ -171,6 +171,8 @@ void attention_backward_mma(const AttnShape& s, const std::vector<const void*>& 
                             const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,
                             const std::vector<void*>& dk, float* dv, double* part) {
   HKT_CHECK(s.dh <= kMmaMaxDh, "attention_backward_mma: head dim ", s.dh, " above ", kMmaMaxDh);
+  HKT_CHECK(mma_rows_aligned(s.dh, q, k, v, dout, dq, dk, dv), "attention_backward_mma: head dim ", s.dh,
+            " not a multiple of 4 or a tensor not 16-byte aligned (mma_rows_aligned)");
   const Params P = make_params(s, q, k, v, lambda, valid, kMmaTile);
   const LevelPtrs<float> dq_dev = level_ptrs<float>(dq), dk_dev = level_ptrs<float>(dk);
   if (s.dh <= 32)

@@ -224,12 +224,13 @@ __device__ __forceinline__ double store_frag_rows(const Params& P, const float* 
   constexpr int ld = mma_ld(DHP);
   const auto [warp, g, t, r0] = frag_lane();
   const int dh = int(P.dh);
-  const bool pairs = dh % 2 == 0;  // columns c, c + 1 (c even) as one float2
+  if (out) expect_rows_aligned(out, dh);
   double dot = 0;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int p = r0 + 8 * r;
     const int64_t i = first + p;
+    // Columns c, c + 1 (c even) as one float2: out's rows are aligned (expect_rows_aligned).
     float* row = out && i >= 0 && i < P.T ? out + i * dh : nullptr;
 #pragma unroll
     for (int n = 0; n < NF; ++n) {
@@ -237,22 +238,12 @@ __device__ __forceinline__ double store_frag_rows(const Params& P, const float* 
       const float a = w * f[n][2 * r], b = w * f[n][2 * r + 1];
       if (X) dot += double(X[p * ld + c]) * double(f[n][2 * r]) + double(X[p * ld + c + 1]) * double(f[n][2 * r + 1]);
       if (!row || c >= dh) continue;
-      if (pairs) {
-        float2* q = reinterpret_cast<float2*>(row + c);
-        if constexpr (Add) {
-          const float2 o = *q;
-          *q = float2{o.x + a, o.y + b};
-        } else {
-          *q = float2{a, b};
-        }
-        continue;
-      }
+      float2* q = reinterpret_cast<float2*>(row + c);
       if constexpr (Add) {
-        row[c] += a;
-        if (c + 1 < dh) row[c + 1] += b;
+        const float2 o = *q;
+        *q = float2{o.x + a, o.y + b};
       } else {
-        row[c] = a;
-        if (c + 1 < dh) row[c + 1] = b;
+        *q = float2{a, b};
       }
     }
   }
@@ -278,8 +269,8 @@ __device__ void tile_dlambda(const Params& P, const Layout& lay, double d0, cons
     const float* rows = stage;  // X is null: every level's rows are staged already, at lay.acc_row(l)
     if (X) {
       __syncthreads();  // stage free; Acc complete
-      load_rows(stage, lay.ld, level_rows<float>(P, X, l, bh), coarse_first(P, tile, l, lay.BT), G, level_len(P.T, l),
-                dh, lay.dhp);
+      load_rows_aligned(stage, lay.ld, level_rows<float>(P, X, l, bh), coarse_first(P, tile, l, lay.BT), G,
+                        level_len(P.T, l), dh, lay.dhp);
       __syncthreads();
     } else {
       rows += lay.acc_row(l) * lay.ld;

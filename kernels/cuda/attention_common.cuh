@@ -179,37 +179,60 @@ __device__ void load_rows_as(const RowCopy<T> (&c)[N], int ld, int count, int64_
     }
   }
 }
-// Copies N groups of count rows at once (all loads of a batch in flight together).
-template <class T, int N>
+// The mma kernels' precondition on the rows they read and the gradients they
+// write: dh % 4 == 0 and 16-byte aligned rows, checked on the host
+// (mma_rows_aligned, attention_mma.hpp; the general kernels take the rest), so
+// that their loads need no single-value path. The emulator checks it.
+__device__ __forceinline__ void expect_rows_aligned(const void* rows, int dh) {
+#ifdef HKT_CUDA_EMULATED
+  ::hkt_emu::expect(dh % 4 == 0 && reinterpret_cast<uintptr_t>(rows) % 16 == 0,
+                    "an mma kernel got rows that are not whole 16-byte aligned float4s (mma_rows_aligned)");
+#else
+  (void)rows;
+  (void)dh;
+#endif
+}
+
+// Copies N groups of count rows at once (all loads of a batch in flight
+// together). Aligned (float): the caller guarantees expect_rows_aligned, and
+// only the float4 path is compiled (load_rows_aligned).
+template <class T, int N, bool Aligned = false>
 __device__ void load_rows(const RowCopy<T> (&c)[N], int ld, int count, int64_t n, int dh, int dhp) {
-  if constexpr (std::is_same_v<T, float>) {
-    // dhp and ld are multiples of 4, every dst is 32-byte aligned (Layout).
-    bool aligned = dh % 4 == 0;
-    for (int i = 0; i < N; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(c[i].rows) % 16 == 0;
-    if (aligned) {
-      load_rows_as<float4>(c, ld, count, n, dh, dhp);
-      return;
+  if constexpr (Aligned) {
+    static_assert(std::is_same_v<T, float>, "aligned loads are the mma kernels' (float)");
+    for (int i = 0; i < N; ++i) expect_rows_aligned(c[i].rows, dh);
+    load_rows_as<float4>(c, ld, count, n, dh, dhp);
+  } else {
+    if constexpr (std::is_same_v<T, float>) {
+      // dhp and ld are multiples of 4, every dst is 32-byte aligned (Layout).
+      bool aligned = dh % 4 == 0;
+      for (int i = 0; i < N; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(c[i].rows) % 16 == 0;
+      if (aligned) {
+        load_rows_as<float4>(c, ld, count, n, dh, dhp);
+        return;
+      }
     }
+    load_rows_as<T>(c, ld, count, n, dh, dhp);
   }
-  load_rows_as<T>(c, ld, count, n, dh, dhp);
+}
+template <int N>
+__device__ void load_rows_aligned(const RowCopy<float> (&c)[N], int ld, int count, int64_t n, int dh, int dhp) {
+  load_rows<float, N, true>(c, ld, count, n, dh, dhp);
 }
 // The mma kernels' per-tile-pair loads: load_rows(c, ld, BT, n, dh, DHP) for
 // two BT-row tiles (K and V, or Q and dO) in blocks of THREADS threads, with
 // each thread's column and rows fixed: thread x copies float4 column
 // x % (DHP / 4) of rows x / (DHP / 4) + STEP k. load_rows works each
 // element's row, column and copy out from its index (about 28 instructions per
-// float4, tools/sass-mix); here that is done once per call. Rows not 16-byte
-// aligned (dh % 4 != 0) take load_rows.
+// float4, tools/sass-mix); here that is done once per call. The rows are
+// whole 16-byte aligned float4s (expect_rows_aligned).
 template <int DHP, int BT, int THREADS>
 __device__ __forceinline__ void load_tile_pair(const RowCopy<float> (&c)[2], int ld, int64_t n, int dh) {
   using Store = PairStore<DHP, THREADS>;  // its rows and columns are this thread's
   constexpr int STEP = Store::STEP, PER = BT / STEP;
   static_assert(BT % (2 * STEP) == 0, "whole rows per pass, in pairs");
-  if (dh % 4 != 0 || reinterpret_cast<uintptr_t>(c[0].rows) % 16 != 0 ||
-      reinterpret_cast<uintptr_t>(c[1].rows) % 16 != 0) {
-    load_rows(c, ld, BT, n, dh, DHP);
-    return;
-  }
+  expect_rows_aligned(c[0].rows, dh);
+  expect_rows_aligned(c[1].rows, dh);
   const Store st(threadIdx.x);
   const int col = st.col, r0 = st.r0;
   const bool live = 4 * col < dh;
@@ -246,6 +269,11 @@ __device__ void load_rows(T* dst, int ld, const T* rows, int64_t first, int coun
   const RowCopy<T> c[1] = {{dst, rows, first}};
   load_rows(c, ld, count, n, dh, dhp);
 }
+__device__ inline void load_rows_aligned(float* dst, int ld, const float* rows, int64_t first, int count, int64_t n,
+                                         int dh, int dhp) {
+  const RowCopy<float> c[1] = {{dst, rows, first}};
+  load_rows_aligned(c, ld, count, n, dh, dhp);
+}
 
 template <class T>
 __device__ void zero(T* p, int n) {
@@ -264,7 +292,8 @@ __device__ inline int64_t coarse_first(const Params& P, int t, int l, int BT) {
 // Cg_l = Q_l[tile tq] K_l[tile tk]^T for l = 1..L-1 (unscaled), level l's
 // grid at lay.grid_off(l) in Cg. Uses Ql, Kl as staging. Starts and ends with
 // a barrier.
-// Mma: the grids' products on mma.sync fragments (tile_mma), for the `mma` kernels.
+// Mma: the grids' products on mma.sync fragments (tile_mma), and the rows'
+// loads aligned (expect_rows_aligned), for the `mma` kernels.
 template <class T, bool Mma = false>
 __device__ void level_grids(const Params& P, int64_t bh, int tq, int tk, const Layout& lay, T* Ql, T* Kl, T* Cg) {
   for (int l = 1; l < P.L; ++l) {
@@ -273,7 +302,7 @@ __device__ void level_grids(const Params& P, int64_t bh, int tq, int tk, const L
     __syncthreads();  // Ql, Kl free
     const RowCopy<T> c[2] = {{Ql, level_rows<T>(P, P.q, l, bh), coarse_first(P, tq, l, lay.BT)},
                              {Kl, level_rows<T>(P, P.k, l, bh), coarse_first(P, tk, l, lay.BT)}};
-    load_rows(c, lay.ld, G, n, int(P.dh), lay.dhp);
+    load_rows<T, 2, Mma>(c, lay.ld, G, n, int(P.dh), lay.dhp);
     __syncthreads();
     if constexpr (Mma)
       tile_mma<true, false>(Cg + lay.grid_off(l), G, Ql, lay.ld, Kl, lay.ld, G, G, lay.dhp, false);
@@ -286,13 +315,13 @@ __device__ void level_grids(const Params& P, int64_t bh, int tq, int tk, const L
 // Every coarse level's rows of tile `tile` of one side (X = P.q or P.k) at
 // once: level l's rows into dst from row lay.acc_row(l) on, at lay.ld. No
 // barrier. With level_grids_staged, the register-resident kernels stage the
-// levels once per tile instead of once per level (level_grids).
-template <class T>
+// levels once per tile instead of once per level (level_grids). Their rows
+// are aligned (expect_rows_aligned).
 __device__ void stage_level_rows(const Params& P, const Layout& lay, const void* const* X, int64_t bh, int tile,
-                                 T* dst) {
+                                 float* dst) {
   for (int l = 1; l < P.L; ++l)
-    load_rows(dst + lay.acc_row(l) * lay.ld, lay.ld, level_rows<T>(P, X, l, bh), coarse_first(P, tile, l, lay.BT),
-              lay.BT >> l, level_len(P.T, l), int(P.dh), lay.dhp);
+    load_rows_aligned(dst + lay.acc_row(l) * lay.ld, lay.ld, level_rows<float>(P, X, l, bh),
+                      coarse_first(P, tile, l, lay.BT), lay.BT >> l, level_len(P.T, l), int(P.dh), lay.dhp);
 }
 // Cg_l = Q_l K_l^T for l = 1..L-1 (unscaled) from rows staged by
 // stage_level_rows; level l's grid at lay.grid_off(l). No barrier.

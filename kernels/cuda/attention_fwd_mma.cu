@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
 
   // Q's A fragments, split once: staged through Kp. The levels' query rows stay.
   const RowCopy<float> qc[1] = {{Kp, level_rows<float>(P, P.q, 0, bh), i0, nullptr, TileLayout::pair_cols}};
-  load_rows(qc, ld, BT, P.T, dh, DHP);
+  load_rows_aligned(qc, ld, BT, P.T, dh, DHP);
   stage_level_rows(P, lay, P.q, bh, tq, Ql);
   __syncthreads();
   uint32_t qh[KS][4], ql[KS][4];
@@ -195,7 +195,9 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
     warp_fb_pair<DHP, NT>(o, s, Vp, pl);  // O += P V (V split already)
   }
 
-  // O / l and LSE, straight from the fragments (columns 8n + 2t, 8n + 2t + 1).
+  // O / l and LSE, straight from the fragments: columns 8n + 2t, 8n + 2t + 1
+  // as one float2 (O's rows are aligned, expect_rows_aligned).
+  expect_rows_aligned(O, dh);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int64_t i = i0 + r0 + 8 * r;
@@ -205,8 +207,7 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
 #pragma unroll
     for (int n = 0; n < ND; ++n) {
       const int c = 8 * n + 2 * t;
-      if (c < dh) orow[c] = o[n][2 * r] * inv;
-      if (c + 1 < dh) orow[c + 1] = o[n][2 * r + 1] * inv;
+      if (c < dh) *reinterpret_cast<float2*>(orow + c) = float2{o[n][2 * r] * inv, o[n][2 * r + 1] * inv};
     }
     if (t == 0)
       LSE[bh * P.T + i] = l_run[r] > 0 ? m_run[r] + log(l_run[r]) : std::numeric_limits<float>::infinity();
@@ -235,15 +236,12 @@ void launch_fwd_mma(const Params& P, bool async, float* o, float* lse) {
 bool attention_forward_mma(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
                            const void* v, const void* lambda, const bool* valid, float* o, float* lse,
                            bool async_copy) {
-  if (s.dh > kMmaMaxDh) return false;
+  if (s.dh > kMmaMaxDh || !mma_rows_aligned(s.dh, q, k, v, o)) return false;
   const Params P = make_params(s, q, k, v, lambda, valid, kMmaBT);
-  // cp.async moves 16-byte pieces: whole float4s of every row (the CUDA allocator's blocks are 256-byte aligned).
-  const bool async = async_copy && s.dh % 4 == 0 && reinterpret_cast<uintptr_t>(k[0]) % 16 == 0 &&
-                     reinterpret_cast<uintptr_t>(v) % 16 == 0;
   if (s.dh <= 32)
-    launch_fwd_mma<32>(P, async, o, lse);
+    launch_fwd_mma<32>(P, async_copy, o, lse);
   else
-    launch_fwd_mma<64>(P, async, o, lse);
+    launch_fwd_mma<64>(P, async_copy, o, lse);
   return true;
 }
 

@@ -18,17 +18,38 @@ constexpr int64_t kMmaMaxDh = 64;
 // (rows 4 banks apart) for padded head dims dhp = 32 or 64.
 constexpr int mma_ld(int dhp) { return dhp + 4; }
 
-// Launches the forward and returns true, or returns false when the shape
-// needs the general kernel (dh > 64). Same arguments as attention_forward;
-// async_copy: fetch the next key tile with cp.async (when dh % 4 == 0).
+// The mma kernels read and write rows as whole float4s and float2s, with no
+// single-value path (expect_rows_aligned, attention_common.cuh): they take a
+// call when dh % 4 == 0 and every tensor is 16-byte aligned. Our allocator's
+// blocks are 256-byte aligned; a view at an odd offset is not, and the
+// general kernels take it. Arguments: pointers and lists of them (null is
+// aligned: an output not asked for).
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+template <class P>
+bool aligned16(const std::vector<P>& ps) {
+  for (const void* p : ps)
+    if (!aligned16(p)) return false;
+  return true;
+}
+template <class... A>
+bool mma_rows_aligned(int64_t dh, const A&... a) {
+  return dh % 4 == 0 && (aligned16(a) && ...);
+}
+
+// Launches the forward and returns true, or returns false when the call
+// needs the general kernel (dh > 64, or not mma_rows_aligned). Same
+// arguments as attention_forward; async_copy: fetch the next key tile with
+// cp.async.
 bool attention_forward_mma(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
                            const void* v, const void* lambda, const bool* valid, float* o, float* lse,
                            bool async_copy = false);
 
 // The backward's two kernels (key side: dv, dk[l]; query side: dq[l] and the
 // dlambda partials part[(bh * nt + tile) * L + l], nt = tiles of kMmaTile),
-// for dh <= 64. D[i] = rowsum(dout * o); dq, dk empty and dv, part null when
-// not wanted. attention_backward does the rest (zeroing, D, the dlambda sum).
+// for dh <= 64 and mma_rows_aligned (checked; attention_backward calls the
+// general kernels otherwise). D[i] = rowsum(dout * o); dq, dk empty and dv,
+// part null when not wanted. attention_backward does the rest (zeroing, D,
+// the dlambda sum).
 void attention_backward_mma(const AttnShape& s, const std::vector<const void*>& q,
                             const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid,
                             const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,
@@ -36,7 +57,8 @@ void attention_backward_mma(const AttnShape& s, const std::vector<const void*>& 
 
 // The single-pass backward (attention_bwd_fused.cu, HKT_CUDA_ATTN_BWD=fused,
 // or fused8 for blocks of 8 warps): the same arguments and results as
-// attention_backward_mma, dh <= 64; warps: 4 or 8 per block.
+// attention_backward_mma, dh <= 64 and mma_rows_aligned; warps: 4 or 8 per
+// block.
 void attention_backward_fused(const AttnShape& s, const std::vector<const void*>& q,
                               const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid,
                               const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,

@@ -10,6 +10,7 @@
 // its own and defines HKT_EMULATED_BACKEND: its names are the real ones.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #ifndef HKT_EMULATED_BACKEND
 namespace hkt {
@@ -36,4 +37,7 @@ bool device_ok(const void* p, size_t n);
 // exceed this many bytes (default: an H200's 141 GiB).
 void set_device_memory_limit(size_t bytes);
 size_t device_memory_in_use();
+// The warp-wide mma.sync products run since the process started (a test
+// tells from it whether a knob's mma kernel ran or the general one took over).
+uint64_t mma_sync_count();
 }  // namespace hkt_emu

@@ -3,12 +3,14 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -337,8 +339,10 @@ struct Mma16x8x8 {
   const uint32_t* b;
 };
 float tf32_value(uint32_t bits) { return tf32_truncate(__uint_as_float(bits)); }
+std::atomic<uint64_t> g_mma_syncs{0};
 void mma16x8x8_warp(void* const* lanes, int n) {
   if (n != 32) throw std::logic_error("hkt_emu: mma.sync needs a full warp of 32 lanes");
+  g_mma_syncs.fetch_add(1, std::memory_order_relaxed);
   float A[16][8], B[8][8], C[16][8];
   for (int l = 0; l < 32; ++l) {
     const Mma16x8x8& m = *static_cast<const Mma16x8x8*>(lanes[l]);
@@ -368,6 +372,10 @@ void mma16x8x8_warp(void* const* lanes, int n) {
 }
 }  // namespace
 
+uint64_t mma_sync_count() { return g_mma_syncs.load(std::memory_order_relaxed); }
+void expect(bool ok, const char* what) {
+  if (!ok) throw std::logic_error(std::string("hkt_emu: ") + what);
+}
 void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   Mma16x8x8 me{d, a, b};
   warp_collective("mma.sync.m16n8k8.tf32", &mma16x8x8_warp, &me);
