@@ -20,6 +20,25 @@ def best_ms(f, reps):
     return best
 
 
+def sdpa_backend(f):
+    """Which SDPA kernel PyTorch picked, from the names of the CUDA kernels one call launches.
+    For float32 on sm_80 and later that should be the memory-efficient one (CUTLASS,
+    3xTF32 mma.sync m16n8k8, as our mma kernels): flash and cuDNN take only 16-bit floats."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            f()
+            torch.cuda.synchronize()
+        names = " ".join(e.name for e in prof.events()).lower()
+    except Exception as e:  # the table still gets its times
+        return f"backend unknown: {type(e).__name__}"
+    for key, label in (("flash", "flash"), ("cudnn", "cudnn"), ("fmha", "efficient"), ("efficient", "efficient")):
+        if key in names:
+            return label
+    return "math"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-t", type=int, default=16384)
@@ -40,7 +59,8 @@ def main():
 
         f, fb = best_ms(fwd, a.reps), best_ms(both, a.reps)
         flops = 12.0 * B * H * T * T * dh
-        print(f"| {T} | {B} | MHA | torch sdpa {torch.__version__} | {f:.2f} | {fb:.2f} | "
+        backend = sdpa_backend(fwd)
+        print(f"| {T} | {B} | MHA | torch sdpa {torch.__version__} ({backend}) | {f:.2f} | {fb:.2f} | "
               f"{flops / (fb * 1e-3) / 1e12:.1f} TFLOP/s (fwd+bwd, useful) |", flush=True)
         T *= 2
 
