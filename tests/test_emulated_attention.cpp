@@ -257,6 +257,21 @@ TEST_CASE("emulated cuda attention: the mma forward fetching key tiles with cp.a
   unsetenv("HKT_CUDA_ATTN_FWD");
 }
 
+TEST_CASE("emulated cuda attention: the mma forward with Q and K plain (HKT_CUDA_ATTN_FWD=mma-lean)") {
+  // Q and K stay plain in shared memory and each warp splits their fragments
+  // as it reads them (warp_abt); the levels' weights come from shared memory.
+  // L = 7 reads every one of them.
+  const std::vector<Case> cases = {
+      {2, 1, 1, 16, 1, false, false}, {1, 2, 7, 16, 2, true, false},   {3, 1, 63, 32, 3, false, true},
+      {3, 1, 100, 24, 4, true, true}, {1, 1, 200, 64, 3, false, false}, {1, 1, 260, 64, 1, true, true},
+      {2, 1, 70, 20, 2, false, true}, {1, 1, 200, 40, 7, true, true},
+  };
+  setenv("HKT_CUDA_ATTN_FWD", "mma-lean", 1);
+  compare_cases(cases, 551, "mma forward, lean");
+  CHECK(order_independent(make_inputs(2, 1, 150, 32, 3, true, 29), true, 0.2));
+  unsetenv("HKT_CUDA_ATTN_FWD");
+}
+
 TEST_CASE("emulated cuda attention: the single-pass backward (HKT_CUDA_ATTN_BWD=fused, fused8)") {
   // attention_bwd_fused.cu: one kernel per key-tile group, dQ summed from the
   // groups' partials; fused8 in blocks of 8 warps (two query halves per key
@@ -345,12 +360,13 @@ TEST_CASE("emulated cuda attention: the backward's accumulators in registers (HK
 TEST_CASE("emulated cuda attention: random shapes, every kernel variant") {
   // Random (T, dh, L, masks) drawn with a fixed seed, each under the default
   // kernels and under the knobs (the mma kernels fall back above dh = 64).
-  const int n = kAsanCases ? 2 : 12;
+  const int n = kAsanCases ? 2 : 16;  // two per knob
   std::mt19937_64 rng(2026);
   const auto pick = [&](int lo, int hi) { return int(std::uniform_int_distribution<int>(lo, hi)(rng)); };
   const char* knobs[][2] = {{nullptr, nullptr}, {"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "mma"},
                             {"HKT_CUDA_ATTN_BWD_ACC", "regs"}, {"HKT_CUDA_ATTN_BWD", "fused"},
-                            {"HKT_CUDA_ATTN_FWD", "mma-async"}, {"HKT_CUDA_ATTN_BWD", "fused8"}};
+                            {"HKT_CUDA_ATTN_FWD", "mma-async"}, {"HKT_CUDA_ATTN_BWD", "fused8"},
+                            {"HKT_CUDA_ATTN_FWD", "mma-lean"}};
   for (int i = 0; i < n; ++i) {
     const int L = pick(1, 7);
     const int T = pick(1, 200);

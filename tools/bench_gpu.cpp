@@ -95,7 +95,8 @@ void bench_attention(int64_t T, int reps) {
 
 // The kernel variants a benchmark knob selects, against the default, for MHA
 // and HKT L = 3: the register-resident forward and backward
-// (HKT_CUDA_ATTN_FWD=mma, or mma-async fetching key tiles with cp.async;
+// (HKT_CUDA_ATTN_FWD=mma, mma-async fetching key tiles with cp.async, or
+// mma-lean with Q and K plain for 3 blocks per SM;
 // HKT_CUDA_ATTN_BWD=mma: attention_fwd_mma.cu,
 // attention_bwd_mma.cu), the single-pass backward (HKT_CUDA_ATTN_BWD=fused:
 // attention_bwd_fused.cu; fused8 in blocks of 8 warps) and the general backward's accumulators in registers
@@ -107,6 +108,7 @@ void bench_variants(int reps) {
   };
   const Knob knobs[] = {{{{"HKT_CUDA_ATTN_FWD", "mma"}}, "fwd mma"},
                         {{{"HKT_CUDA_ATTN_FWD", "mma-async"}}, "fwd mma async"},
+                        {{{"HKT_CUDA_ATTN_FWD", "mma-lean"}}, "fwd mma lean"},
                         {{{"HKT_CUDA_ATTN_BWD", "mma"}}, "bwd mma"},
                         {{{"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "mma"}}, "fwd + bwd mma"},
                         {{{"HKT_CUDA_ATTN_BWD", "fused"}}, "bwd fused"},
@@ -114,6 +116,8 @@ void bench_variants(int reps) {
                         {{{"HKT_CUDA_ATTN_FWD", "mma-async"}, {"HKT_CUDA_ATTN_BWD", "fused"}}, "fwd mma async + bwd fused"},
                         {{{"HKT_CUDA_ATTN_BWD", "fused8"}}, "bwd fused8"},
                         {{{"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "fused8"}}, "fwd mma + bwd fused8"},
+                        {{{"HKT_CUDA_ATTN_FWD", "mma-lean"}, {"HKT_CUDA_ATTN_BWD", "fused"}},
+                         "fwd mma lean + bwd fused"},
                         {{{"HKT_CUDA_ATTN_BWD_ACC", "regs"}}, "bwd acc regs"}};
   for (int64_t T : {1024, 4096})
     for (int64_t L : {1, 3}) {
@@ -145,7 +149,7 @@ void profile_kernels() {
       {},
       {{"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "mma"}},
       {{"HKT_CUDA_ATTN_FWD", "mma-async"}, {"HKT_CUDA_ATTN_BWD", "fused"}},
-      {{"HKT_CUDA_ATTN_BWD", "fused8"}},
+      {{"HKT_CUDA_ATTN_FWD", "mma-lean"}, {"HKT_CUDA_ATTN_BWD", "fused8"}},
       {{"HKT_CUDA_ATTN_BWD_ACC", "regs"}}};
   for (int64_t L : {1, 3})
     for (const auto& env : setups) {

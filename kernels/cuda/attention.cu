@@ -487,9 +487,10 @@ void attention_forward(const AttnShape& s, const std::vector<const void*>& q, co
                        const void* v, const void* lambda, const bool* valid, void* o, void* lse) {
   if (s.B * s.H == 0) return;
   if constexpr (std::is_same_v<T, float>) {
-    const bool async = knob("HKT_CUDA_ATTN_FWD", "mma-async");
-    if ((async || knob("HKT_CUDA_ATTN_FWD", "mma")) &&
-        attention_forward_mma(s, q, k, v, lambda, valid, static_cast<float*>(o), static_cast<float*>(lse), async))
+    const bool async = knob("HKT_CUDA_ATTN_FWD", "mma-async"), lean = knob("HKT_CUDA_ATTN_FWD", "mma-lean");
+    const FwdMma variant = async ? FwdMma::async : lean ? FwdMma::lean : FwdMma::plain;
+    if ((async || lean || knob("HKT_CUDA_ATTN_FWD", "mma")) &&
+        attention_forward_mma(s, q, k, v, lambda, valid, static_cast<float*>(o), static_cast<float*>(lse), variant))
       return;
   }
   size_t bytes = 0;

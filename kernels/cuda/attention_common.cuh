@@ -417,8 +417,10 @@ __device__ inline T combine(const Params& P, const Layout& lay, const T* w, cons
 // (combine_folded) instead of L - 1. Every warp folds its own rows [a0, a0 + na)
 // x columns [c0, c0 + nc) of level 1 (the warps' parts must be disjoint, and
 // each warp reads only its own part afterwards), then __syncwarp. L > 1.
-__device__ inline void fold_levels(const Params& P, const Layout& lay, const float (&w)[kMaxLevels], float* Cg,
-                                   int a0, int na, int c0, int nc) {
+// w: the levels' weights, in registers (float[kMaxLevels]) or in shared memory (const float*).
+template <class W>
+__device__ inline void fold_levels(const Params& P, const Layout& lay, const W& w, float* Cg, int a0, int na, int c0,
+                                   int nc) {
   const int G1 = lay.BT >> 1;
   for (int e = threadIdx.x & 31; e < na * nc; e += 32) {
     const int a = a0 + e / nc, c = c0 + e % nc;

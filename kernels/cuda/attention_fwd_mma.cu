@@ -17,7 +17,12 @@
 // so the key order inside each group of 8 is permuted, in P and in V alike.
 // No shared-memory round trip for S, P or O; no block barrier per product.
 // HKT_CUDA_ATTN_FWD=mma-async also fetches the next key tile with cp.async
-// (async_copy.cuh) while the current one is used.
+// (async_copy.cuh) while the current one is used. HKT_CUDA_ATTN_FWD=mma-lean
+// keeps Q and K plain in shared memory and splits their fragments as each
+// warp loads them (3 instructions per A fragment value, 2 per B, per tile
+// pair), which frees the 64 registers of Q's fragments: 168 registers a
+// thread and 67 KB of shared memory for MHA, so 3 blocks (12 warps) per SM
+// where the others run 2, as PyTorch's float32 SDPA kernel does (docs/cuda.md).
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -32,12 +37,15 @@ namespace {
 
 constexpr int kMmaBT = kMmaTile;  // query and key tile rows
 // Shared memory in floats: K and V (pair tiles; async: and the next tile's K
-// and V as loaded, at mma_ld), then every level's coarse rows of the query and the key tile
+// and V as loaded, at mma_ld; lean: K and Q plain at mma_ld, V a pair tile,
+// the levels' weights),
+// then every level's coarse rows of the query and the key tile
 // (lay.acc_row(l)) and the levels' grids.
-inline size_t mma_fwd_elems(const Layout& lay, int dhp, bool async) {
-  return 2 * static_cast<size_t>(pair_tile_floats(kMmaBT, dhp)) +
-         (async ? 2 : 0) * static_cast<size_t>(Layout::up8(kMmaBT * mma_ld(dhp))) +
-         2 * static_cast<size_t>(Layout::up8(lay.acc_row(lay.L) * lay.ld)) + lay.grid_off(lay.L);
+inline size_t mma_fwd_elems(const Layout& lay, int dhp, FwdMma variant) {
+  const size_t pair = pair_tile_floats(kMmaBT, dhp), plain = Layout::up8(kMmaBT * mma_ld(dhp));
+  const size_t tiles =
+      variant == FwdMma::lean ? 2 * plain + pair + 8 : 2 * pair + (variant == FwdMma::async ? 2 * plain : 0);
+  return tiles + 2 * static_cast<size_t>(Layout::up8(lay.acc_row(lay.L) * lay.ld)) + lay.grid_off(lay.L);
 }
 
 // Rows [0, kMmaBT) x columns [0, DHP) of a tile at ld into the pair tile
@@ -63,21 +71,32 @@ __device__ void pair_tile_from(const float* src, float* dst) {
 }
 
 // Async (HKT_CUDA_ATTN_FWD=mma-async): key tile tk + 1's K and V are fetched
-// with cp.async into their own buffers while tile tk is used.
-template <int DHP, bool Async>
-__global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, float* O, float* LSE) {
+// with cp.async into their own buffers while tile tk is used. Lean
+// (mma-lean): Q and K plain, their fragments split as loaded (warp_abt), for
+// 3 blocks per SM (__launch_bounds__: at most 168 registers). The others ask
+// for no minimum (0, as if left out; with 1, ptxas took dh <= 32 from 141 and
+// 138 registers to 176 and 180, one block per SM fewer).
+template <int DHP, FwdMma Variant>
+__global__ void __launch_bounds__(kMmaThreads, Variant == FwdMma::lean ? 3 : 0)
+    attn_fwd_mma(const Params P, float* O, float* LSE) {
   HKT_DYNAMIC_SHARED(smem_raw);
+  constexpr bool Async = Variant == FwdMma::async, Lean = Variant == FwdMma::lean;
+  static_assert(kMaxLevels <= 8, "Ws holds 8 weights");
   constexpr int BT = kMmaBT, ld = mma_ld(DHP), KS = DHP / 8, NT = BT / 8, ND = DHP / 8;
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const Layout lay = mma_layout<DHP>(BT, P.L);
   Carver<float> cv{reinterpret_cast<float*>(smem_raw)};
-  float* Kp = cv.take(pair_tile_floats(BT, DHP));  // K, V split: column and row pairs (pair_tile.cuh)
+  // K, V split: column and row pairs (pair_tile.cuh); lean: K plain, and Q plain in Qs.
+  float* Kp = cv.take(Lean ? Layout::up8(BT * ld) : pair_tile_floats(BT, DHP));
   float* Vp = cv.take(pair_tile_floats(BT, DHP));
+  float* Qs = Lean ? cv.take(Layout::up8(BT * ld)) : nullptr;
   float* Knext = Async ? cv.take(Layout::up8(BT * ld)) : nullptr;
   float* Vnext = Async ? cv.take(Layout::up8(BT * ld)) : nullptr;
   float* Ql = cv.take(Layout::up8(lay.acc_row(P.L) * lay.ld));  // the query tile's coarse rows, once
   float* Kl = cv.take(Layout::up8(lay.acc_row(P.L) * lay.ld));  // the key tile's, per key tile
   float* Cg = cv.take(lay.grid_off(P.L));
+  // Lean: the levels' weights here (fold_levels reads them once per key tile), not in 6 more registers.
+  float* Ws = Lean ? cv.take(8) : nullptr;
 
   const int tq = blockIdx.x, dh = int(P.dh);
   const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
@@ -86,15 +105,20 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
   const int64_t i0 = int64_t(tq) * BT - P.off;
   float w[kMaxLevels];
   level_weights(P, h, w);
+  if constexpr (Lean)
+    if (threadIdx.x < kMaxLevels) Ws[threadIdx.x] = int(threadIdx.x) < P.L ? weight<float>(P, h, threadIdx.x) : 0.0f;
+  const float w0 = w[0];
 
-  // Q's A fragments, split once: staged through Kp. The levels' query rows stay.
-  const RowCopy<float> qc[1] = {{Kp, level_rows<float>(P, P.q, 0, bh), i0, nullptr, TileLayout::pair_cols}};
+  // Q's A fragments, split once: staged through Kp (lean: Q stays in Qs). The levels' query rows stay.
+  const RowCopy<float> qc[1] = {{Lean ? Qs : Kp, level_rows<float>(P, P.q, 0, bh), i0, nullptr,
+                                 Lean ? TileLayout::plain : TileLayout::pair_cols}};
   load_rows_aligned(qc, ld, BT, P.T, dh, DHP);
   stage_level_rows(P, lay, P.q, bh, tq, Ql);
   __syncthreads();
-  uint32_t qh[KS][4], ql[KS][4];
+  uint32_t qh[Lean ? 1 : KS][4], ql[Lean ? 1 : KS][4];
+  if constexpr (!Lean)
 #pragma unroll
-  for (int kk = 0; kk < KS; ++kk) load_a_pair<DHP>(Kp, pl, r0 - g, kk, qh[kk], ql[kk]);  // this warp's 16 rows
+    for (int kk = 0; kk < KS; ++kk) load_a_pair<DHP>(Kp, pl, r0 - g, kk, qh[kk], ql[kk]);  // this warp's 16 rows
   float o[ND][4];
 #pragma unroll
   for (int n = 0; n < ND; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
@@ -114,8 +138,8 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
     if constexpr (Async) {
       cp_async_wait_all();
     } else {
-      const RowCopy<float> kv[2] = {{Kp, k0, j0, nullptr, TileLayout::pair_cols},  // split as stored
-                                    {Vp, vv, j0, nullptr, TileLayout::pair_rows}};
+      const RowCopy<float> kv[2] = {{Kp, k0, j0, nullptr, Lean ? TileLayout::plain : TileLayout::pair_cols},
+                                    {Vp, vv, j0, nullptr, TileLayout::pair_rows}};  // split as stored
       load_tile_pair<DHP, BT, kMmaThreads>(kv, ld, P.T, dh);
     }
     stage_level_rows(P, lay, P.k, bh, tk, Kl);
@@ -128,18 +152,27 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
     __syncthreads();
     if constexpr (Async)
       if (tk < last) fetch(tk + 1);  // lands while this tile's products run
-    if (P.L > 1) fold_levels(P, lay, w, Cg, 8 * warp, 8, 0, BT / 2);  // this warp's 16 rows' coarse terms
+    if (P.L > 1) {  // this warp's 16 rows' coarse terms
+      if constexpr (Lean)
+        fold_levels(P, lay, static_cast<const float*>(Ws), Cg, 8 * warp, 8, 0, BT / 2);
+      else
+        fold_levels(P, lay, w, Cg, 8 * warp, 8, 0, BT / 2);
+    }
 
     // S = Q K^T: n-tile j holds keys 8j .. 8j + 7; k in the pair order (Q's fragments too).
     float s[NT][4];
+    if constexpr (Lean) {
+      warp_abt<DHP, NT>(s, Qs + 16 * warp * ld, Kp, ld);  // this warp's 16 rows
+    } else {
 #pragma unroll
-    for (int j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+      for (int j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
 #pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-      uint32_t bh[NT][2], bl[NT][2];
+      for (int kk = 0; kk < KS; ++kk) {
+        uint32_t bh[NT][2], bl[NT][2];
 #pragma unroll
-      for (int j = 0; j < NT; ++j) load_b_chunk(Kp + pl.col_at(j, kk), bh[j], bl[j]);  // K[8j + g][8kk + 2t, + 1]
-      mma_3xtf32_passes(s, qh[kk], ql[kk], bh, bl);
+        for (int j = 0; j < NT; ++j) load_b_chunk(Kp + pl.col_at(j, kk), bh[j], bl[j]);  // K[8j + g][8kk + 2t, + 1]
+        mma_3xtf32_passes(s, qh[kk], ql[kk], bh, bl);
+      }
     }
 
     // Combined, masked scores and the online softmax; element e of s[j] is row
@@ -154,7 +187,7 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
           if (decltype(masked)::value && key_masked(P, b, i0 + p, j0 + p2)) {
             s[j][e] = kNegInf;
           } else {
-            s[j][e] = combine_folded(P, lay, w[0], Cg, p, p2, s[j][e]);
+            s[j][e] = combine_folded(P, lay, w0, Cg, p, p2, s[j][e]);
             mx[e >> 1] = s[j][e] > mx[e >> 1] ? s[j][e] : mx[e >> 1];
           }
         }
@@ -214,34 +247,36 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_mma(const Params P, floa
   }
 }
 
-template <int DHP, bool Async>
+template <int DHP, FwdMma Variant>
 void launch_fwd_mma(const Params& P, float* o, float* lse) {
   const Layout lay = mma_layout<DHP>(kMmaBT, P.L);
-  const size_t bytes = mma_fwd_elems(lay, DHP, Async) * sizeof(float);
-  allow_smem(attn_fwd_mma<DHP, Async>, bytes);
+  const size_t bytes = mma_fwd_elems(lay, DHP, Variant) * sizeof(float);
+  allow_smem(attn_fwd_mma<DHP, Variant>, bytes);
   const dim3 grid(static_cast<unsigned>(P.nt), static_cast<unsigned>(P.B * P.H));
-  HKT_LAUNCH(grid, kMmaThreads, bytes, attn_fwd_mma<DHP, Async>)(P, o, lse);
+  HKT_LAUNCH(grid, kMmaThreads, bytes, attn_fwd_mma<DHP, Variant>)(P, o, lse);
   CUDA_CHECK_LAUNCH();
 }
 template <int DHP>
-void launch_fwd_mma(const Params& P, bool async, float* o, float* lse) {
-  if (async)
-    launch_fwd_mma<DHP, true>(P, o, lse);
+void launch_fwd_mma(const Params& P, FwdMma variant, float* o, float* lse) {
+  if (variant == FwdMma::async)
+    launch_fwd_mma<DHP, FwdMma::async>(P, o, lse);
+  else if (variant == FwdMma::lean)
+    launch_fwd_mma<DHP, FwdMma::lean>(P, o, lse);
   else
-    launch_fwd_mma<DHP, false>(P, o, lse);
+    launch_fwd_mma<DHP, FwdMma::plain>(P, o, lse);
 }
 
 }  // namespace
 
 bool attention_forward_mma(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
                            const void* v, const void* lambda, const bool* valid, float* o, float* lse,
-                           bool async_copy) {
+                           FwdMma variant) {
   if (s.dh > kMmaMaxDh || !mma_rows_aligned(s.dh, q, k, v, o)) return false;
   const Params P = make_params(s, q, k, v, lambda, valid, kMmaBT);
   if (s.dh <= 32)
-    launch_fwd_mma<32>(P, async_copy, o, lse);
+    launch_fwd_mma<32>(P, variant, o, lse);
   else
-    launch_fwd_mma<64>(P, async_copy, o, lse);
+    launch_fwd_mma<64>(P, variant, o, lse);
   return true;
 }
 

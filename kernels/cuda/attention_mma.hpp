@@ -36,13 +36,18 @@ bool mma_rows_aligned(int64_t dh, const A&... a) {
   return dh % 4 == 0 && (aligned16(a) && ...);
 }
 
+// The forward's variants (HKT_CUDA_ATTN_FWD=mma, mma-async, mma-lean;
+// attention_fwd_mma.cu): K and V split once per tile into pair tiles, Q's
+// fragments in registers; async: the next key tile fetched with cp.async
+// meanwhile; lean: Q and K plain in shared memory, split as read, for 3
+// blocks per SM.
+enum class FwdMma { plain, async, lean };
 // Launches the forward and returns true, or returns false when the call
 // needs the general kernel (dh > 64, or not mma_rows_aligned). Same
-// arguments as attention_forward; async_copy: fetch the next key tile with
-// cp.async.
+// arguments as attention_forward.
 bool attention_forward_mma(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
                            const void* v, const void* lambda, const bool* valid, float* o, float* lse,
-                           bool async_copy = false);
+                           FwdMma variant = FwdMma::plain);
 
 // The backward's two kernels (key side: dv, dk[l]; query side: dq[l] and the
 // dlambda partials part[(bh * nt + tile) * L + l], nt = tiles of kMmaTile),
