@@ -242,6 +242,29 @@ TEST_CASE("emulated cuda attention: the mma kernels take aligned rows and leave 
   unsetenv("HKT_CUDA_ATTN_BWD");
 }
 
+TEST_CASE("emulated cuda attention: the mma kernels' L2 prefetches change no bit (HKT_CUDA_ATTN_PREFETCH=0)") {
+  // The prefetches are hints (prefetch_tile_l2); in the emulator each reads a
+  // byte of its line, so an address outside the tensors shows under ASan. On
+  // or off, every output must be the same bits, for every mma kernel.
+  const Inputs in = make_inputs(2, 1, 150, 24, 3, true, 67);
+  const char* pairs[][2] = {{"mma", "mma"}, {"mma-lean", "fused"}, {"mma-async", "fused8"}};
+  for (const auto& [fwd, bwd] : pairs) {
+    setenv("HKT_CUDA_ATTN_FWD", fwd, 1);
+    setenv("HKT_CUDA_ATTN_BWD", bwd, 1);
+    const uint64_t before = hkt_emu::prefetch_count();
+    const auto on = run_emulated(in, DType::Float32, true, 0.2);
+    const uint64_t mid = hkt_emu::prefetch_count();
+    setenv("HKT_CUDA_ATTN_PREFETCH", "0", 1);
+    const auto off = run_emulated(in, DType::Float32, true, 0.2);
+    unsetenv("HKT_CUDA_ATTN_PREFETCH");
+    CHECK_MESSAGE(same_bits(on, off), fwd, " + ", bwd);
+    CHECK_MESSAGE(mid > before, fwd, " + ", bwd, ": no prefetch ran");
+    CHECK_MESSAGE(hkt_emu::prefetch_count() == mid, fwd, " + ", bwd, ": prefetches with HKT_CUDA_ATTN_PREFETCH=0");
+  }
+  unsetenv("HKT_CUDA_ATTN_FWD");
+  unsetenv("HKT_CUDA_ATTN_BWD");
+}
+
 TEST_CASE("emulated cuda attention: the mma forward fetching key tiles with cp.async (HKT_CUDA_ATTN_FWD=mma-async)") {
   // The emulator lands each cp.async copy only at the thread's wait: a tile
   // used before its wait, or a barrier missing after it, gives other results.

@@ -100,7 +100,8 @@ void bench_attention(int64_t T, int reps) {
 // HKT_CUDA_ATTN_BWD=mma: attention_fwd_mma.cu,
 // attention_bwd_mma.cu), the single-pass backward (HKT_CUDA_ATTN_BWD=fused:
 // attention_bwd_fused.cu; fused8 in blocks of 8 warps) and the general backward's accumulators in registers
-// (HKT_CUDA_ATTN_BWD_ACC=regs) instead of shared memory.
+// (HKT_CUDA_ATTN_BWD_ACC=regs) instead of shared memory; and the mma kernels
+// without their L2 prefetches (HKT_CUDA_ATTN_PREFETCH=0).
 void bench_variants(int reps) {
   struct Knob {
     std::vector<std::pair<const char*, const char*>> env;
@@ -118,6 +119,10 @@ void bench_variants(int reps) {
                         {{{"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "fused8"}}, "fwd mma + bwd fused8"},
                         {{{"HKT_CUDA_ATTN_FWD", "mma-lean"}, {"HKT_CUDA_ATTN_BWD", "fused"}},
                          "fwd mma lean + bwd fused"},
+                        {{{"HKT_CUDA_ATTN_FWD", "mma"},
+                          {"HKT_CUDA_ATTN_BWD", "fused"},
+                          {"HKT_CUDA_ATTN_PREFETCH", "0"}},
+                         "fwd mma + bwd fused, no L2 prefetch"},
                         {{{"HKT_CUDA_ATTN_BWD_ACC", "regs"}}, "bwd acc regs"}};
   for (int64_t T : {1024, 4096})
     for (int64_t L : {1, 3}) {

@@ -134,6 +134,8 @@ __global__ void __launch_bounds__(kMmaThreads* QS, 1)
 
     for (int tq = P.causal ? tk : 0; tq < P.nt; ++tq) {
       const int64_t i0 = int64_t(tq) * BT - P.off;
+      // The partial dQ rows this pair adds to at its end, into L2 while its products run.
+      if (dq0 && P.prefetch) prefetch_tile_l2(dq0, i0, BT, P.T, int(P.dh));
       key_side_pair<DHP, true, QS, QS == 2>(P, s, lay, w, bh, tq, tk, j0, dO, LSE, D, dk, dv, dq0 || P.L > 1);
       if (!dq0 && P.L == 1) continue;
       __syncthreads();  // dS complete

@@ -105,6 +105,10 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     __syncthreads();  // the previous key tile's readers are done
     const RowCopy<float> kv[2] = {{s.Ks, k0, j0, s.Klo, TileLayout::split}, {s.Vs, vv, j0, s.Vlo, TileLayout::split}};
     load_tile_pair<DHP, BT, kMmaThreads>(kv, ld, P.T, dh);
+    if (P.prefetch && tk < last) {  // the next key tile's K and V, into L2 meanwhile
+      prefetch_tile_l2(k0, j0 + BT, BT, P.T, dh);
+      prefetch_tile_l2(vv, j0 + BT, BT, P.T, dh);
+    }
     level_grids<float, true>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
     if (P.L > 1) fold_levels(P, lay, w, s.Cg, 8 * warp, 8, 0, BT / 2);  // this warp's 16 queries' coarse terms
     // Element e of sc[j]: query r0 + 8 (e >> 1), key 8j + 2t + (e & 1).

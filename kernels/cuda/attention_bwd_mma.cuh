@@ -159,6 +159,10 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
   const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0, s.Qlo, qo_layout},
                                 {s.dOs, dO + bh * P.T * P.dh, i0, s.dOlo, qo_layout}};
   load_tile_pair<DHP, BT, kMmaThreads * QS>(qo, ld, P.T, int(P.dh));
+  if (P.prefetch && tq + 1 < P.nt) {  // the next query tile's Q and dO (the callers' next pair), into L2 meanwhile
+    prefetch_tile_l2(qo[0].rows, i0 + BT, BT, P.T, int(P.dh));
+    prefetch_tile_l2(qo[1].rows, i0 + BT, BT, P.T, int(P.dh));
+  }
   load_lse_d(P, s, bh, i0, LSE, D);
   if constexpr (SinglePass)
     stage_levels(P, s, lay, bh, tq);  // ends with a barrier

@@ -4,7 +4,9 @@
 // the combined score. See attention.cu for the scheme.
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -31,6 +33,7 @@ struct Params {
   const void* lambda;
   const bool* valid;
   double scale;
+  bool prefetch;  // the mma kernels' L2 prefetches (prefetch_tile_l2); HKT_CUDA_ATTN_PREFETCH=0: off
 };
 
 // Per-level output pointers, passed by value (on = wanted).
@@ -275,6 +278,32 @@ __device__ inline void load_rows_aligned(float* dst, int ld, const float* rows, 
   load_rows_aligned(c, ld, count, n, dh, dhp);
 }
 
+// Asks the L2 cache for the 128-byte line holding p and goes on: a hint that
+// nothing waits for. The mma kernels issue it a tile pair ahead for the rows
+// their next loads (and the single pass's dQ read-modify-writes) touch, so
+// that those come from L2, not from memory; the cp.async forward needs none.
+// The emulator reads a byte there instead (an address outside the buffers
+// then shows under ASan), and counts it.
+__device__ __forceinline__ void prefetch_l2(const float* p) {
+#ifdef HKT_CUDA_EMULATED
+  ::hkt_emu::prefetch_l2(p);
+#else
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+#endif
+}
+// prefetch_l2 over every line of the rows [first, first + count) inside [0, n)
+// of rows (n rows of dh floats, one after another: one range of floats),
+// spread over the block's threads: a probe every 32 floats (a line) and one
+// at the range's last float.
+__device__ __forceinline__ void prefetch_tile_l2(const float* rows, int64_t first, int count, int64_t n, int dh) {
+  const int64_t a = first > 0 ? first : 0, b = first + count < n ? first + count : n;
+  if (a >= b) return;
+  const float* base = rows + a * dh;
+  const int len = int(b - a) * dh;  // at most count * dh floats
+  for (int f = 32 * int(threadIdx.x); f < len + 31; f += 32 * int(blockDim.x))
+    prefetch_l2(base + (f < len ? f : len - 1));
+}
+
 template <class T>
 __device__ void zero(T* p, int n) {
   for (int e = threadIdx.x; e < n; e += blockDim.x) p[e] = T(0);
@@ -506,6 +535,8 @@ inline Params make_params(const AttnShape& s, const std::vector<const void*>& q,
   P.lambda = lambda;
   P.valid = valid;
   P.scale = s.scale;
+  const char* prefetch = std::getenv("HKT_CUDA_ATTN_PREFETCH");  // read at every call, as the other knobs
+  P.prefetch = !(prefetch && std::string_view(prefetch) == "0");
   return P;
 }
 

@@ -141,6 +141,10 @@ __global__ void __launch_bounds__(kMmaThreads, Variant == FwdMma::lean ? 3 : 0)
       const RowCopy<float> kv[2] = {{Kp, k0, j0, nullptr, Lean ? TileLayout::plain : TileLayout::pair_cols},
                                     {Vp, vv, j0, nullptr, TileLayout::pair_rows}};  // split as stored
       load_tile_pair<DHP, BT, kMmaThreads>(kv, ld, P.T, dh);
+      if (P.prefetch && tk < last) {  // the next key tile's K and V, into L2 meanwhile (async: cp.async does it)
+        prefetch_tile_l2(k0, j0 + BT, BT, P.T, dh);
+        prefetch_tile_l2(vv, j0 + BT, BT, P.T, dh);
+      }
     }
     stage_level_rows(P, lay, P.k, bh, tk, Kl);
     __syncthreads();

@@ -40,4 +40,6 @@ size_t device_memory_in_use();
 // The warp-wide mma.sync products run since the process started (a test
 // tells from it whether a knob's mma kernel ran or the general one took over).
 uint64_t mma_sync_count();
+// The prefetch.global.L2 hints run since the process started.
+uint64_t prefetch_count();
 }  // namespace hkt_emu

@@ -373,6 +373,14 @@ void mma16x8x8_warp(void* const* lanes, int n) {
 }  // namespace
 
 uint64_t mma_sync_count() { return g_mma_syncs.load(std::memory_order_relaxed); }
+namespace {
+std::atomic<uint64_t> g_prefetches{0};
+}
+void prefetch_l2(const void* p) {
+  (void)*static_cast<const volatile unsigned char*>(p);
+  g_prefetches.fetch_add(1, std::memory_order_relaxed);
+}
+uint64_t prefetch_count() { return g_prefetches.load(std::memory_order_relaxed); }
 void expect(bool ok, const char* what) {
   if (!ok) throw std::logic_error(std::string("hkt_emu: ") + what);
 }

@@ -177,6 +177,9 @@ inline float tf32_truncate(float x) {
 // b1 = B[t + 4][g]; d0 = D[g][2t], d1 = D[g][2t + 1], d2 = D[g + 8][2t],
 // d3 = D[g + 8][2t + 1]. Only the TF32 bits of a and b are used.
 void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]);
+// prefetch.global.L2 [p]: reads a byte at p (an address outside the buffers
+// then shows under ASan) and counts it (prefetch_count, emulated.hpp).
+void prefetch_l2(const void* p);
 // A kernel's stated precondition: throws std::logic_error("hkt_emu: " + what)
 // when ok is false (a GPU would read or write the wrong bytes).
 void expect(bool ok, const char* what);
