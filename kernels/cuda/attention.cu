@@ -52,8 +52,11 @@ namespace {
 constexpr int kBwdTile = 64;  // the backward's preferred tile (pick_tile)
 
 // ---------------------------------------------------------------------------
+// float64: at least 1 block per SM, which lets ptxas take the registers it
+// needs (with no minimum it held BT = 32 to 72 and spilled; its shared memory
+// allows few blocks anyway). float32: no minimum (0, as if left out).
 template <class T, int BT>
-__global__ void __launch_bounds__(4 * BT) attn_fwd(const Params P, T* O, T* LSE) {
+__global__ void __launch_bounds__(4 * BT, std::is_same_v<T, double> ? 1 : 0) attn_fwd(const Params P, T* O, T* LSE) {
   HKT_DYNAMIC_SHARED(smem_raw);
   const Layout lay(BT, int(P.dh), P.L);
   const int ld = lay.ld, lds = lay.lds, dh = int(P.dh), dhp = lay.dhp;
