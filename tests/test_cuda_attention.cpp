@@ -66,7 +66,7 @@ TEST_CASE("cuda attention: the kernel variants behind the benchmark knobs") {
   // (attention_fwd_mma.cu, attention_bwd_mma.cu; dh <= 64), the forward with
   // cp.async prefetch (mma-async), with Q and K plain (mma-lean);
   // HKT_CUDA_ATTN_BWD=fused: the single-pass backward (attention_bwd_fused.cu),
-  // fused8 the same in blocks of 8 warps;
+  // fused8 the same in blocks of 8 warps, fused8-async fetching Q and dO with cp.async;
   // HKT_CUDA_ATTN_BWD_ACC=regs: the general backward's accumulators in registers.
   // Each must compute what the default kernels compute.
   HKT_REQUIRE_GPU();
@@ -76,7 +76,8 @@ TEST_CASE("cuda attention: the kernel variants behind the benchmark knobs") {
   const std::vector<Case> cases = {{2, 2, 7, 16, 2}, {3, 2, 100, 24, 4}, {1, 2, 1000, 64, 3}, {2, 2, 129, 40, 1}};
   for (const char* knob :
        {"HKT_CUDA_ATTN_FWD=mma", "HKT_CUDA_ATTN_FWD=mma-async", "HKT_CUDA_ATTN_FWD=mma-lean", "HKT_CUDA_ATTN_BWD=mma",
-        "HKT_CUDA_ATTN_BWD=fused", "HKT_CUDA_ATTN_BWD=fused8", "HKT_CUDA_ATTN_BWD_ACC=regs"}) {
+        "HKT_CUDA_ATTN_BWD=fused", "HKT_CUDA_ATTN_BWD=fused8", "HKT_CUDA_ATTN_BWD=fused8-async",
+        "HKT_CUDA_ATTN_BWD_ACC=regs"}) {
     const std::string kv = knob;
     const std::string name = kv.substr(0, kv.find('=')), value = kv.substr(kv.find('=') + 1);
     setenv(name.c_str(), value.c_str(), 1);

@@ -226,7 +226,7 @@ TEST_CASE("emulated cuda attention: the mma kernels take aligned rows and leave 
                       {&aligned, Misalign::v, false, false, "v 4 bytes off"},
                       {&aligned, Misalign::dout, true, false, "dout 4 bytes off"}};
   setenv("HKT_CUDA_ATTN_FWD", "mma", 1);
-  for (const char* bwd : {"mma", "fused", "fused8"}) {
+  for (const char* bwd : {"mma", "fused", "fused8", "fused8-async"}) {
     setenv("HKT_CUDA_ATTN_BWD", bwd, 1);
     for (const Run& r : runs) {
       const std::string what = std::string(bwd) + ", " + r.what;
@@ -247,7 +247,7 @@ TEST_CASE("emulated cuda attention: the mma kernels' L2 prefetches change no bit
   // byte of its line, so an address outside the tensors shows under ASan. On
   // or off, every output must be the same bits, for every mma kernel.
   const Inputs in = make_inputs(2, 1, 150, 24, 3, true, 67);
-  const char* pairs[][2] = {{"mma", "mma"}, {"mma-lean", "fused"}, {"mma-async", "fused8"}};
+  const char* pairs[][2] = {{"mma", "mma"}, {"mma-lean", "fused"}, {"mma-async", "fused8"}, {"mma", "fused8-async"}};
   for (const auto& [fwd, bwd] : pairs) {
     setenv("HKT_CUDA_ATTN_FWD", fwd, 1);
     setenv("HKT_CUDA_ATTN_BWD", bwd, 1);
@@ -295,7 +295,33 @@ TEST_CASE("emulated cuda attention: the mma forward with Q and K plain (HKT_CUDA
   unsetenv("HKT_CUDA_ATTN_FWD");
 }
 
-TEST_CASE("emulated cuda attention: the single-pass backward (HKT_CUDA_ATTN_BWD=fused, fused8)") {
+TEST_CASE("emulated cuda attention: cp.async copies landing at issue or at the wait give the same bits") {
+  // A GPU lands a cp.async copy anywhere between its issue and its wait. The
+  // emulator lands it at the wait (the other suites: a tile read too early
+  // shows) or at issue (here: a copy into a buffer that other threads still
+  // read shows), with the threads in either order.
+  const Inputs in = make_inputs(2, 1, 200, 32, 3, true, 71);
+  const char* pairs[][2] = {{"mma-async", "fused8-async"}};
+  for (const auto& [fwd, bwd] : pairs) {
+    setenv("HKT_CUDA_ATTN_FWD", fwd, 1);
+    setenv("HKT_CUDA_ATTN_BWD", bwd, 1);
+    setenv("HKT_CUDA_ATTN_BWD_GROUPS", "2", 1);  // blocks that walk several key tiles
+    const auto at_wait = run_emulated(in, DType::Float32, true, 0.2);
+    hkt_emu::set_cp_async_eager(true);
+    for (bool reverse : {false, true}) {
+      hkt_emu::set_reverse_order(reverse);
+      CHECK_MESSAGE(same_bits(run_emulated(in, DType::Float32, true, 0.2), at_wait), fwd, " + ", bwd,
+                    reverse ? ", reversed" : "");
+    }
+    hkt_emu::set_reverse_order(false);
+    hkt_emu::set_cp_async_eager(false);
+  }
+  unsetenv("HKT_CUDA_ATTN_FWD");
+  unsetenv("HKT_CUDA_ATTN_BWD");
+  unsetenv("HKT_CUDA_ATTN_BWD_GROUPS");
+}
+
+TEST_CASE("emulated cuda attention: the single-pass backward (HKT_CUDA_ATTN_BWD=fused, fused8, fused8-async)") {
   // attention_bwd_fused.cu: one kernel per key-tile group, dQ summed from the
   // groups' partials; fused8 in blocks of 8 warps (two query halves per key
   // warp, their dK and dV shares summed per key tile). The emulated device has
@@ -310,7 +336,7 @@ TEST_CASE("emulated cuda attention: the single-pass backward (HKT_CUDA_ATTN_BWD=
       {1, 1, 260, 32, 3, true, false},  // causal pairs below the diagonal without mask tests
       {1, 1, 127, 32, 2, false, false},  // the last key tile ends one past T: it keeps its mask tests
   };
-  for (const char* variant : {"fused", "fused8"}) {
+  for (const char* variant : {"fused", "fused8", "fused8-async"}) {
     setenv("HKT_CUDA_ATTN_BWD", variant, 1);
     const std::string name = std::string("single-pass backward (") + variant + ")";
     compare_cases(cases, 401, name);
@@ -338,7 +364,8 @@ TEST_CASE("emulated cuda attention: every backward writes only the gradients ask
   const unsigned subsets[] = {kDK | kDV | kDLambda, kDQ | kDLambda, kDQ, kDV, kDLambda};
   // Under ASan (slow): the default and the 8-warp single pass, two subsets.
   const std::vector<const char*> variants = kAsanCases ? std::vector<const char*>{"default", "fused8"}
-                                                       : std::vector<const char*>{"default", "mma", "fused", "fused8"};
+                                                       : std::vector<const char*>{"default", "mma", "fused", "fused8",
+                                                                                  "fused8-async"};
   for (const char* variant : variants) {
     if (std::strcmp(variant, "default") != 0) setenv("HKT_CUDA_ATTN_BWD", variant, 1);
     for (const Inputs* in : {&hkt, &mha}) {
@@ -383,13 +410,13 @@ TEST_CASE("emulated cuda attention: the backward's accumulators in registers (HK
 TEST_CASE("emulated cuda attention: random shapes, every kernel variant") {
   // Random (T, dh, L, masks) drawn with a fixed seed, each under the default
   // kernels and under the knobs (the mma kernels fall back above dh = 64).
-  const int n = kAsanCases ? 2 : 16;  // two per knob
+  const int n = kAsanCases ? 2 : 18;  // two per knob
   std::mt19937_64 rng(2026);
   const auto pick = [&](int lo, int hi) { return int(std::uniform_int_distribution<int>(lo, hi)(rng)); };
   const char* knobs[][2] = {{nullptr, nullptr}, {"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "mma"},
                             {"HKT_CUDA_ATTN_BWD_ACC", "regs"}, {"HKT_CUDA_ATTN_BWD", "fused"},
                             {"HKT_CUDA_ATTN_FWD", "mma-async"}, {"HKT_CUDA_ATTN_BWD", "fused8"},
-                            {"HKT_CUDA_ATTN_FWD", "mma-lean"}};
+                            {"HKT_CUDA_ATTN_FWD", "mma-lean"}, {"HKT_CUDA_ATTN_BWD", "fused8-async"}};
   for (int i = 0; i < n; ++i) {
     const int L = pick(1, 7);
     const int T = pick(1, 200);

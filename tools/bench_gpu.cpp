@@ -99,7 +99,8 @@ void bench_attention(int64_t T, int reps) {
 // mma-lean with Q and K plain for 3 blocks per SM;
 // HKT_CUDA_ATTN_BWD=mma: attention_fwd_mma.cu,
 // attention_bwd_mma.cu), the single-pass backward (HKT_CUDA_ATTN_BWD=fused:
-// attention_bwd_fused.cu; fused8 in blocks of 8 warps) and the general backward's accumulators in registers
+// attention_bwd_fused.cu; fused8 in blocks of 8 warps, fused8-async with
+// cp.async) and the general backward's accumulators in registers
 // (HKT_CUDA_ATTN_BWD_ACC=regs) instead of shared memory; and the mma kernels
 // without their L2 prefetches (HKT_CUDA_ATTN_PREFETCH=0).
 void bench_variants(int reps) {
@@ -117,6 +118,9 @@ void bench_variants(int reps) {
                         {{{"HKT_CUDA_ATTN_FWD", "mma-async"}, {"HKT_CUDA_ATTN_BWD", "fused"}}, "fwd mma async + bwd fused"},
                         {{{"HKT_CUDA_ATTN_BWD", "fused8"}}, "bwd fused8"},
                         {{{"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "fused8"}}, "fwd mma + bwd fused8"},
+                        {{{"HKT_CUDA_ATTN_BWD", "fused8-async"}}, "bwd fused8 async"},
+                        {{{"HKT_CUDA_ATTN_FWD", "mma-async"}, {"HKT_CUDA_ATTN_BWD", "fused8-async"}},
+                         "fwd mma async + bwd fused8 async"},
                         {{{"HKT_CUDA_ATTN_FWD", "mma-lean"}, {"HKT_CUDA_ATTN_BWD", "fused"}},
                          "fwd mma lean + bwd fused"},
                         {{{"HKT_CUDA_ATTN_FWD", "mma"},
@@ -146,7 +150,7 @@ void bench_variants(int reps) {
 
 // --profile: one forward+backward of each attention kernel (MHA and HKT L = 3
 // at T = 1024), untimed, for a profiler to read (docs/cuda.md: tools/gpu-session
-// runs it under ncu). Every kernel variant runs in one of these five setups; the
+// runs it under ncu). Every kernel variant runs in one of these six setups; the
 // kernels' names (template arguments included) and their shared memory say
 // which variant and shape a profiled launch belongs to.
 void profile_kernels() {
@@ -155,7 +159,8 @@ void profile_kernels() {
       {{"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "mma"}},
       {{"HKT_CUDA_ATTN_FWD", "mma-async"}, {"HKT_CUDA_ATTN_BWD", "fused"}},
       {{"HKT_CUDA_ATTN_FWD", "mma-lean"}, {"HKT_CUDA_ATTN_BWD", "fused8"}},
-      {{"HKT_CUDA_ATTN_BWD_ACC", "regs"}}};
+      {{"HKT_CUDA_ATTN_BWD_ACC", "regs"}},
+      {{"HKT_CUDA_ATTN_BWD", "fused8-async"}}};
   for (int64_t L : {1, 3})
     for (const auto& env : setups) {
       std::string set;

@@ -519,7 +519,9 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   // The register-resident kernels: two (attention_bwd_mma.cu) or one (attention_bwd_fused.cu).
   // fused8: the single pass in blocks of 8 warps.
   bool mma = false, fused = false;
-  const bool fused8 = knob("HKT_CUDA_ATTN_BWD", "fused8");
+  // fused8-async: and each tile pair's Q and dO fetched with cp.async a pair ahead.
+  const bool fused8_async = knob("HKT_CUDA_ATTN_BWD", "fused8-async");
+  const bool fused8 = fused8_async || knob("HKT_CUDA_ATTN_BWD", "fused8");
   if constexpr (std::is_same_v<T, float>) {
     const bool fits = s.dh <= kMmaMaxDh && mma_rows_aligned(s.dh, q, k, v, dout, dq, dk, dv);
     fused = (fused8 || knob("HKT_CUDA_ATTN_BWD", "fused")) && fits;
@@ -546,7 +548,7 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
     if constexpr (std::is_same_v<T, float>)
       attention_backward_fused(s, q, k, v, lambda, valid, static_cast<const float*>(dout),
                                static_cast<const float*>(lse), D.as<float>(), dq, dk, static_cast<float*>(dv), part_dev,
-                               fused8 ? 8 : 4);
+                               fused8 ? 8 : 4, fused8_async);
   } else if (mma) {
     if constexpr (std::is_same_v<T, float>)
       attention_backward_mma(s, q, k, v, lambda, valid, static_cast<const float*>(dout), static_cast<const float*>(lse),

@@ -109,14 +109,18 @@ __device__ __forceinline__ void sum_query_halves(const MmaBwdTiles& s, float (&d
   }
 }
 
-template <int DHP, int QS>
+// Async (fused8-async, QS = 2): each tile pair's Q and dO arrive by cp.async,
+// started a tile pair earlier into two more staging tiles (key_side_pair).
+template <int DHP, int QS, bool Async = false>
 __global__ void __launch_bounds__(kMmaThreads* QS, 1)
     attn_bwd_fused_mma(const Params P, const float* dO, const float* LSE, const float* D, const LevelPtrs<float> dK,
                        float* dV, const LevelPtrs<float> dQpart, int groups, double* dlam_part) {
   HKT_DYNAMIC_SHARED(smem_raw);
   constexpr int BT = kMmaTile, ld = mma_ld(DHP), ND = DHP / 8, NQ = ND / QS;
   const Layout lay = mma_layout<DHP>(BT, P.L);
-  const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP, true, QS == 2);  // QS = 2: Q, dO loaded split
+  static_assert(!Async || QS == 2, "the staged copies are for split Q and dO (QS = 2)");
+  // QS = 2: Q, dO loaded split; Async: staged as loaded, too.
+  const MmaBwdTiles s(reinterpret_cast<float*>(smem_raw), lay, DHP, true, QS == 2, false, Async);
   const int64_t bh = blockIdx.y;
   const int warp = threadIdx.x >> 5;
   // In the dQ product: queries 16 (warp % 4) .. + 15, columns col0 .. + DHP / QS - 1.
@@ -131,12 +135,14 @@ __global__ void __launch_bounds__(kMmaThreads* QS, 1)
     __syncthreads();  // the previous key tile's readers are done
     float dk[ND][4], dv[ND][4];  // this warp's 16 keys (key_side_pair)
     stage_key_tile<DHP, true, QS>(P, s, lay, bh, tk, j0, dk, dv);
+    if constexpr (Async) fetch_query_tile<DHP>(P, s, bh, P.causal ? tk : 0, dO);  // the first pair's Q and dO
 
     for (int tq = P.causal ? tk : 0; tq < P.nt; ++tq) {
       const int64_t i0 = int64_t(tq) * BT - P.off;
       // The partial dQ rows this pair adds to at its end, into L2 while its products run.
       if (dq0 && P.prefetch) prefetch_tile_l2(dq0, i0, BT, P.T, int(P.dh));
-      key_side_pair<DHP, true, QS, QS == 2>(P, s, lay, w, bh, tq, tk, j0, dO, LSE, D, dk, dv, dq0 || P.L > 1);
+      key_side_pair<DHP, true, QS, QS == 2, Async>(P, s, lay, w, bh, tq, tk, j0, dO, LSE, D, dk, dv,
+                                                   dq0 || P.L > 1);
       if (!dq0 && P.L == 1) continue;
       __syncthreads();  // dS complete
       // The levels' block sums and the dQ_0 product both only read dS (and K_0): no barrier between.
@@ -194,14 +200,15 @@ int fused_groups(const Params& P, int per_sm) {
   return std::max(1, std::min(g, P.nt));
 }
 
-template <int DHP, int QS>
+template <int DHP, int QS, bool Async>
 void launch_bwd_fused(const Params& P, const float* dout, const float* lse, const float* D,
                       const LevelPtrs<float>& dk, float* dv, const std::vector<void*>& dq, double* part) {
   const Layout lay = mma_layout<DHP>(kMmaTile, P.L);
-  const size_t bytes = MmaBwdTiles::elems(lay, DHP, true, QS == 2) * sizeof(float);
+  const size_t bytes = MmaBwdTiles::elems(lay, DHP, true, QS == 2, false, Async) * sizeof(float);
   constexpr int threads = kMmaThreads * QS;
-  allow_smem(attn_bwd_fused_mma<DHP, QS>, bytes);
-  const int groups = fused_groups(P, blocks_per_sm(attn_bwd_fused_mma<DHP, QS>, threads, bytes));
+  const auto kernel = attn_bwd_fused_mma<DHP, QS, Async>;
+  allow_smem(kernel, bytes);
+  const int groups = fused_groups(P, blocks_per_sm(kernel, threads, bytes));
   // The groups' dQ partials: level by level, G partials of each, zeroed.
   int64_t total = 0;
   for (int l = 0; l < P.L && !dq.empty(); ++l) total += groups * level_elems(P, l);
@@ -217,7 +224,8 @@ void launch_bwd_fused(const Params& P, const float* dout, const float* lse, cons
     }
   }
   const dim3 grid(static_cast<unsigned>(groups), static_cast<unsigned>(P.B * P.H));
-  HKT_LAUNCH(grid, threads, bytes, attn_bwd_fused_mma<DHP, QS>)(P, dout, lse, D, dk, dv, dq_part, groups, part);
+  HKT_LAUNCH(grid, threads, bytes, attn_bwd_fused_mma<DHP, QS, Async>)(P, dout, lse, D, dk, dv, dq_part, groups,
+                                                                      part);
   CUDA_CHECK_LAUNCH();
   for (int l = 0; l < P.L && dq_part.on; ++l) {
     HKT_LAUNCH(blocks_for(level_elems(P, l)), kThreads, 0, attn_dq_sum)(P, dq_part.p[l], groups, l,
@@ -231,24 +239,27 @@ void launch_bwd_fused(const Params& P, const float* dout, const float* lse, cons
 void attention_backward_fused(const AttnShape& s, const std::vector<const void*>& q,
                               const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid,
                               const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,
-                              const std::vector<void*>& dk, float* dv, double* part, int warps) {
+                              const std::vector<void*>& dk, float* dv, double* part, int warps, bool async_copy) {
   HKT_CHECK(s.dh <= kMmaMaxDh, "attention_backward_fused: head dim ", s.dh, " above ", kMmaMaxDh);
   HKT_CHECK(mma_rows_aligned(s.dh, q, k, v, dout, dq, dk, dv), "attention_backward_fused: head dim ", s.dh,
             " not a multiple of 4 or a tensor not 16-byte aligned (mma_rows_aligned)");
   HKT_CHECK(warps == 4 || warps == 8, "attention_backward_fused: blocks of 4 or 8 warps, not ", warps);
+  HKT_CHECK(!async_copy || warps == 8, "attention_backward_fused: cp.async staging needs blocks of 8 warps");
   const Params P = make_params(s, q, k, v, lambda, valid, kMmaTile);
   const LevelPtrs<float> dk_dev = level_ptrs<float>(dk);
-  const auto launch = [&](auto dhp, auto qs) {
-    launch_bwd_fused<decltype(dhp)::value, decltype(qs)::value>(P, dout, lse, D, dk_dev, dv, dq, part);
+  const auto launch = [&](auto dhp) {
+    constexpr int DHP = decltype(dhp)::value;
+    if (async_copy)
+      launch_bwd_fused<DHP, 2, true>(P, dout, lse, D, dk_dev, dv, dq, part);
+    else if (warps == 8)
+      launch_bwd_fused<DHP, 2, false>(P, dout, lse, D, dk_dev, dv, dq, part);
+    else
+      launch_bwd_fused<DHP, 1, false>(P, dout, lse, D, dk_dev, dv, dq, part);
   };
-  using Q1 = std::integral_constant<int, 1>;
-  using Q2 = std::integral_constant<int, 2>;
-  using D32 = std::integral_constant<int, 32>;
-  using D64 = std::integral_constant<int, 64>;
   if (s.dh <= 32)
-    warps == 8 ? launch(D32{}, Q2{}) : launch(D32{}, Q1{});
+    launch(std::integral_constant<int, 32>{});
   else
-    warps == 8 ? launch(D64{}, Q2{}) : launch(D64{}, Q1{});
+    launch(std::integral_constant<int, 64>{});
 }
 
 }  // namespace hkt::cuda

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/cuda/async_copy.cuh"
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_mma.hpp"
 #include "kernels/cuda/mma_tf32.cuh"
@@ -22,6 +23,7 @@ struct MmaBwdTiles {
   float *AccQ;                            // single pass with L > 1: one tile pair's coarse dQ_l rows
   float *Qlo, *dOlo;                      // split_qo: Q_0 and dO as split tiles (Qs, dOs the hi parts)
   float *Klo, *Vlo;                       // split_kv: K_0 and V as split tiles (Ks, Vs the hi parts)
+  float *Qn, *dOn;                        // stage_qo: the next query tile's Q_0 and dO as loaded (cp.async)
   bool ds_over_qo;                        // dSs lies over the split Q and dO (single pass with split_qo)
   // single_pass: dS always (the dQ product reads it by query rows), and Ql,
   // Kl and AccQ hold every level's rows at once (lay.acc_row(l)), not one
@@ -42,9 +44,10 @@ struct MmaBwdTiles {
   __host__ __device__ static int plain(int dhp) { return Layout::up8(kMmaTile * mma_ld(dhp)); }
   __host__ __device__ static constexpr int split(int dhp) { return kMmaTile * dhp; }  // one of a split tile's two
   static size_t elems(const Layout& lay, int dhp, bool single_pass = false, bool split_qo = false,
-                      bool split_kv = false) {
+                      bool split_kv = false, bool stage_qo = false) {
     size_t n = 2 * static_cast<size_t>(split_qo ? 2 * split(dhp) : plain(dhp)) +
-               2 * static_cast<size_t>(split_kv ? 2 * split(dhp) : plain(dhp)) + 2 * Layout::up8(kMmaTile);
+               2 * static_cast<size_t>(split_kv ? 2 * split(dhp) : plain(dhp)) + 2 * Layout::up8(kMmaTile) +
+               (stage_qo ? 2 * static_cast<size_t>(plain(dhp)) : 0);
     if (lay.L > 1 || single_pass) n += single_pass && split_qo ? 0 : static_cast<size_t>(lay.scores());
     const size_t all_levels = Layout::up8(lay.acc_row(lay.L) * lay.ld);
     if (lay.L > 1)
@@ -53,7 +56,7 @@ struct MmaBwdTiles {
     return n;
   }
   __device__ MmaBwdTiles(float* sm, const Layout& lay, int dhp, bool single_pass = false, bool split_qo = false,
-                         bool split_kv = false) {
+                         bool split_kv = false, bool stage_qo = false) {
     Carver<float> cv{sm};
     const int qo = split_qo ? split(dhp) : plain(dhp), kv = split_kv ? split(dhp) : plain(dhp);
     Qs = cv.take(qo);
@@ -66,6 +69,8 @@ struct MmaBwdTiles {
     Vlo = split_kv ? cv.take(kv) : nullptr;
     lse = cv.take(Layout::up8(kMmaTile));
     Dr = cv.take(Layout::up8(kMmaTile));
+    Qn = stage_qo ? cv.take(plain(dhp)) : nullptr;
+    dOn = stage_qo ? cv.take(plain(dhp)) : nullptr;
     dSs = Ql = Kl = Cg = dSg = Acc = AccQ = nullptr;
     ds_over_qo = single_pass && split_qo;  // 4 split tiles >= 64 x lay.lds
     if (ds_over_qo)
@@ -127,6 +132,29 @@ __device__ __forceinline__ void stage_key_tile(const Params& P, const MmaBwdTile
     for (int e = 0; e < 4; ++e) dk[n][e] = dv[n][e] = 0.0f;
 }
 
+// A 64-row tile staged as loaded (at mma_ld(DHP): cp.async's landing place)
+// into the split tile hi, lo, by a block of THREADS threads (PairStore's rows
+// and columns, as load_tile_pair stores). No barrier.
+template <int DHP, int THREADS>
+__device__ __forceinline__ void split_tile_from(const float* src, float* hi, float* lo) {
+  using Store = PairStore<DHP, THREADS>;
+  const Store st(threadIdx.x);
+  const float* x = src + 4 * st.col;
+#pragma unroll
+  for (int k = 0; k < kMmaTile / Store::STEP; ++k)
+    st.split_at_k(hi, lo, k, *reinterpret_cast<const float4*>(x + (st.r0 + k * Store::STEP) * mma_ld(DHP)));
+}
+
+// Async (single pass, split Q and dO, MmaBwdTiles with stage_qo): query tile
+// tq's Q_0 and dO with cp.async into s.Qn, s.dOn, one commit.
+template <int DHP>
+__device__ __forceinline__ void fetch_query_tile(const Params& P, const MmaBwdTiles& s, int64_t bh, int tq,
+                                                 const float* dO) {
+  const int64_t i0 = int64_t(tq) * kMmaTile - P.off;
+  const RowCopy<float> qo[2] = {{s.Qn, level_rows<float>(P, P.q, 0, bh), i0}, {s.dOn, dO + bh * P.T * P.dh, i0}};
+  load_rows_async(qo, mma_ld(DHP), kMmaTile, P.T, int(P.dh), DHP);
+}
+
 // The key side's work on the tile pair (tq, tk), K and V of tile tk staged
 // (keys from j0 on): Q, dO, LSE and D of tile tq and the levels' grids are
 // loaded (starting with a barrier; SinglePass: stage_levels, the key
@@ -143,31 +171,44 @@ __device__ __forceinline__ void stage_key_tile(const Params& P, const MmaBwdTile
 // two instructions per value read for twice the shared-memory traffic (hi
 // and lo, where a plain tile is read once and split in registers): fused
 // keeps Q and dO plain, fused8 and the two-kernel key side split them.
-template <int DHP, bool SinglePass = false, int QS = 1, bool Split = true>
+// Async (fused8-async; SinglePass and Split): Q and dO come from the copies
+// that fetch_query_tile started a tile pair earlier (into s.Qn, s.dOn), split
+// from there; this pair then starts the next query tile's (after the
+// barrier that ends stage_levels: every thread is done with s.Qn, s.dOn).
+template <int DHP, bool SinglePass = false, int QS = 1, bool Split = true, bool Async = false>
 __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles& s, const Layout& lay,
                                               const float (&w)[kMaxLevels], int64_t bh, int tq, int tk, int64_t j0,
                                               const float* dO, const float* LSE, const float* D,
                                               float (&dk)[DHP / 8][4], float (&dv)[DHP / 8][4], bool to_smem) {
   static_assert(QS == 1 || QS == 2, "one or two query halves");
+  static_assert(!Async || (SinglePass && Split), "the staged copies are the single pass's, split");
   constexpr int BT = kMmaTile, ld = mma_ld(DHP), NT = BT / 8 / QS;
   const auto [warp, g, t, r0] = frag_lane();
   const int qc = (warp >> 2) * (BT / QS);  // this warp's first query column (QS = 2: warps 4..7 the second half)
   const int kw = warp & 3;                  // this warp's 16 keys
   const int64_t b = bh / P.H, i0 = int64_t(tq) * BT - P.off;
+  if constexpr (Async) cp_async_wait_all();  // this thread's copies of Q and dO landed (the barrier: everyone's)
   __syncthreads();  // the previous query tile's readers are done
-  constexpr TileLayout qo_layout = Split ? TileLayout::split : TileLayout::plain;
-  const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0, s.Qlo, qo_layout},
-                                {s.dOs, dO + bh * P.T * P.dh, i0, s.dOlo, qo_layout}};
-  load_tile_pair<DHP, BT, kMmaThreads * QS>(qo, ld, P.T, int(P.dh));
-  if (P.prefetch && tq + 1 < P.nt) {  // the next query tile's Q and dO (the callers' next pair), into L2 meanwhile
-    prefetch_tile_l2(qo[0].rows, i0 + BT, BT, P.T, int(P.dh));
-    prefetch_tile_l2(qo[1].rows, i0 + BT, BT, P.T, int(P.dh));
+  if constexpr (Async) {
+    split_tile_from<DHP, kMmaThreads * QS>(s.Qn, s.Qs, s.Qlo);
+    split_tile_from<DHP, kMmaThreads * QS>(s.dOn, s.dOs, s.dOlo);
+  } else {
+    constexpr TileLayout qo_layout = Split ? TileLayout::split : TileLayout::plain;
+    const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0, s.Qlo, qo_layout},
+                                  {s.dOs, dO + bh * P.T * P.dh, i0, s.dOlo, qo_layout}};
+    load_tile_pair<DHP, BT, kMmaThreads * QS>(qo, ld, P.T, int(P.dh));
+    if (P.prefetch && tq + 1 < P.nt) {  // the next query tile's Q and dO (the callers' next pair), into L2 meanwhile
+      prefetch_tile_l2(qo[0].rows, i0 + BT, BT, P.T, int(P.dh));
+      prefetch_tile_l2(qo[1].rows, i0 + BT, BT, P.T, int(P.dh));
+    }
   }
   load_lse_d(P, s, bh, i0, LSE, D);
   if constexpr (SinglePass)
     stage_levels(P, s, lay, bh, tq);  // ends with a barrier
   else
     level_grids<float, true>(P, bh, tq, tk, lay, s.Ql, s.Kl, s.Cg);  // ends with a barrier
+  if constexpr (Async)
+    if (tq + 1 < P.nt) fetch_query_tile<DHP>(P, s, bh, tq + 1, dO);  // lands while this pair's products run
   // This warp's coarse terms: its 8 level-1 key columns, for its queries' level-1 rows.
   if (P.L > 1) fold_levels(P, lay, w, s.Cg, qc / 2, BT / 2 / QS, 8 * kw, 8);
   // Element e of st[j]: key r0 + 8 (e >> 1), query qc + 8j + 2t + (e & 1).

@@ -63,10 +63,12 @@ void attention_backward_mma(const AttnShape& s, const std::vector<const void*>& 
 // The single-pass backward (attention_bwd_fused.cu, HKT_CUDA_ATTN_BWD=fused,
 // or fused8 for blocks of 8 warps): the same arguments and results as
 // attention_backward_mma, dh <= 64 and mma_rows_aligned; warps: 4 or 8 per
-// block.
+// block; async_copy (8 warps only, HKT_CUDA_ATTN_BWD=fused8-async): each tile
+// pair's Q and dO fetched with cp.async a tile pair ahead.
 void attention_backward_fused(const AttnShape& s, const std::vector<const void*>& q,
                               const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid,
                               const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,
-                              const std::vector<void*>& dk, float* dv, double* part, int warps = 4);
+                              const std::vector<void*>& dk, float* dv, double* part, int warps = 4,
+                              bool async_copy = false);
 
 }  // namespace hkt::cuda

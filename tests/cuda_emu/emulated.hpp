@@ -40,6 +40,11 @@ size_t device_memory_in_use();
 // The warp-wide mma.sync products run since the process started (a test
 // tells from it whether a knob's mma kernel ran or the general one took over).
 uint64_t mma_sync_count();
+// cp.async copies land when the thread waits for them (false, the default:
+// a tile read before its wait shows) or as they are issued (true: a copy
+// issued into a buffer that other threads still read shows). A GPU may land
+// them anywhere between.
+void set_cp_async_eager(bool eager);
 // The prefetch.global.L2 hints run since the process started.
 uint64_t prefetch_count();
 }  // namespace hkt_emu

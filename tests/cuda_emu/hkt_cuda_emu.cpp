@@ -388,6 +388,10 @@ void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)
   Mma16x8x8 me{d, a, b};
   warp_collective("mma.sync.m16n8k8.tf32", &mma16x8x8_warp, &me);
 }
+namespace {
+bool g_cp_async_eager = false;
+}
+void set_cp_async_eager(bool eager) { g_cp_async_eager = eager; }
 void cp_async16(void* dst, const void* src, int src_bytes) {
   if (reinterpret_cast<uintptr_t>(dst) % 16 || reinterpret_cast<uintptr_t>(src) % 16 || src_bytes < 0 ||
       src_bytes > 16)
@@ -395,7 +399,10 @@ void cp_async16(void* dst, const void* src, int src_bytes) {
   Fiber& f = current();
   AsyncCopy c{static_cast<unsigned char*>(dst), {}, f.commits};
   std::memcpy(c.bytes, src, static_cast<size_t>(src_bytes));  // the rest is zero-filled
-  f.copies.push_back(c);
+  if (g_cp_async_eager)
+    std::memcpy(c.dst, c.bytes, 16);
+  else
+    f.copies.push_back(c);
 }
 void cp_async_commit() { ++current().commits; }
 void cp_async_wait_group(int pending) {

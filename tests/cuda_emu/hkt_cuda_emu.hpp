@@ -28,7 +28,8 @@
 //    are dropped, as the tensor cores do). Loads and stores check the
 //    alignment WMMA requires (32-byte pointers, ldm a multiple of 16 bytes).
 //  - cp.async (16-byte copies to shared memory) reads its source at issue and
-//    lands only at the cp.async.wait_group that covers it.
+//    lands only at the cp.async.wait_group that covers it (or, with
+//    set_cp_async_eager(true), at issue: the two ends of what a GPU may do).
 //  - set_reverse_order(true) runs the warps of a block, the lanes of a warp,
 //    and the blocks of a grid, in the opposite order: a kernel whose result
 //    depends on the order (a race between threads) gives different bits.
