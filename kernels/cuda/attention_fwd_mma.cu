@@ -19,10 +19,10 @@
 // HKT_CUDA_ATTN_FWD=mma-async also fetches the next key tile with cp.async
 // (async_copy.cuh) while the current one is used. HKT_CUDA_ATTN_FWD=mma-lean
 // keeps Q and K plain in shared memory and splits their fragments as each
-// warp loads them (3 instructions per A fragment value, 2 per B, per tile
-// pair), which frees the 64 registers of Q's fragments: 168 registers a
-// thread and 67 KB of shared memory for MHA, so 3 blocks (12 warps) per SM
-// where the others run 2, as PyTorch's float32 SDPA kernel does (docs/cuda.md).
+// warp loads them (2 instructions per value, every tile pair), which frees
+// the 64 registers of Q's fragments: at most 168 registers a thread and 66 KB
+// of shared memory for MHA, so 3 blocks (12 warps) per SM where the others
+// run 2, as PyTorch's float32 SDPA kernel does (docs/cuda.md).
 #include <cmath>
 #include <cstdint>
 #include <limits>
