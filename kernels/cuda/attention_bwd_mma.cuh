@@ -132,19 +132,6 @@ __device__ __forceinline__ void stage_key_tile(const Params& P, const MmaBwdTile
     for (int e = 0; e < 4; ++e) dk[n][e] = dv[n][e] = 0.0f;
 }
 
-// A 64-row tile staged as loaded (at mma_ld(DHP): cp.async's landing place)
-// into the split tile hi, lo, by a block of THREADS threads (PairStore's rows
-// and columns, as load_tile_pair stores). No barrier.
-template <int DHP, int THREADS>
-__device__ __forceinline__ void split_tile_from(const float* src, float* hi, float* lo) {
-  using Store = PairStore<DHP, THREADS>;
-  const Store st(threadIdx.x);
-  const float* x = src + 4 * st.col;
-#pragma unroll
-  for (int k = 0; k < kMmaTile / Store::STEP; ++k)
-    st.split_at_k(hi, lo, k, *reinterpret_cast<const float4*>(x + (st.r0 + k * Store::STEP) * mma_ld(DHP)));
-}
-
 // Async (single pass, split Q and dO, MmaBwdTiles with stage_qo): query tile
 // tq's Q_0 and dO with cp.async into s.Qn, s.dOn, one commit.
 template <int DHP>
@@ -173,7 +160,7 @@ __device__ __forceinline__ void fetch_query_tile(const Params& P, const MmaBwdTi
 // keeps Q and dO plain, fused8 and the two-kernel key side split them.
 // Async (fused8-async; SinglePass and Split): Q and dO come from the copies
 // that fetch_query_tile started a tile pair earlier (into s.Qn, s.dOn), split
-// from there; this pair then starts the next query tile's (after the
+// from there (tile_from_staged); this pair then starts the next query tile's (after the
 // barrier that ends stage_levels: every thread is done with s.Qn, s.dOn).
 template <int DHP, bool SinglePass = false, int QS = 1, bool Split = true, bool Async = false>
 __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles& s, const Layout& lay,
@@ -190,8 +177,8 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
   if constexpr (Async) cp_async_wait_all();  // this thread's copies of Q and dO landed (the barrier: everyone's)
   __syncthreads();  // the previous query tile's readers are done
   if constexpr (Async) {
-    split_tile_from<DHP, kMmaThreads * QS>(s.Qn, s.Qs, s.Qlo);
-    split_tile_from<DHP, kMmaThreads * QS>(s.dOn, s.dOs, s.dOlo);
+    tile_from_staged<DHP, BT, kMmaThreads * QS, TileLayout::split>(s.Qn, ld, s.Qs, s.Qlo);
+    tile_from_staged<DHP, BT, kMmaThreads * QS, TileLayout::split>(s.dOn, ld, s.dOs, s.dOlo);
   } else {
     constexpr TileLayout qo_layout = Split ? TileLayout::split : TileLayout::plain;
     const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0, s.Qlo, qo_layout},

@@ -48,28 +48,6 @@ inline size_t mma_fwd_elems(const Layout& lay, int dhp, FwdMma variant) {
   return tiles + 2 * static_cast<size_t>(Layout::up8(lay.acc_row(lay.L) * lay.ld)) + lay.grid_off(lay.L);
 }
 
-// Rows [0, kMmaBT) x columns [0, DHP) of a tile at ld into the pair tile
-// dst, split (the cp.async path: its copies land as loaded; plain loads split
-// on the way in, RowCopy::layout).
-template <int DHP, TileLayout Layout>
-__device__ void pair_tile_from(const float* src, float* dst) {
-  using Store = PairStore<DHP, kMmaThreads>;
-  constexpr int ld = mma_ld(DHP);
-  const Store st(threadIdx.x);
-  const float* x = src + 4 * st.col;
-  if constexpr (Layout == TileLayout::pair_cols) {
-#pragma unroll
-    for (int k = 0; k < kMmaBT / Store::STEP; ++k)
-      st.cols_at(dst, k, *reinterpret_cast<const float4*>(x + (st.r0 + k * Store::STEP) * ld));
-  } else {
-#pragma unroll
-    for (int k = 0; k < kMmaBT / 2 / Store::STEP; ++k) {
-      const float* row = x + 2 * (st.r0 + k * Store::STEP) * ld;
-      st.rows_at(dst, k, *reinterpret_cast<const float4*>(row), *reinterpret_cast<const float4*>(row + ld));
-    }
-  }
-}
-
 // Async (HKT_CUDA_ATTN_FWD=mma-async): key tile tk + 1's K and V are fetched
 // with cp.async into their own buffers while tile tk is used. Lean
 // (mma-lean): Q and K plain, their fragments split as loaded (warp_abt), for
@@ -150,8 +128,8 @@ __global__ void __launch_bounds__(kMmaThreads, Variant == FwdMma::lean ? 3 : 0)
     __syncthreads();
     level_grids_staged(P, lay, Ql, Kl, Cg);  // every level between the same two barriers
     if constexpr (Async) {
-      pair_tile_from<DHP, TileLayout::pair_cols>(Knext, Kp);
-      pair_tile_from<DHP, TileLayout::pair_rows>(Vnext, Vp);
+      tile_from_staged<DHP, BT, kMmaThreads, TileLayout::pair_cols>(Knext, ld, Kp);
+      tile_from_staged<DHP, BT, kMmaThreads, TileLayout::pair_rows>(Vnext, ld, Vp);
     }
     __syncthreads();
     if constexpr (Async)

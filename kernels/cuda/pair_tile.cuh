@@ -149,6 +149,34 @@ struct PairStore {
   }
 };
 
+// Rows [0, ROWS) x columns [0, DHP) of a plain tile at ld (staged as
+// loaded: cp.async's landing place) into the pre-split tile dst (Layout
+// pair_cols or pair_rows; split: dst the hi parts, lo the lo parts), by a
+// block of THREADS threads, each its PairStore rows and columns. No barrier.
+template <int DHP, int ROWS, int THREADS, TileLayout Layout>
+__device__ __forceinline__ void tile_from_staged(const float* src, int ld, float* dst, float* lo = nullptr) {
+  using Store = PairStore<DHP, THREADS>;
+  const Store st(threadIdx.x);
+  const float* x = src + 4 * st.col;
+  const auto row = [&](int r) { return *reinterpret_cast<const float4*>(x + r * ld); };
+  if constexpr (Layout == TileLayout::pair_rows) {
+#pragma unroll
+    for (int k = 0; k < ROWS / 2 / Store::STEP; ++k) {
+      const int r = 2 * (st.r0 + k * Store::STEP);
+      st.rows_at(dst, k, row(r), row(r + 1));
+    }
+  } else {
+    static_assert(Layout == TileLayout::pair_cols || Layout == TileLayout::split, "a pre-split layout");
+#pragma unroll
+    for (int k = 0; k < ROWS / Store::STEP; ++k) {
+      if constexpr (Layout == TileLayout::pair_cols)
+        st.cols_at(dst, k, row(st.r0 + k * Store::STEP));
+      else
+        st.split_at_k(dst, lo, k, row(st.r0 + k * Store::STEP));
+    }
+  }
+}
+
 // A lane's offsets into pair tiles of DHP values, worked out once (a swizzle
 // per read costs about 4 integer instructions; here every read is a base and
 // a compile-time offset). Lane g = lane / 4, t = lane % 4:
