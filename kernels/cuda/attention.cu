@@ -548,7 +548,9 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
     if constexpr (std::is_same_v<T, float>)
       attention_backward_fused(s, q, k, v, lambda, valid, static_cast<const float*>(dout),
                                static_cast<const float*>(lse), D.as<float>(), dq, dk, static_cast<float*>(dv), part_dev,
-                               fused8 ? 8 : 4, fused8_async);
+                               fused8_async ? FusedBwd::warps8_async
+                               : fused8     ? FusedBwd::warps8
+                                            : FusedBwd::warps4);
   } else if (mma) {
     if constexpr (std::is_same_v<T, float>)
       attention_backward_mma(s, q, k, v, lambda, valid, static_cast<const float*>(dout), static_cast<const float*>(lse),

@@ -239,19 +239,17 @@ void launch_bwd_fused(const Params& P, const float* dout, const float* lse, cons
 void attention_backward_fused(const AttnShape& s, const std::vector<const void*>& q,
                               const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid,
                               const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,
-                              const std::vector<void*>& dk, float* dv, double* part, int warps, bool async_copy) {
+                              const std::vector<void*>& dk, float* dv, double* part, FusedBwd variant) {
   HKT_CHECK(s.dh <= kMmaMaxDh, "attention_backward_fused: head dim ", s.dh, " above ", kMmaMaxDh);
   HKT_CHECK(mma_rows_aligned(s.dh, q, k, v, dout, dq, dk, dv), "attention_backward_fused: head dim ", s.dh,
             " not a multiple of 4 or a tensor not 16-byte aligned (mma_rows_aligned)");
-  HKT_CHECK(warps == 4 || warps == 8, "attention_backward_fused: blocks of 4 or 8 warps, not ", warps);
-  HKT_CHECK(!async_copy || warps == 8, "attention_backward_fused: cp.async staging needs blocks of 8 warps");
   const Params P = make_params(s, q, k, v, lambda, valid, kMmaTile);
   const LevelPtrs<float> dk_dev = level_ptrs<float>(dk);
   const auto launch = [&](auto dhp) {
     constexpr int DHP = decltype(dhp)::value;
-    if (async_copy)
+    if (variant == FusedBwd::warps8_async)
       launch_bwd_fused<DHP, 2, true>(P, dout, lse, D, dk_dev, dv, dq, part);
-    else if (warps == 8)
+    else if (variant == FusedBwd::warps8)
       launch_bwd_fused<DHP, 2, false>(P, dout, lse, D, dk_dev, dv, dq, part);
     else
       launch_bwd_fused<DHP, 1, false>(P, dout, lse, D, dk_dev, dv, dq, part);

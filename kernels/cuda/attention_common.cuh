@@ -186,9 +186,13 @@ __device__ void load_rows_as(const RowCopy<T> (&c)[N], int ld, int count, int64_
 // write: dh % 4 == 0 and 16-byte aligned rows, checked on the host
 // (mma_rows_aligned, attention_mma.hpp; the general kernels take the rest), so
 // that their loads need no single-value path. The emulator checks it.
+// True when rows of dh floats from `rows` on are whole 16-byte aligned float4s.
+__device__ __forceinline__ bool float4_rows(const void* rows, int dh) {
+  return dh % 4 == 0 && reinterpret_cast<uintptr_t>(rows) % 16 == 0;
+}
 __device__ __forceinline__ void expect_rows_aligned(const void* rows, int dh) {
 #ifdef HKT_CUDA_EMULATED
-  ::hkt_emu::expect(dh % 4 == 0 && reinterpret_cast<uintptr_t>(rows) % 16 == 0,
+  ::hkt_emu::expect(float4_rows(rows, dh),
                     "an mma kernel got rows that are not whole 16-byte aligned float4s (mma_rows_aligned)");
 #else
   (void)rows;
@@ -208,8 +212,8 @@ __device__ void load_rows(const RowCopy<T> (&c)[N], int ld, int count, int64_t n
   } else {
     if constexpr (std::is_same_v<T, float>) {
       // dhp and ld are multiples of 4, every dst is 32-byte aligned (Layout).
-      bool aligned = dh % 4 == 0;
-      for (int i = 0; i < N; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(c[i].rows) % 16 == 0;
+      bool aligned = true;
+      for (int i = 0; i < N; ++i) aligned = aligned && float4_rows(c[i].rows, dh);
       if (aligned) {
         load_rows_as<float4>(c, ld, count, n, dh, dhp);
         return;

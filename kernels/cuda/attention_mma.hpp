@@ -60,15 +60,16 @@ void attention_backward_mma(const AttnShape& s, const std::vector<const void*>& 
                             const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,
                             const std::vector<void*>& dk, float* dv, double* part);
 
-// The single-pass backward (attention_bwd_fused.cu, HKT_CUDA_ATTN_BWD=fused,
-// or fused8 for blocks of 8 warps): the same arguments and results as
-// attention_backward_mma, dh <= 64 and mma_rows_aligned; warps: 4 or 8 per
-// block; async_copy (8 warps only, HKT_CUDA_ATTN_BWD=fused8-async): each tile
-// pair's Q and dO fetched with cp.async a tile pair ahead.
+// The single pass's variants (HKT_CUDA_ATTN_BWD=fused, fused8, fused8-async):
+// blocks of 4 warps; of 8 warps; of 8 warps with each tile pair's Q and dO
+// fetched with cp.async a tile pair ahead.
+enum class FusedBwd { warps4, warps8, warps8_async };
+// The single-pass backward (attention_bwd_fused.cu): the same arguments and
+// results as attention_backward_mma, dh <= 64 and mma_rows_aligned.
 void attention_backward_fused(const AttnShape& s, const std::vector<const void*>& q,
                               const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid,
                               const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,
-                              const std::vector<void*>& dk, float* dv, double* part, int warps = 4,
-                              bool async_copy = false);
+                              const std::vector<void*>& dk, float* dv, double* part,
+                              FusedBwd variant = FusedBwd::warps4);
 
 }  // namespace hkt::cuda
