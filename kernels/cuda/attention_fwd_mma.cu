@@ -30,6 +30,7 @@
 #include "kernels/cuda/async_copy.cuh"
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_mma.hpp"
+#include "kernels/cuda/fwd_softmax.cuh"
 #include "kernels/cuda/mma_tf32.cuh"
 
 namespace hkt::cuda {
@@ -157,76 +158,12 @@ __global__ void __launch_bounds__(kMmaThreads, Variant == FwdMma::lean ? 3 : 0)
       }
     }
 
-    // Combined, masked scores and the online softmax; element e of s[j] is row
-    // r0 + 8 (e >> 1), key 8j + 2t + (e & 1).
-    float mx[2] = {kNegInf, kNegInf};
-    with_mask_test(!pair_unmasked(P, i0, j0, BT), [&](auto masked) {
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int p = r0 + 8 * (e >> 1), p2 = 8 * j + 2 * t + (e & 1);
-          if (decltype(masked)::value && key_masked(P, b, i0 + p, j0 + p2)) {
-            s[j][e] = kNegInf;
-          } else {
-            s[j][e] = combine_folded(P, lay, w0, Cg, p, p2, s[j][e]);
-            mx[e >> 1] = s[j][e] > mx[e >> 1] ? s[j][e] : mx[e >> 1];
-          }
-        }
-    });
-    float alpha[2], rs[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      mx[r] = max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-      mx[r] = max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      const float m_new = mx[r] > m_run[r] ? mx[r] : m_run[r];
-      alpha[r] = m_new == kNegInf ? 1.0f : m_run[r] == kNegInf ? 0.0f : fast_exp(m_run[r] - m_new);
-      mx[r] = m_new;
-    }
-    const float mx2[2] = {mx[0] * kLog2e, mx[1] * kLog2e};  // exp_minus's m2
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = e >> 1;
-        s[j][e] = mx[r] == kNegInf || s[j][e] == kNegInf ? 0.0f : exp_minus(s[j][e], mx2[r]);
-        rs[r] += s[j][e];
-      }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 1);
-      rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 2);
-      l_run[r] = l_run[r] * alpha[r] + rs[r];
-      m_run[r] = mx[r];
-    }
-#pragma unroll
-    for (int n = 0; n < ND; ++n) {
-      o[n][0] *= alpha[0];
-      o[n][1] *= alpha[0];
-      o[n][2] *= alpha[1];
-      o[n][3] *= alpha[1];
-    }
-
+    // Combined, masked scores and the online softmax (fwd_softmax.cuh).
+    online_softmax_tile(P, lay, w0, Cg, b, i0, j0, r0, t, s, o, m_run, l_run);
     warp_fb_pair<DHP, NT>(o, s, Vp, pl);  // O += P V (V split already)
   }
 
-  // O / l and LSE, straight from the fragments: columns 8n + 2t, 8n + 2t + 1
-  // as one float2 (O's rows are aligned, expect_rows_aligned).
-  expect_rows_aligned(O, dh);
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int64_t i = i0 + r0 + 8 * r;
-    if (i < 0 || i >= P.T) continue;
-    const float inv = l_run[r] > 0 ? 1.0f / l_run[r] : 0.0f;
-    float* orow = O + (bh * P.T + i) * P.dh;
-#pragma unroll
-    for (int n = 0; n < ND; ++n) {
-      const int c = 8 * n + 2 * t;
-      if (c < dh) *reinterpret_cast<float2*>(orow + c) = float2{o[n][2 * r] * inv, o[n][2 * r + 1] * inv};
-    }
-    if (t == 0)
-      LSE[bh * P.T + i] = l_run[r] > 0 ? m_run[r] + log(l_run[r]) : std::numeric_limits<float>::infinity();
-  }
+  store_forward_rows(P, bh, i0, r0, t, o, m_run, l_run, O, LSE);
 }
 
 template <int DHP, FwdMma Variant>
