@@ -1,6 +1,6 @@
 // The CPU emulator of the CUDA kernels (tests/cuda_emu) checked on small
 // kernels of its own (tests/cuda_emu/selftest_kernels.cpp): warp shuffles,
-// block_reduce, WMMA with TF32 rounding, cp.async, poisoned shared memory, launch limits,
+// block_reduce, WMMA with TF32 rounding, cp.async, wgmma, poisoned shared memory, launch limits,
 // deadlock detection, the device-memory checks and the emulated cuBLAS GEMM.
 // tests/test_emulated_attention.cpp and the emulated backend rely on these.
 #include <doctest/doctest.h>
@@ -24,6 +24,9 @@ int big_shared(bool allow);
 void wmma(const float* A, const float* B, float* C, int offset);
 std::vector<std::string> memory_checks();
 std::vector<float> cp_async(const std::vector<float>& src);
+std::vector<float> wgmma(const std::vector<float>& a, const std::vector<float>& a2, const std::vector<float>& b,
+                         uint64_t& desc);
+void wgmma_no_wait();
 std::string sgemm(bool ta, bool tb, int m, int n, int k, const std::vector<float>& A, int lda,
                   const std::vector<float>& B, int ldb, std::vector<float>& C, int ldc, bool on_device);
 }  // namespace hkt::cuda::emu_selftest
@@ -82,6 +85,43 @@ TEST_CASE("emulator: cp.async copies land at the wait that covers their group, z
       CHECK(at(2, 0) == first);
       CHECK(at(2, 1) == second);
     }
+}
+
+TEST_CASE("emulator: wgmma takes K-major operands through descriptors and is done at its wait") {
+  std::vector<float> a(64 * 8), a2(64 * 8), b(64 * 8);
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i] = 1.0f + float(i) * 1e-3f + 1e-6f;
+    a2[i] = 0.25f - float(i) * 3e-4f;
+    b[i] = 0.5f - float((i * 37) % 512) * 7e-4f;
+  }
+  uint64_t desc = 0;
+  const std::vector<float> out = st::wgmma(a, a2, b, desc);
+  // The descriptor: LBO 128 bytes and SBO 256 bytes in 16-byte units, no
+  // swizzle, B at float 512 of the shared memory (byte 2048).
+  CHECK((desc & 0x3FFF) == 2048 / 16);
+  CHECK(((desc >> 16) & 0x3FFF) == 128 / 16);
+  CHECK(((desc >> 32) & 0x3FFF) == 256 / 16);
+  CHECK((desc >> 49) == 0);
+  for (int tid = 0; tid < 128; ++tid) {
+    const int lane = tid % 32, g = lane / 4, t = lane % 4;
+    for (int c = 0; c < 8; ++c)
+      for (int e = 0; e < 4; ++e) {
+        const int row = 16 * (tid / 32) + g + 8 * (e / 2), col = 8 * c + 2 * t + e % 2;
+        float want = 0, want_e = 0;
+        for (int k = 0; k < 8; ++k) want += tf32_truncated(a[size_t(row * 8 + k)]) * tf32_truncated(b[size_t(col * 8 + k)]);
+        want_e = want;
+        for (int k = 0; k < 8; ++k) want += tf32_truncated(a2[size_t(row * 8 + k)]) * tf32_truncated(b[size_t(col * 8 + k)]);
+        const auto at = [&](int phase, int i) { return out[size_t(tid * 96 + phase * 48 + i)]; };
+        CHECK(at(0, 4 * c + e) == -1.0f);  // not done before the wait
+        CHECK_MESSAGE(at(1, 4 * c + e) == want, "thread " << tid << ", D[" << row << "][" << col << "]");
+        if (c < 4) {
+          CHECK(at(0, 32 + 4 * c + e) == -2.0f);
+          CHECK_MESSAGE(at(1, 32 + 4 * c + e) == want_e, "thread " << tid << ", E[" << row << "][" << col << "]");
+        }
+      }
+  }
+  CHECK(hkt_emu::wgmma_count() >= 3 * 4);  // three products, four warps each
+  CHECK_THROWS_WITH_AS(st::wgmma_no_wait(), doctest::Contains("never waited"), std::logic_error);
 }
 
 TEST_CASE("emulator: dynamic shared memory above 48 KiB needs cudaFuncSetAttribute, as on a GPU") {

@@ -47,4 +47,6 @@ uint64_t mma_sync_count();
 void set_cp_async_eager(bool eager);
 // The prefetch.global.L2 hints run since the process started.
 uint64_t prefetch_count();
+// The warpgroup products (wgmma.mma_async, per warp) run since the process started.
+uint64_t wgmma_count();
 }  // namespace hkt_emu

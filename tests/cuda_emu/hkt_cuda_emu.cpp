@@ -118,11 +118,23 @@ struct AsyncCopy {
   int group;  // the commit group it joins (the count of commits before it)
 };
 
+// A wgmma product recorded at issue, done at the wgmma_wait covering its group.
+struct Wgmma {
+  float* d;
+  int n;
+  const uint32_t* a;  // this lane's A registers, or null: A at desc_a
+  uint64_t desc_a, desc_b;
+  bool scale_d;
+  int group;
+};
+
 struct Fiber {
   Context ctx;
   ThreadCtx tc;
   std::vector<AsyncCopy> copies;  // this thread's cp.async copies not yet landed
   int commits = 0;
+  std::vector<Wgmma> wgmmas;  // its warpgroup products not yet done
+  int wg_commits = 0;
   St st = St::Ready;
   const char* what = nullptr;  // the warp collective it waits in
   void* fake = nullptr;        // ASan's fake stack while switched out
@@ -290,6 +302,8 @@ void run_block(Run& r, const dim3& block, const dim3& grid, const dim3& bdim) {
     f.st = St::Ready;
     f.copies.clear();
     f.commits = 0;
+    f.wgmmas.clear();
+    f.wg_commits = 0;
     make_context(f.ctx, stacks()[i].get(), kStack, trampoline);
   }
   // Between two barriers, one warp at a time runs as far as it can (warp 0
@@ -306,7 +320,12 @@ void run_block(Run& r, const dim3& block, const dim3& grid, const dim3& bdim) {
       live += f.st != St::Done;
       at_barrier += f.st == St::Barrier;
     }
-    if (live == 0) return;
+    if (live == 0) {
+      for (const Fiber& f : r.fibers)
+        if (!f.wgmmas.empty())
+          throw std::logic_error("hkt_emu: a thread exited with wgmma products it never waited for");
+      return;
+    }
     if (at_barrier == live) {
       for (Fiber& f : r.fibers)
         if (f.st == St::Barrier) f.st = St::Ready;
@@ -416,6 +435,111 @@ void cp_async_wait_group(int pending) {
   }
   f.copies.swap(left);
 }
+namespace {
+std::atomic<uint64_t> g_wgmmas{0};
+// One K-major TF32 element of the descriptor's matrix: row r (M or N), column
+// k < 8, in the layout without swizzle (kernels/cuda/wgmma.cuh).
+float gmma_element(const Run& r, uint64_t desc, int row, int k) {
+  if ((desc >> 62) != 0 || ((desc >> 49) & 7) != 0)
+    throw std::logic_error("hkt_emu: wgmma descriptor with a swizzle or a base offset (not emulated)");
+  const uint64_t start = (desc & 0x3FFF) << 4, lbo = ((desc >> 16) & 0x3FFF) << 4, sbo = ((desc >> 32) & 0x3FFF) << 4;
+  const uint64_t at = start + uint64_t(row >> 3) * sbo + uint64_t(k >> 2) * lbo + uint64_t(row & 7) * 16 + (k & 3) * 4;
+  const size_t size = r.smem.size() - size_t(r.smem_base - r.smem.data());
+  if (at + 4 > size)
+    throw std::logic_error("hkt_emu: wgmma operand outside the block's shared memory (byte " + std::to_string(at) +
+                           ")");
+  float x;
+  std::memcpy(&x, r.smem_base + at, 4);
+  return tf32_truncate(x);
+}
+struct WgmmaWait {
+  Fiber* f;
+  int pending;
+  int warp;  // its rank in the warpgroup
+};
+void wgmma_wait_warp(void* const* lanes, int n) {
+  if (n != 32) throw std::logic_error("hkt_emu: wgmma needs full warps");
+  const WgmmaWait& w0 = *static_cast<const WgmmaWait*>(lanes[0]);
+  const Fiber& f0 = *w0.f;
+  for (int l = 1; l < 32; ++l) {
+    const Fiber& f = *static_cast<const WgmmaWait*>(lanes[l])->f;
+    bool same = f.wg_commits == f0.wg_commits && f.wgmmas.size() == f0.wgmmas.size() &&
+                static_cast<const WgmmaWait*>(lanes[l])->pending == w0.pending;
+    for (size_t i = 0; same && i < f.wgmmas.size(); ++i) {
+      const Wgmma &x = f.wgmmas[i], &y = f0.wgmmas[i];
+      same = x.n == y.n && (x.a == nullptr) == (y.a == nullptr) && x.desc_a == y.desc_a && x.desc_b == y.desc_b &&
+             x.scale_d == y.scale_d && x.group == y.group;
+    }
+    if (!same) throw std::logic_error("hkt_emu: the lanes of a warp issued different wgmma products or waits");
+  }
+  const Run& r = *g_run;
+  size_t done = 0;
+  for (; done < f0.wgmmas.size() && f0.wgmmas[done].group < f0.wg_commits - w0.pending; ++done) {
+    const Wgmma& op = f0.wgmmas[done];
+    const int N = op.n;
+    float A[16][8], B[256][8], D[16][256];
+    for (int l = 0; l < 32; ++l) {
+      const Wgmma& m = static_cast<const WgmmaWait*>(lanes[l])->f->wgmmas[done];
+      const int g = l >> 2, t = l & 3;
+      if (m.a) {
+        A[g][t] = tf32_value(m.a[0]);
+        A[g + 8][t] = tf32_value(m.a[1]);
+        A[g][t + 4] = tf32_value(m.a[2]);
+        A[g + 8][t + 4] = tf32_value(m.a[3]);
+      }
+      for (int c = 0; c < N / 8; ++c)
+        for (int e = 0; e < 4; ++e) D[g + 8 * (e >> 1)][8 * c + 2 * t + (e & 1)] = op.scale_d ? m.d[4 * c + e] : 0.0f;
+    }
+    if (!op.a)
+      for (int i = 0; i < 16; ++i)
+        for (int k = 0; k < 8; ++k) A[i][k] = gmma_element(r, op.desc_a, 16 * w0.warp + i, k);
+    for (int j = 0; j < N; ++j)
+      for (int k = 0; k < 8; ++k) B[j][k] = gmma_element(r, op.desc_b, j, k);
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < N; ++j)
+        for (int k = 0; k < 8; ++k) D[i][j] += A[i][k] * B[j][k];
+    for (int l = 0; l < 32; ++l) {
+      const Wgmma& m = static_cast<const WgmmaWait*>(lanes[l])->f->wgmmas[done];
+      const int g = l >> 2, t = l & 3;
+      for (int c = 0; c < N / 8; ++c)
+        for (int e = 0; e < 4; ++e) m.d[4 * c + e] = D[g + 8 * (e >> 1)][8 * c + 2 * t + (e & 1)];
+    }
+    g_wgmmas.fetch_add(1, std::memory_order_relaxed);
+  }
+  for (int l = 0; l < 32; ++l) {
+    auto& ops = static_cast<const WgmmaWait*>(lanes[l])->f->wgmmas;
+    ops.erase(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(done));
+  }
+}
+}  // namespace
+
+void wgmma_tf32(float* d, int n, const uint32_t* a, uint64_t desc_a, uint64_t desc_b, bool scale_d) {
+  if (n < 8 || n > 256 || n % 8) throw std::logic_error("hkt_emu: wgmma with N not a multiple of 8 in [8, 256]");
+  const dim3 bd = g_ctx->block_dim;
+  if ((bd.x * bd.y * bd.z) % 128)
+    throw std::logic_error("hkt_emu: wgmma in a block that is not whole warpgroups of 128 threads");
+  Fiber& f = current();
+  f.wgmmas.push_back({d, n, a, desc_a, desc_b, scale_d, f.wg_commits});
+}
+void wgmma_fence() { current(); }
+void wgmma_commit() { ++current().wg_commits; }
+void wgmma_wait(int pending) {
+  Fiber& f = current();
+  const ThreadCtx& c = f.tc;
+  const unsigned tid = c.thread.x + c.block_dim.x * (c.thread.y + c.block_dim.y * c.thread.z);
+  WgmmaWait me{&f, pending, int(tid / 32) % 4};
+  warp_collective("wgmma.wait_group", &wgmma_wait_warp, &me);
+}
+uint64_t wgmma_count() { return g_wgmmas.load(std::memory_order_relaxed); }
+uint32_t shared_address(const void* p) {
+  if (!g_run) throw std::logic_error("hkt_emu: __cvta_generic_to_shared outside a kernel");
+  const Run& r = *g_run;
+  const auto* b = static_cast<const unsigned char*>(p);
+  if (b < r.smem_base || b >= r.smem.data() + r.smem.size())
+    throw std::logic_error("hkt_emu: __cvta_generic_to_shared of a pointer outside the dynamic shared memory");
+  return static_cast<uint32_t>(b - r.smem_base);
+}
+
 void set_last_error(int e) {
   if (g_last_error == 0) g_last_error = e;
 }

@@ -30,6 +30,9 @@
 //  - cp.async (16-byte copies to shared memory) reads its source at issue and
 //    lands only at the cp.async.wait_group that covers it (or, with
 //    set_cp_async_eager(true), at issue: the two ends of what a GPU may do).
+//  - wgmma (kernels/cuda/wgmma.cuh: m64nNk8 TF32, descriptors without swizzle)
+//    runs per warp at the wgmma.wait_group that covers it, reading the
+//    registers and shared memory then, as the asynchronous product may.
 //  - set_reverse_order(true) runs the warps of a block, the lanes of a warp,
 //    and the blocks of a grid, in the opposite order: a kernel whose result
 //    depends on the order (a race between threads) gives different bits.
@@ -193,6 +196,22 @@ void expect(bool ok, const char* what);
 void cp_async16(void* dst, const void* src, int src_bytes);
 void cp_async_commit();
 void cp_async_wait_group(int pending);
+// wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32 (kernels/cuda/wgmma.cuh),
+// emulated per warp: warp w % 4 of its warpgroup computes its 16 rows of
+// D = A B + (scale_d ? D : 0), A from the lane's 4 registers a (the fragment
+// layout of mma.sync m16n8k8) or, when a is null, rows 16 (w % 4) .. of the
+// 64 x 8 K-major matrix at desc_a, B the N x 8 K-major matrix at desc_b
+// (descriptors without swizzle; anything else throws). The product is
+// recorded, and done only at the wgmma_wait that covers its commit group: it
+// reads a's registers, the shared memory and D then, so a kernel that reads D
+// earlier, or changes them before the wait, gets wrong results, as on a GPU.
+// wgmma_fence does nothing; shared_address is __cvta_generic_to_shared (the
+// offset into the block's dynamic shared memory).
+void wgmma_tf32(float* d, int n, const uint32_t* a, uint64_t desc_a, uint64_t desc_b, bool scale_d);
+void wgmma_fence();
+void wgmma_commit();
+void wgmma_wait(int pending);
+uint32_t shared_address(const void* p);
 
 }  // namespace hkt_emu
 

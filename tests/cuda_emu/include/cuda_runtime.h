@@ -43,7 +43,12 @@ struct CUstream_st;
 using cudaStream_t = CUstream_st*;
 constexpr unsigned cudaStreamDefault = 0x00;
 constexpr unsigned cudaStreamNonBlocking = 0x01;
-enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16, cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
+enum cudaDeviceAttr {
+  cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrComputeCapabilityMajor = 75,
+  cudaDevAttrComputeCapabilityMinor = 76,
+  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
+};
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 
 const char* cudaGetErrorName(cudaError_t e);
@@ -64,11 +69,13 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t s);
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
-// An H200: 132 SMs, 227 KiB of dynamic shared memory per block when a kernel opts in.
+// An H200: compute capability 9.0, 132 SMs, 227 KiB of dynamic shared memory per block when a kernel opts in.
 inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int device) {
   if (!v || device != 0) return cudaErrorInvalidValue;
   switch (a) {
     case cudaDevAttrMultiProcessorCount: *v = 132; return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMajor: *v = 9; return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor: *v = 0; return cudaSuccess;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = 232448; return cudaSuccess;
   }
   return cudaErrorInvalidValue;
