@@ -101,8 +101,9 @@ void bench_attention(int64_t T, int reps) {
 // attention_bwd_mma.cu), the single-pass backward (HKT_CUDA_ATTN_BWD=fused:
 // attention_bwd_fused.cu; fused8 in blocks of 8 warps, fused8-async with
 // cp.async) and the general backward's accumulators in registers
-// (HKT_CUDA_ATTN_BWD_ACC=regs) instead of shared memory; and the mma kernels
-// without their L2 prefetches (HKT_CUDA_ATTN_PREFETCH=0).
+// (HKT_CUDA_ATTN_BWD_ACC=regs) instead of shared memory; the mma kernels
+// without their L2 prefetches (HKT_CUDA_ATTN_PREFETCH=0); and the forward on
+// Hopper's warpgroup products (HKT_CUDA_ATTN_FWD=wgmma).
 void bench_variants(int reps) {
   struct Knob {
     std::vector<std::pair<const char*, const char*>> env;
@@ -127,7 +128,11 @@ void bench_variants(int reps) {
                           {"HKT_CUDA_ATTN_BWD", "fused"},
                           {"HKT_CUDA_ATTN_PREFETCH", "0"}},
                          "fwd mma + bwd fused, no L2 prefetch"},
-                        {{{"HKT_CUDA_ATTN_BWD_ACC", "regs"}}, "bwd acc regs"}};
+                        {{{"HKT_CUDA_ATTN_BWD_ACC", "regs"}}, "bwd acc regs"},
+                        // Last: never run on a GPU before, and a fault ends the process.
+                        {{{"HKT_CUDA_ATTN_FWD", "wgmma"}}, "fwd wgmma"},
+                        {{{"HKT_CUDA_ATTN_FWD", "wgmma"}, {"HKT_CUDA_ATTN_BWD", "fused8-async"}},
+                         "fwd wgmma + bwd fused8 async"}};
   for (int64_t T : {1024, 4096})
     for (int64_t L : {1, 3}) {
       const std::string what = L == 1 ? "MHA" : "HKT L=3";
@@ -150,7 +155,7 @@ void bench_variants(int reps) {
 
 // --profile: one forward+backward of each attention kernel (MHA and HKT L = 3
 // at T = 1024), untimed, for a profiler to read (docs/cuda.md: tools/gpu-session
-// runs it under ncu). Every kernel variant runs in one of these six setups; the
+// runs it under ncu). Every kernel variant runs in one of these seven setups; the
 // kernels' names (template arguments included) and their shared memory say
 // which variant and shape a profiled launch belongs to.
 void profile_kernels() {
@@ -160,7 +165,8 @@ void profile_kernels() {
       {{"HKT_CUDA_ATTN_FWD", "mma-async"}, {"HKT_CUDA_ATTN_BWD", "fused"}},
       {{"HKT_CUDA_ATTN_FWD", "mma-lean"}, {"HKT_CUDA_ATTN_BWD", "fused8"}},
       {{"HKT_CUDA_ATTN_BWD_ACC", "regs"}},
-      {{"HKT_CUDA_ATTN_BWD", "fused8-async"}}};
+      {{"HKT_CUDA_ATTN_BWD", "fused8-async"}},
+      {{"HKT_CUDA_ATTN_FWD", "wgmma"}}};  // last: a fault would end the process
   for (int64_t L : {1, 3})
     for (const auto& env : setups) {
       std::string set;

@@ -557,6 +557,11 @@ int device_attribute() {
 // The device's shared memory per block for kernels that opt in, and its SMs.
 inline int max_smem_optin() { return device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(); }
 inline int sm_count() { return device_attribute<cudaDevAttrMultiProcessorCount>(); }
+// Compute capability 9.0 exactly (H100, H200): the one that runs the sm_90a kernels (kernels/cuda/sm90a/).
+inline bool wgmma_device() {
+  return device_attribute<cudaDevAttrComputeCapabilityMajor>() == 9 &&
+         device_attribute<cudaDevAttrComputeCapabilityMinor>() == 0;
+}
 
 template <class Kernel>
 void allow_smem(Kernel kernel, size_t bytes) {
