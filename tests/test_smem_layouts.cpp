@@ -1,6 +1,6 @@
-// Shared-memory bank conflicts of the mma kernels' fragment reads, worked out
-// from the layouts' own index functions (kernels/cuda/pair_tile.cuh,
-// attention_mma.hpp's mma_ld): a GPU serves a warp's read in phases (32 lanes
+// Shared-memory bank conflicts of the mma kernels' fragment reads and of the
+// wgmma forward's tile stores, worked out from the layouts' own index
+// functions (kernels/cuda/pair_tile.cuh, attention_mma.hpp's mma_ld, gmma_tile.cuh): a GPU serves a warp's read in phases (32 lanes
 // for 4-byte reads, 16 for 8-byte, 8 for 16-byte), and a phase in which one
 // of the 32 banks is asked for k different 4-byte words takes k passes. No
 // GPU and no timing: the addresses alone decide it. A swizzle or padding
@@ -17,6 +17,7 @@
 #include "cuda_emu/hkt_cuda_emu.hpp"
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_mma.hpp"
+#include "kernels/cuda/gmma_tile.cuh"
 #include "kernels/cuda/pair_tile.cuh"
 
 namespace {
@@ -148,4 +149,60 @@ TEST_CASE("smem layouts: tiles at mma_ld read as PTX fragments are free of bank 
     const int lds = hkt::cuda::Layout(hkt::cuda::kMmaTile, dhp, 1).lds;
     CHECK(bank_ways(8, [&](int g, int t) { return g * lds + 2 * t; }) == 2);
   }
+}
+
+// The wgmma forward's stores of Q and K (as they are) and of V (transposed)
+// into gmma tiles (gmma_tile.cuh): every element of the tile written once, as
+// float4s whose 8-lane phases hit 8 different 16-byte bank groups, and the
+// loads' 8-lane phases read 128 contiguous bytes of one source row.
+TEST_CASE("smem layouts: the gmma tiles' float4 stores are free of bank conflicts (gmma_tile.cuh)") {
+  using hkt::cuda::gmma_at;
+  for (const int dhp : {32, 64}) {
+    CAPTURE(dhp);
+    const int c4 = dhp / 4;
+    int worst_rows = 0, worst_cols = 0;
+    std::vector<int> rows_written(size_t(64 * dhp)), cols_written(size_t(64 * dhp));
+    bool rows_right = true, cols_right = true, loads_contiguous = true;
+    for (int warp = 0; warp < 64 * c4 / 32; ++warp) {  // every unit of the natural tile, a warp at a time
+      const auto u = [&](int g, int t) { return hkt::cuda::gmma_rows_unit(32 * warp + 4 * g + t, c4); };
+      worst_rows = std::max(worst_rows, bank_ways(16, [&](int g, int t) { return gmma_at(u(g, t).r, u(g, t).c, 64); }));
+      for (int lane = 0; lane < 32; ++lane) {
+        const auto x = u(lane / 4, lane % 4);
+        for (int e = 0; e < 4; ++e) ++rows_written[size_t(gmma_at(x.r, x.c + e, 64))];
+        rows_right = rows_right && gmma_at(x.r, x.c + 3, 64) == gmma_at(x.r, x.c, 64) + 3;
+      }
+    }
+    for (int warp = 0; warp < 64 * c4 / 4 / 32; ++warp) {  // the transposed tile's 4 x 4 blocks
+      const auto u = [&](int g, int t) { return hkt::cuda::gmma_cols_unit(32 * warp + 4 * g + t, c4); };
+      for (int s = 0; s < 4; ++s)
+        worst_cols = std::max(worst_cols, bank_ways(16, [&](int g, int t) {
+                                const auto x = u(g, t);
+                                return gmma_at(x.d0 + ((s + x.rot) & 3), hkt::cuda::key_slot(x.j0), dhp);
+                              }));
+      for (int lane = 0; lane < 32; ++lane) {
+        const auto x = u(lane / 4, lane % 4);
+        const auto first = u((lane & ~7) / 4, 0);  // the lane that starts this lane's phase
+        loads_contiguous = loads_contiguous && x.j0 == first.j0 && x.d0 == first.d0 + 4 * (lane & 7);
+        for (int q = 0; q < 4; ++q)
+          for (int d = 0; d < 4; ++d) {
+            const int at = gmma_at(x.d0 + d, hkt::cuda::key_slot(x.j0 + 2 * q), dhp);
+            ++cols_written[size_t(at)];
+            // the float4 of column x.d0 + d holds the key slots k0 .. k0 + 3 in q order
+            cols_right = cols_right && at == gmma_at(x.d0 + d, hkt::cuda::key_slot(x.j0), dhp) + q;
+          }
+      }
+    }
+    CHECK(worst_rows == 1);
+    CHECK(worst_cols == 1);
+    CHECK(rows_right);
+    CHECK(cols_right);
+    CHECK(loads_contiguous);
+    CHECK(std::all_of(rows_written.begin(), rows_written.end(), [](int n) { return n == 1; }));
+    CHECK(std::all_of(cols_written.begin(), cols_written.end(), [](int n) { return n == 1; }));
+  }
+  // Without the rotation, a phase of the transposed stores would hit 2 bank groups 4 times each.
+  CHECK(bank_ways(16, [](int g, int t) {
+          const auto x = hkt::cuda::gmma_cols_unit(4 * g + t, 16);
+          return gmma_at(x.d0, hkt::cuda::key_slot(x.j0), 64);
+        }) == 4);
 }

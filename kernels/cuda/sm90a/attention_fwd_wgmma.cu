@@ -22,6 +22,7 @@
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_mma.hpp"
 #include "kernels/cuda/fwd_softmax.cuh"
+#include "kernels/cuda/gmma_tile.cuh"
 #include "kernels/cuda/mma_tf32.cuh"
 #include "kernels/cuda/wgmma.cuh"
 
@@ -30,47 +31,69 @@ namespace {
 
 constexpr int kWgBT = kMmaTile;  // query and key tile rows
 
-// Key j of a tile at column key_slot(j) of V's transposed tile: within each
-// group of 8, an A fragment's k index t holds key 2t and t + 4 key 2t + 1
-// (the score fragments' columns).
-__host__ __device__ constexpr int key_slot(int j) { return (j & ~7) | ((j & 1) << 2) | ((j & 7) >> 1); }
-
 // Rows [first, first + 64) of `rows` (dh floats each; zero outside [0, n) and
-// in columns dh .. DHP - 1), split into TF32 hi and lo, into gmma tiles: as
-// they are (64 rows of DHP), or Transposed (DHP rows of 64, row r at column
-// key_slot(r)). Each thread loads its float4s before it stores any; the 8
-// lanes of a store phase take 8 consecutive rows of one column (the
-// untransposed stores then hit 32 different banks; the transposed ones 8).
+// in columns dh .. DHP - 1), split into TF32 hi and lo, into gmma tiles, as
+// they are (64 rows of DHP) or Transposed (DHP rows of 64 key slots), as
+// gmma_tile.cuh lays the stores out: float4s, no bank conflicts. Each thread
+// loads its float4s before it stores any.
 template <int DHP, bool Transposed>
 __device__ __forceinline__ void load_gmma_split(const float* rows, int64_t first, int64_t n, int dh, float* hi,
                                                 float* lo) {
-  constexpr int C4 = DHP / 4, PER = kWgBT * C4 / kMmaThreads;
-  float4 x[PER];
-#pragma unroll
-  for (int i = 0; i < PER; ++i) {
-    const int e = int(threadIdx.x) + i * kMmaThreads, rest = e >> 3, r = (rest / C4) * 8 + (e & 7), c = 4 * (rest % C4);
-    const int64_t src = first + r;
-    x[i] = c < dh && src >= 0 && src < n ? *reinterpret_cast<const float4*>(rows + src * dh + c)
+  constexpr int C4 = DHP / 4;
+  const auto load = [&](int64_t src, int c) {
+    return c < dh && src >= 0 && src < n ? *reinterpret_cast<const float4*>(rows + src * dh + c)
                                          : float4{0.0f, 0.0f, 0.0f, 0.0f};
-  }
+  };
+  const auto store = [&](int at, float4 x) {
+    float4 h, l;
+    split_tf32(x.x, h.x, l.x);
+    split_tf32(x.y, h.y, l.y);
+    split_tf32(x.z, h.z, l.z);
+    split_tf32(x.w, h.w, l.w);
+    *reinterpret_cast<float4*>(hi + at) = h;
+    *reinterpret_cast<float4*>(lo + at) = l;
+  };
+  if constexpr (Transposed) {
+    constexpr int PER = kWgBT * C4 / 4 / kMmaThreads;  // 4 x 4 blocks per thread
+    static_assert(PER >= 1 && C4 >= 8, "units of 8 column chunks");
+    float4 x[PER][4];
 #pragma unroll
-  for (int i = 0; i < PER; ++i) {
-    const int e = int(threadIdx.x) + i * kMmaThreads, rest = e >> 3, r = (rest / C4) * 8 + (e & 7), c = 4 * (rest % C4);
-    const float v[4] = {x[i].x, x[i].y, x[i].z, x[i].w};
-    float h[4], l[4];
+    for (int i = 0; i < PER; ++i) {
+      const GmmaColsUnit u = gmma_cols_unit(int(threadIdx.x) + i * kMmaThreads, C4);
 #pragma unroll
-    for (int q = 0; q < 4; ++q) split_tf32(v[q], h[q], l[q]);
-    if constexpr (Transposed) {
+      for (int q = 0; q < 4; ++q) x[i][q] = load(first + u.j0 + 2 * q, u.d0);
+    }
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      const GmmaColsUnit u = gmma_cols_unit(int(threadIdx.x) + i * kMmaThreads, C4);
+      // Column (s + rot) & 3 of the block for store s: rotate each row's 4 values left by rot.
+      float v[4][4];
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        const int at = gmma_at(c + q, key_slot(r), DHP);
-        hi[at] = h[q];
-        lo[at] = l[q];
+        const float a[4] = {x[i][q].x, x[i][q].y, x[i][q].z, x[i][q].w};
+        float b[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) b[e] = u.rot & 1 ? a[(e + 1) & 3] : a[e];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v[q][e] = u.rot & 2 ? b[(e + 2) & 3] : b[e];
       }
-    } else {
-      const int at = gmma_at(r, c, kWgBT);
-      *reinterpret_cast<float4*>(hi + at) = float4{h[0], h[1], h[2], h[3]};
-      *reinterpret_cast<float4*>(lo + at) = float4{l[0], l[1], l[2], l[3]};
+      const int k0 = key_slot(u.j0);
+#pragma unroll
+      for (int s = 0; s < 4; ++s)
+        store(gmma_at(u.d0 + ((s + u.rot) & 3), k0, DHP), float4{v[0][s], v[1][s], v[2][s], v[3][s]});
+    }
+  } else {
+    constexpr int PER = kWgBT * C4 / kMmaThreads;
+    float4 x[PER];
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      const GmmaRowsUnit u = gmma_rows_unit(int(threadIdx.x) + i * kMmaThreads, C4);
+      x[i] = load(first + u.r, u.c);
+    }
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      const GmmaRowsUnit u = gmma_rows_unit(int(threadIdx.x) + i * kMmaThreads, C4);
+      store(gmma_at(u.r, u.c, kWgBT), x[i]);
     }
   }
 }
