@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated.hpp"
+#include "cuda_kernels/wgmma_probe_check.hpp"
 
 namespace hkt::cuda::emu_selftest {
 std::vector<int> shuffles();
@@ -24,8 +25,7 @@ int big_shared(bool allow);
 void wmma(const float* A, const float* B, float* C, int offset);
 std::vector<std::string> memory_checks();
 std::vector<float> cp_async(const std::vector<float>& src);
-std::vector<float> wgmma(const std::vector<float>& a, const std::vector<float>& a2, const std::vector<float>& b,
-                         uint64_t& desc);
+std::vector<float> wgmma(const probe::ProbeInputs& in, uint64_t (&desc)[2]);
 void wgmma_no_wait();
 std::string sgemm(bool ta, bool tb, int m, int n, int k, const std::vector<float>& A, int lda,
                   const std::vector<float>& B, int ldb, std::vector<float>& C, int ldc, bool on_device);
@@ -88,38 +88,15 @@ TEST_CASE("emulator: cp.async copies land at the wait that covers their group, z
 }
 
 TEST_CASE("emulator: wgmma takes K-major operands through descriptors and is done at its wait") {
-  std::vector<float> a(64 * 8), a2(64 * 8), b(64 * 8);
-  for (size_t i = 0; i < a.size(); ++i) {
-    a[i] = 1.0f + float(i) * 1e-3f + 1e-6f;
-    a2[i] = 0.25f - float(i) * 3e-4f;
-    b[i] = 0.5f - float((i * 37) % 512) * 7e-4f;
-  }
-  uint64_t desc = 0;
-  const std::vector<float> out = st::wgmma(a, a2, b, desc);
-  // The descriptor: LBO 128 bytes and SBO 256 bytes in 16-byte units, no
-  // swizzle, B at float 512 of the shared memory (byte 2048).
-  CHECK((desc & 0x3FFF) == 2048 / 16);
-  CHECK(((desc >> 16) & 0x3FFF) == 128 / 16);
-  CHECK(((desc >> 32) & 0x3FFF) == 256 / 16);
-  CHECK((desc >> 49) == 0);
-  for (int tid = 0; tid < 128; ++tid) {
-    const int lane = tid % 32, g = lane / 4, t = lane % 4;
-    for (int c = 0; c < 8; ++c)
-      for (int e = 0; e < 4; ++e) {
-        const int row = 16 * (tid / 32) + g + 8 * (e / 2), col = 8 * c + 2 * t + e % 2;
-        float want = 0, want_e = 0;
-        for (int k = 0; k < 8; ++k) want += tf32_truncated(a[size_t(row * 8 + k)]) * tf32_truncated(b[size_t(col * 8 + k)]);
-        want_e = want;
-        for (int k = 0; k < 8; ++k) want += tf32_truncated(a2[size_t(row * 8 + k)]) * tf32_truncated(b[size_t(col * 8 + k)]);
-        const auto at = [&](int phase, int i) { return out[size_t(tid * 96 + phase * 48 + i)]; };
-        CHECK(at(0, 4 * c + e) == -1.0f);  // not done before the wait
-        CHECK_MESSAGE(at(1, 4 * c + e) == want, "thread " << tid << ", D[" << row << "][" << col << "]");
-        if (c < 4) {
-          CHECK(at(0, 32 + 4 * c + e) == -2.0f);
-          CHECK_MESSAGE(at(1, 32 + 4 * c + e) == want_e, "thread " << tid << ", E[" << row << "][" << col << "]");
-        }
-      }
-  }
+  // The probe that test_cuda_wgmma runs on a GPU (tests/cuda_kernels/wgmma_probe.cuh),
+  // here exact (the emulator sums in k order) and with the products still undone
+  // before the wait. B sits at byte 2048 of shared memory.
+  const hkt::cuda::probe::ProbeInputs in;
+  uint64_t desc[2] = {0, 0};
+  const std::vector<float> out = st::wgmma(in, desc);
+  CHECK(desc[1] == 2048);  // the emulator's shared addresses start at 0
+  for (const std::string& e : hkt::cuda::probe::probe_errors(in, out, desc[0], uint32_t(desc[1]), 0.0, true))
+    FAIL_CHECK(e);
   CHECK(hkt_emu::wgmma_count() >= 3 * 4);  // three products, four warps each
   CHECK_THROWS_WITH_AS(st::wgmma_no_wait(), doctest::Contains("never waited"), std::logic_error);
 }

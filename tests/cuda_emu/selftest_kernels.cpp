@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/wgmma.cuh"
+#include "cuda_kernels/wgmma_probe.cuh"
 
 namespace hkt::cuda {
 namespace {
@@ -79,48 +79,6 @@ __global__ void k_cp_async(const float* src, float* out) {
   dump(2);
 }
 
-// wgmma (kernels/cuda/wgmma.cuh), one warpgroup: A (64 x 8), A2 (64 x 8) and
-// B (64 x 8), row major in a, a2, b, go to shared memory in the gmma layout;
-// D (64 x 64) = A B^T from shared memory, then D += A2 B^T with A2 from
-// registers (its fragments), and E (64 x 32) = A B[:32]^T. out gets, per
-// thread, its 32 + 16 accumulator values as they are before the wait (phase
-// 0) and after it (phase 1), 96 floats a thread; desc gets thread 0's
-// descriptor of B.
-__global__ void k_wgmma(const float* a, const float* a2, const float* b, float* out, uint64_t* desc) {
-  HKT_DYNAMIC_SHARED(raw);
-  float* As = reinterpret_cast<float*>(raw);
-  float* Bs = As + 64 * 8;
-  const int tid = threadIdx.x;
-  for (int e = tid; e < 64 * 8; e += 128) {
-    As[gmma_at(e / 8, e % 8, 64)] = a[e];
-    Bs[gmma_at(e / 8, e % 8, 64)] = b[e];
-  }
-  fence_proxy_async();
-  __syncthreads();
-  const int lane = tid & 31, g = lane >> 2, t = lane & 3, r0 = 16 * (tid >> 5) + g;
-  const uint32_t af[4] = {__float_as_uint(a2[r0 * 8 + t]), __float_as_uint(a2[(r0 + 8) * 8 + t]),
-                          __float_as_uint(a2[r0 * 8 + t + 4]), __float_as_uint(a2[(r0 + 8) * 8 + t + 4])};
-  float d[8][4], e4[4][4];
-  for (int c = 0; c < 8; ++c)
-    for (int i = 0; i < 4; ++i) d[c][i] = -1.0f;
-  for (int c = 0; c < 4; ++c)
-    for (int i = 0; i < 4; ++i) e4[c][i] = -2.0f;
-  if (tid == 0) *desc = gmma_desc(Bs);
-  wgmma_fence();
-  wgmma_ss<8>(d, gmma_desc(As), gmma_desc(Bs), false);
-  wgmma_rs<8>(d, af, gmma_desc(Bs), true);
-  wgmma_ss<4>(e4, gmma_desc(As), gmma_desc(Bs), false);
-  wgmma_commit();
-  const auto dump = [&](int phase) {
-    for (int c = 0; c < 8; ++c)
-      for (int i = 0; i < 4; ++i) out[tid * 96 + phase * 48 + 4 * c + i] = d[c][i];
-    for (int c = 0; c < 4; ++c)
-      for (int i = 0; i < 4; ++i) out[tid * 96 + phase * 48 + 32 + 4 * c + i] = e4[c][i];
-  };
-  dump(0);
-  wgmma_wait<0>();
-  dump(1);
-}
 // A kernel that never waits for its product.
 __global__ void k_wgmma_no_wait() {
   HKT_DYNAMIC_SHARED(raw);
@@ -136,10 +94,11 @@ __global__ void k_wgmma_no_wait() {
 
 namespace emu_selftest {
 
-std::vector<float> wgmma(const std::vector<float>& a, const std::vector<float>& a2, const std::vector<float>& b,
-                         uint64_t& desc) {
-  std::vector<float> out(128 * 96);
-  HKT_LAUNCH(1, 128, 2 * 64 * 8 * sizeof(float), k_wgmma)(a.data(), a2.data(), b.data(), out.data(), &desc);
+// The wgmma probe (tests/cuda_kernels/wgmma_probe.cuh) on host memory.
+std::vector<float> wgmma(const probe::ProbeInputs& in, uint64_t (&desc)[2]) {
+  std::vector<float> out(probe::kProbeFloats);
+  HKT_LAUNCH(1, 128, probe::kProbeSmem, probe::k_wgmma_probe)(in.a.data(), in.a2.data(), in.b.data(), out.data(),
+                                                             desc);
   CUDA_CHECK_LAUNCH();
   return out;
 }
