@@ -68,8 +68,8 @@ TEST_CASE("cuda attention: the kernel variants behind the benchmark knobs") {
   // HKT_CUDA_ATTN_BWD=fused: the single-pass backward (attention_bwd_fused.cu),
   // fused8 the same in blocks of 8 warps, fused8-async fetching Q and dO with cp.async;
   // HKT_CUDA_ATTN_BWD_ACC=regs: the general backward's accumulators in registers;
-  // HKT_CUDA_ATTN_FWD=wgmma: the forward on Hopper's warpgroup products
-  // (sm90a/attention_fwd_wgmma.cu), last: it has never run on a GPU before
+  // HKT_CUDA_ATTN_FWD=wgmma, wgmma2: the forward on Hopper's warpgroup products
+  // (sm90a/attention_fwd_wgmma.cu; wgmma2 two warpgroups per block), last: it has never run on a GPU before
   // (2026-12-01), and a fault would end this process.
   // Each must compute what the default kernels compute.
   HKT_REQUIRE_GPU();
@@ -80,7 +80,7 @@ TEST_CASE("cuda attention: the kernel variants behind the benchmark knobs") {
   for (const char* knob :
        {"HKT_CUDA_ATTN_FWD=mma", "HKT_CUDA_ATTN_FWD=mma-async", "HKT_CUDA_ATTN_FWD=mma-lean", "HKT_CUDA_ATTN_BWD=mma",
         "HKT_CUDA_ATTN_BWD=fused", "HKT_CUDA_ATTN_BWD=fused8", "HKT_CUDA_ATTN_BWD=fused8-async",
-        "HKT_CUDA_ATTN_BWD_ACC=regs", "HKT_CUDA_ATTN_FWD=wgmma"}) {
+        "HKT_CUDA_ATTN_BWD_ACC=regs", "HKT_CUDA_ATTN_FWD=wgmma", "HKT_CUDA_ATTN_FWD=wgmma2"}) {
     const std::string kv = knob;
     const std::string name = kv.substr(0, kv.find('=')), value = kv.substr(kv.find('=') + 1);
     setenv(name.c_str(), value.c_str(), 1);

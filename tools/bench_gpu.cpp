@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -103,7 +104,7 @@ void bench_attention(int64_t T, int reps) {
 // cp.async) and the general backward's accumulators in registers
 // (HKT_CUDA_ATTN_BWD_ACC=regs) instead of shared memory; the mma kernels
 // without their L2 prefetches (HKT_CUDA_ATTN_PREFETCH=0); and the forward on
-// Hopper's warpgroup products (HKT_CUDA_ATTN_FWD=wgmma).
+// Hopper's warpgroup products (HKT_CUDA_ATTN_FWD=wgmma, wgmma2).
 void bench_variants(int reps) {
   struct Knob {
     std::vector<std::pair<const char*, const char*>> env;
@@ -129,33 +130,39 @@ void bench_variants(int reps) {
                           {"HKT_CUDA_ATTN_PREFETCH", "0"}},
                          "fwd mma + bwd fused, no L2 prefetch"},
                         {{{"HKT_CUDA_ATTN_BWD_ACC", "regs"}}, "bwd acc regs"},
-                        // Last: never run on a GPU before, and a fault ends the process.
+                        // From here on: never run on a GPU yet (2026-12-01), timed after every
+                        // row above at every shape, since a fault would end the process.
                         {{{"HKT_CUDA_ATTN_FWD", "wgmma"}}, "fwd wgmma"},
+                        {{{"HKT_CUDA_ATTN_FWD", "wgmma2"}}, "fwd wgmma2"},
                         {{{"HKT_CUDA_ATTN_FWD", "wgmma"}, {"HKT_CUDA_ATTN_BWD", "fused8-async"}},
                          "fwd wgmma + bwd fused8 async"}};
-  for (int64_t T : {1024, 4096})
-    for (int64_t L : {1, 3}) {
-      const std::string what = L == 1 ? "MHA" : "HKT L=3";
-      const auto [base_fwd, base_both] = time_attention(T, L, reps);
-      for (const Knob& k : knobs) {
-        std::string set;
-        for (const auto& [name, value] : k.env) {
-          setenv(name, value, 1);
-          set += std::string(set.empty() ? "" : " ") + name + "=" + value;
+  const size_t untried = std::size(knobs) - 3;  // the first of the last three
+  for (const bool late : {false, true})
+    for (int64_t T : {1024, 4096})
+      for (int64_t L : {1, 3}) {
+        const std::string what = L == 1 ? "MHA" : "HKT L=3";
+        const auto [base_fwd, base_both] = time_attention(T, L, reps);
+        for (size_t i = late ? untried : 0; i < (late ? std::size(knobs) : untried); ++i) {
+          const Knob& k = knobs[i];
+          std::string set;
+          for (const auto& [name, value] : k.env) {
+            setenv(name, value, 1);
+            set += std::string(set.empty() ? "" : " ") + name + "=" + value;
+          }
+          const auto [fwd, both] = time_attention(T, L, reps);
+          for (const auto& kv : k.env) unsetenv(kv.first);
+          char extra[192];
+          std::snprintf(extra, sizeof extra, "%s; default %.2f / %.2f ms: %.2fx / %.2fx", set.c_str(), base_fwd,
+                        base_both, fwd / base_fwd, both / base_both);
+          row(std::to_string(T), batch(T), what, k.label, fwd, both, extra);
         }
-        const auto [fwd, both] = time_attention(T, L, reps);
-        for (const auto& kv : k.env) unsetenv(kv.first);
-        char extra[192];
-        std::snprintf(extra, sizeof extra, "%s; default %.2f / %.2f ms: %.2fx / %.2fx", set.c_str(), base_fwd,
-                      base_both, fwd / base_fwd, both / base_both);
-        row(std::to_string(T), batch(T), what, k.label, fwd, both, extra);
       }
-    }
 }
 
 // --profile: one forward+backward of each attention kernel (MHA and HKT L = 3
 // at T = 1024), untimed, for a profiler to read (docs/cuda.md: tools/gpu-session
-// runs it under ncu). Every kernel variant runs in one of these seven setups; the
+// runs it under ncu). Every kernel variant runs in one of these seven setups (each at L = 1, then 3: the
+// last setups' kernels run last); the
 // kernels' names (template arguments included) and their shared memory say
 // which variant and shape a profiled launch belongs to.
 void profile_kernels() {
@@ -165,10 +172,11 @@ void profile_kernels() {
       {{"HKT_CUDA_ATTN_FWD", "mma-async"}, {"HKT_CUDA_ATTN_BWD", "fused"}},
       {{"HKT_CUDA_ATTN_FWD", "mma-lean"}, {"HKT_CUDA_ATTN_BWD", "fused8"}},
       {{"HKT_CUDA_ATTN_BWD_ACC", "regs"}},
-      {{"HKT_CUDA_ATTN_BWD", "fused8-async"}},
-      {{"HKT_CUDA_ATTN_FWD", "wgmma"}}};  // last: a fault would end the process
-  for (int64_t L : {1, 3})
-    for (const auto& env : setups) {
+      // last, never run on a GPU before (2026-12-01): a fault would end the process
+      {{"HKT_CUDA_ATTN_FWD", "wgmma"}, {"HKT_CUDA_ATTN_BWD", "fused8-async"}},
+      {{"HKT_CUDA_ATTN_FWD", "wgmma2"}}};
+  for (const auto& env : setups)
+    for (int64_t L : {1, 3}) {
       std::string set;
       for (const auto& [name, value] : env) {
         setenv(name, value, 1);

@@ -491,8 +491,10 @@ void attention_forward(const AttnShape& s, const std::vector<const void*>& q, co
   if (s.B * s.H == 0) return;
   if constexpr (std::is_same_v<T, float>) {
 #if defined(HKT_WITH_SM90A) || defined(HKT_CUDA_EMULATED)
-    if (knob("HKT_CUDA_ATTN_FWD", "wgmma") &&
-        attention_forward_wgmma(s, q, k, v, lambda, valid, static_cast<float*>(o), static_cast<float*>(lse)))
+    const bool wgmma2 = knob("HKT_CUDA_ATTN_FWD", "wgmma2");
+    if ((wgmma2 || knob("HKT_CUDA_ATTN_FWD", "wgmma")) &&
+        attention_forward_wgmma(s, q, k, v, lambda, valid, static_cast<float*>(o), static_cast<float*>(lse),
+                                wgmma2 ? 2 : 1))
       return;
 #endif
     const bool async = knob("HKT_CUDA_ATTN_FWD", "mma-async"), lean = knob("HKT_CUDA_ATTN_FWD", "mma-lean");

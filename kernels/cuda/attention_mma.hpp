@@ -49,12 +49,14 @@ bool attention_forward_mma(const AttnShape& s, const std::vector<const void*>& q
                            const void* v, const void* lambda, const bool* valid, float* o, float* lse,
                            FwdMma variant = FwdMma::plain);
 
-// The forward on Hopper's warpgroup products (HKT_CUDA_ATTN_FWD=wgmma;
+// The forward on Hopper's warpgroup products (HKT_CUDA_ATTN_FWD=wgmma, and
+// wgmma2 with 2 warpgroups per block sharing each key tile;
 // sm90a/attention_fwd_wgmma.cu, built for sm_90a only): returns false, for
 // the general kernel, where attention_forward_mma would, and on a device that
 // is not compute capability 9.0.
 bool attention_forward_wgmma(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
-                             const void* v, const void* lambda, const bool* valid, float* o, float* lse);
+                             const void* v, const void* lambda, const bool* valid, float* o, float* lse,
+                             int warpgroups = 1);
 
 // The backward's two kernels (key side: dv, dk[l]; query side: dq[l] and the
 // dlambda partials part[(bh * nt + tile) * L + l], nt = tiles of kMmaTile),

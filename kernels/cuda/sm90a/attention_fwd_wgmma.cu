@@ -18,6 +18,7 @@
 //   in that order), three m64nDHPk8 products per 8 keys.
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_mma.hpp"
@@ -34,11 +35,12 @@ constexpr int kWgBT = kMmaTile;  // query and key tile rows
 // Rows [first, first + 64) of `rows` (dh floats each; zero outside [0, n) and
 // in columns dh .. DHP - 1), split into TF32 hi and lo, into gmma tiles, as
 // they are (64 rows of DHP) or Transposed (DHP rows of 64 key slots), as
-// gmma_tile.cuh lays the stores out: float4s, no bank conflicts. Each thread
-// loads its float4s before it stores any.
-template <int DHP, bool Transposed>
-__device__ __forceinline__ void load_gmma_split(const float* rows, int64_t first, int64_t n, int dh, float* hi,
-                                                float* lo) {
+// gmma_tile.cuh lays the stores out: float4s, no bank conflicts. THREADS
+// threads take part, tid the caller's index among them. Each thread loads its
+// float4s before it stores any.
+template <int DHP, bool Transposed, int THREADS>
+__device__ __forceinline__ void load_gmma_split(int tid, const float* rows, int64_t first, int64_t n, int dh,
+                                                float* hi, float* lo) {
   constexpr int C4 = DHP / 4;
   const auto load = [&](int64_t src, int c) {
     return c < dh && src >= 0 && src < n ? *reinterpret_cast<const float4*>(rows + src * dh + c)
@@ -54,18 +56,22 @@ __device__ __forceinline__ void load_gmma_split(const float* rows, int64_t first
     *reinterpret_cast<float4*>(lo + at) = l;
   };
   if constexpr (Transposed) {
-    constexpr int PER = kWgBT * C4 / 4 / kMmaThreads;  // 4 x 4 blocks per thread
-    static_assert(PER >= 1 && C4 >= 8, "units of 8 column chunks");
+    constexpr int UNITS = kWgBT * C4 / 4, PER = (UNITS + THREADS - 1) / THREADS;  // 4 x 4 blocks
+    static_assert(C4 >= 8 && UNITS % 32 == 0, "units of 8 column chunks, whole warps");
     float4 x[PER][4];
 #pragma unroll
     for (int i = 0; i < PER; ++i) {
-      const GmmaColsUnit u = gmma_cols_unit(int(threadIdx.x) + i * kMmaThreads, C4);
+      const int e = tid + i * THREADS;
+      if (UNITS % THREADS != 0 && e >= UNITS) break;
+      const GmmaColsUnit u = gmma_cols_unit(e, C4);
 #pragma unroll
       for (int q = 0; q < 4; ++q) x[i][q] = load(first + u.j0 + 2 * q, u.d0);
     }
 #pragma unroll
     for (int i = 0; i < PER; ++i) {
-      const GmmaColsUnit u = gmma_cols_unit(int(threadIdx.x) + i * kMmaThreads, C4);
+      const int e = tid + i * THREADS;
+      if (UNITS % THREADS != 0 && e >= UNITS) break;
+      const GmmaColsUnit u = gmma_cols_unit(e, C4);
       // Column (s + rot) & 3 of the block for store s: rotate each row's 4 values left by rot.
       float v[4][4];
 #pragma unroll
@@ -73,26 +79,30 @@ __device__ __forceinline__ void load_gmma_split(const float* rows, int64_t first
         const float a[4] = {x[i][q].x, x[i][q].y, x[i][q].z, x[i][q].w};
         float b[4];
 #pragma unroll
-        for (int e = 0; e < 4; ++e) b[e] = u.rot & 1 ? a[(e + 1) & 3] : a[e];
+        for (int c = 0; c < 4; ++c) b[c] = u.rot & 1 ? a[(c + 1) & 3] : a[c];
 #pragma unroll
-        for (int e = 0; e < 4; ++e) v[q][e] = u.rot & 2 ? b[(e + 2) & 3] : b[e];
+        for (int c = 0; c < 4; ++c) v[q][c] = u.rot & 2 ? b[(c + 2) & 3] : b[c];
       }
       const int k0 = key_slot(u.j0);
 #pragma unroll
-      for (int s = 0; s < 4; ++s)
-        store(gmma_at(u.d0 + ((s + u.rot) & 3), k0, DHP), float4{v[0][s], v[1][s], v[2][s], v[3][s]});
+      for (int st = 0; st < 4; ++st)
+        store(gmma_at(u.d0 + ((st + u.rot) & 3), k0, DHP), float4{v[0][st], v[1][st], v[2][st], v[3][st]});
     }
   } else {
-    constexpr int PER = kWgBT * C4 / kMmaThreads;
+    constexpr int UNITS = kWgBT * C4, PER = (UNITS + THREADS - 1) / THREADS;
     float4 x[PER];
 #pragma unroll
     for (int i = 0; i < PER; ++i) {
-      const GmmaRowsUnit u = gmma_rows_unit(int(threadIdx.x) + i * kMmaThreads, C4);
+      const int e = tid + i * THREADS;
+      if (UNITS % THREADS != 0 && e >= UNITS) break;
+      const GmmaRowsUnit u = gmma_rows_unit(e, C4);
       x[i] = load(first + u.r, u.c);
     }
 #pragma unroll
     for (int i = 0; i < PER; ++i) {
-      const GmmaRowsUnit u = gmma_rows_unit(int(threadIdx.x) + i * kMmaThreads, C4);
+      const int e = tid + i * THREADS;
+      if (UNITS % THREADS != 0 && e >= UNITS) break;
+      const GmmaRowsUnit u = gmma_rows_unit(e, C4);
       store(gmma_at(u.r, u.c, kWgBT), x[i]);
     }
   }
@@ -103,42 +113,51 @@ __device__ __forceinline__ uint64_t gmma_step(uint64_t desc, int kk, int R) {
   return desc + uint64_t(kk * R * 8 * int(sizeof(float)) >> 4);
 }
 
-// Shared memory in floats: Q, K (hi, lo; 64 x DHP each), V^T (hi, lo; DHP x
-// 64 each), then every level's coarse rows of the query and the key tile and
-// the levels' grids, as attn_fwd_mma.
-inline size_t wgmma_fwd_elems(const Layout& lay, int dhp) {
-  return 6 * static_cast<size_t>(kWgBT * dhp) + 2 * static_cast<size_t>(Layout::up8(lay.acc_row(lay.L) * lay.ld)) +
-         lay.grid_off(lay.L);
+// Shared memory in floats: per warpgroup its Q (hi, lo; 64 x DHP each), then K
+// (hi, lo) and V^T (hi, lo; DHP x 64 each) shared by the warpgroups, then per
+// warpgroup its query tile's coarse rows (every level), the key tile's, and per
+// warpgroup the levels' grids, as attn_fwd_mma.
+inline size_t wgmma_fwd_elems(const Layout& lay, int dhp, int wgs) {
+  const size_t tile = static_cast<size_t>(kWgBT * dhp), rows = Layout::up8(lay.acc_row(lay.L) * lay.ld);
+  return (2 * wgs + 4) * tile + (wgs + 1) * rows + wgs * static_cast<size_t>(lay.grid_off(lay.L));
 }
 
-template <int DHP>
-__global__ void __launch_bounds__(kMmaThreads) attn_fwd_wgmma(const Params P, float* O, float* LSE) {
+// WGS warpgroups per block (HKT_CUDA_ATTN_FWD=wgmma: 1; wgmma2: 2), each with
+// its own 64 query rows (query tiles WGS blockIdx.x + wg), all with the same
+// key tiles: WGS = 2 loads and splits each K and V tile once for 128 queries.
+template <int DHP, int WGS>
+__global__ void __launch_bounds__(kMmaThreads * WGS) attn_fwd_wgmma(const Params P, float* O, float* LSE) {
   HKT_DYNAMIC_SHARED(smem_raw);
   constexpr int BT = kWgBT, KS = DHP / 8, NT = BT / 8, ND = DHP / 8, TILE = BT * DHP;
+  constexpr int THREADS = kMmaThreads * WGS;
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const Layout lay = mma_layout<DHP>(BT, P.L);
+  const int wg = int(threadIdx.x) / kMmaThreads, wtid = int(threadIdx.x) % kMmaThreads;
+  const int rows = Layout::up8(lay.acc_row(P.L) * lay.ld);
   Carver<float> cv{reinterpret_cast<float*>(smem_raw)};
-  float* Qh = cv.take(TILE);
-  float* Ql = cv.take(TILE);
+  float* Q0 = cv.take(2 * WGS * TILE);  // warpgroup w's Q: hi at Q0 + 2 w TILE, lo after it
   float* Kh = cv.take(TILE);
   float* Kl = cv.take(TILE);
   float* Vh = cv.take(TILE);
   float* Vl = cv.take(TILE);
-  float* Qlev = cv.take(Layout::up8(lay.acc_row(P.L) * lay.ld));  // the query tile's coarse rows, once
-  float* Klev = cv.take(Layout::up8(lay.acc_row(P.L) * lay.ld));  // the key tile's, per key tile
-  float* Cg = cv.take(lay.grid_off(P.L));
+  float* Qlev0 = cv.take(WGS * rows);  // each warpgroup's query tile's coarse rows, once
+  float* Klev = cv.take(rows);         // the key tile's, per key tile
+  float* Cg0 = cv.take(WGS * lay.grid_off(P.L));
+  float* const Qh = Q0 + 2 * wg * TILE;
+  float* const Ql = Qh + TILE;
+  float* const Cg = Cg0 + wg * lay.grid_off(P.L);
 
-  const int tq = blockIdx.x, dh = int(P.dh);
+  const int tq0 = WGS * int(blockIdx.x), tq = tq0 + wg, dh = int(P.dh);  // tq = nt: a warpgroup with no rows
   const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
-  const auto [warp, g, t, r0] = frag_lane();  // this lane's rows: r0 and r0 + 8
+  const auto [warp, g, t, r0] = frag_lane();  // this lane's rows: r0 and r0 + 8 of its warpgroup's tile
   (void)g;
   const int64_t i0 = int64_t(tq) * BT - P.off;
   float w[kMaxLevels];
   level_weights(P, h, w);
   const float w0 = w[0];
 
-  load_gmma_split<DHP, false>(level_rows<float>(P, P.q, 0, bh), i0, P.T, dh, Qh, Ql);
-  stage_level_rows(P, lay, P.q, bh, tq, Qlev);
+  load_gmma_split<DHP, false, kMmaThreads>(wtid, level_rows<float>(P, P.q, 0, bh), i0, P.T, dh, Qh, Ql);
+  for (int x = 0; x < WGS; ++x) stage_level_rows(P, lay, P.q, bh, tq0 + x, Qlev0 + x * rows);
   const uint64_t dQh = gmma_desc(Qh), dQl = gmma_desc(Ql), dKh = gmma_desc(Kh), dKl = gmma_desc(Kl),
                  dVh = gmma_desc(Vh), dVl = gmma_desc(Vl);
   float o[ND][4];
@@ -148,12 +167,13 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_wgmma(const Params P, fl
 
   const float* k0 = level_rows<float>(P, P.k, 0, bh);
   const float* vv = static_cast<const float*>(P.v) + bh * P.T * P.dh;
-  const int last = P.causal ? tq : P.nt - 1;
+  // Causal: up to the last warpgroup's diagonal tile (the others' extra pairs are wholly masked).
+  const int last = P.causal ? min(tq0 + WGS - 1, P.nt - 1) : P.nt - 1;
   for (int tk = 0; tk <= last; ++tk) {
     const int64_t j0 = int64_t(tk) * BT - P.off;
     __syncthreads();  // the Q staging and the previous tile's readers are done
-    load_gmma_split<DHP, false>(k0, j0, P.T, dh, Kh, Kl);
-    load_gmma_split<DHP, true>(vv, j0, P.T, dh, Vh, Vl);
+    load_gmma_split<DHP, false, THREADS>(threadIdx.x, k0, j0, P.T, dh, Kh, Kl);
+    load_gmma_split<DHP, true, THREADS>(threadIdx.x, vv, j0, P.T, dh, Vh, Vl);
     if (P.prefetch && tk < last) {  // the next key tile's K and V, into L2 meanwhile
       prefetch_tile_l2(k0, j0 + BT, BT, P.T, dh);
       prefetch_tile_l2(vv, j0 + BT, BT, P.T, dh);
@@ -162,9 +182,10 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_wgmma(const Params P, fl
     fence_proxy_async();  // the stores above, before the products read them
     __syncthreads();
     if (P.L > 1) {
-      level_grids_staged(P, lay, Qlev, Klev, Cg);  // every level between the same two barriers
+      for (int x = 0; x < WGS; ++x)  // every level, every warpgroup, between the same two barriers
+        level_grids_staged(P, lay, Qlev0 + x * rows, Klev, Cg0 + x * lay.grid_off(P.L));
       __syncthreads();
-      fold_levels(P, lay, w, Cg, 8 * warp, 8, 0, BT / 2);  // this warp's 16 rows' coarse terms
+      fold_levels(P, lay, w, Cg, 8 * (warp & 3), 8, 0, BT / 2);  // this warp's 16 rows' coarse terms
     }
 
     // S = Q K^T, the small products of each k step first.
@@ -210,26 +231,34 @@ __global__ void __launch_bounds__(kMmaThreads) attn_fwd_wgmma(const Params P, fl
   store_forward_rows(P, bh, i0, r0, t, o, m_run, l_run, O, LSE);
 }
 
-template <int DHP>
+template <int DHP, int WGS>
 void launch_fwd_wgmma(const Params& P, float* o, float* lse) {
   const Layout lay = mma_layout<DHP>(kWgBT, P.L);
-  const size_t bytes = wgmma_fwd_elems(lay, DHP) * sizeof(float);
-  allow_smem(attn_fwd_wgmma<DHP>, bytes);
-  const dim3 grid(static_cast<unsigned>(P.nt), static_cast<unsigned>(P.B * P.H));
-  HKT_LAUNCH(grid, kMmaThreads, bytes, attn_fwd_wgmma<DHP>)(P, o, lse);
+  const size_t bytes = wgmma_fwd_elems(lay, DHP, WGS) * sizeof(float);
+  allow_smem(attn_fwd_wgmma<DHP, WGS>, bytes);
+  const dim3 grid(static_cast<unsigned>((P.nt + WGS - 1) / WGS), static_cast<unsigned>(P.B * P.H));
+  HKT_LAUNCH(grid, kMmaThreads * WGS, bytes, attn_fwd_wgmma<DHP, WGS>)(P, o, lse);
   CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
 bool attention_forward_wgmma(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
-                             const void* v, const void* lambda, const bool* valid, float* o, float* lse) {
+                             const void* v, const void* lambda, const bool* valid, float* o, float* lse,
+                             int warpgroups) {
   if (s.dh > kMmaMaxDh || !mma_rows_aligned(s.dh, q, k, v, o) || !wgmma_device()) return false;
   const Params P = make_params(s, q, k, v, lambda, valid, kWgBT);
+  const auto launch = [&](auto dhp) {
+    constexpr int DHP = decltype(dhp)::value;
+    if (warpgroups == 2)
+      launch_fwd_wgmma<DHP, 2>(P, o, lse);
+    else
+      launch_fwd_wgmma<DHP, 1>(P, o, lse);
+  };
   if (s.dh <= 32)
-    launch_fwd_wgmma<32>(P, o, lse);
+    launch(std::integral_constant<int, 32>{});
   else
-    launch_fwd_wgmma<64>(P, o, lse);
+    launch(std::integral_constant<int, 64>{});
   return true;
 }
 
