@@ -61,42 +61,42 @@ TEST_CASE("cuda attention: fused kernel vs CPU fused and composite, random shape
       }
 }
 
+// One knob ("NAME=value") set while the variant computes what the CPU fused kernel does.
+static void check_knob(const std::string& kv) {
+  struct Case {
+    int64_t B, H, T, dh, L;
+  };
+  const std::vector<Case> cases = {{2, 2, 7, 16, 2}, {3, 2, 100, 24, 4}, {1, 2, 1000, 64, 3}, {2, 2, 129, 40, 1}};
+  const std::string name = kv.substr(0, kv.find('=')), value = kv.substr(kv.find('=') + 1);
+  setenv(name.c_str(), value.c_str(), 1);
+  uint64_t seed = 71;
+  for (Case c : cases)
+    for (bool causal : {false, true}) {
+      c.T = test_T(c.T);
+      const Inputs in = make_inputs(c.B, c.H, c.T, c.dh, c.L, true, seed++);
+      const double scale = 1.0 / std::sqrt(static_cast<double>(c.dh));
+      const auto gpu = run(in, Device::cuda(), DType::Float32, causal, scale, false);
+      const auto cpu = run(in, Device::cpu(), DType::Float32, causal, scale, false);
+      check_all(gpu, cpu, kv + ": T " + std::to_string(c.T) + " dh " + std::to_string(c.dh) + " L " +
+                              std::to_string(c.L) + (causal ? " causal" : ""), 1e-4);
+    }
+  unsetenv(name.c_str());
+}
+
 TEST_CASE("cuda attention: the kernel variants behind the benchmark knobs") {
   // HKT_CUDA_ATTN_FWD=mma, HKT_CUDA_ATTN_BWD=mma: the register-resident kernels
   // (attention_fwd_mma.cu, attention_bwd_mma.cu; dh <= 64), the forward with
   // cp.async prefetch (mma-async), with Q and K plain (mma-lean);
   // HKT_CUDA_ATTN_BWD=fused: the single-pass backward (attention_bwd_fused.cu),
   // fused8 the same in blocks of 8 warps, fused8-async fetching Q and dO with cp.async;
-  // HKT_CUDA_ATTN_BWD_ACC=regs: the general backward's accumulators in registers;
-  // HKT_CUDA_ATTN_FWD=wgmma, wgmma2: the forward on Hopper's warpgroup products
-  // (sm90a/attention_fwd_wgmma.cu; wgmma2 two warpgroups per block), last: it has never run on a GPU before
-  // (2026-12-01), and a fault would end this process.
-  // Each must compute what the default kernels compute.
+  // HKT_CUDA_ATTN_BWD_ACC=regs: the general backward's accumulators in registers.
+  // Each must compute what the default kernels compute. (The wgmma forwards: the last case.)
   HKT_REQUIRE_GPU();
-  struct Case {
-    int64_t B, H, T, dh, L;
-  };
-  const std::vector<Case> cases = {{2, 2, 7, 16, 2}, {3, 2, 100, 24, 4}, {1, 2, 1000, 64, 3}, {2, 2, 129, 40, 1}};
   for (const char* knob :
        {"HKT_CUDA_ATTN_FWD=mma", "HKT_CUDA_ATTN_FWD=mma-async", "HKT_CUDA_ATTN_FWD=mma-lean", "HKT_CUDA_ATTN_BWD=mma",
         "HKT_CUDA_ATTN_BWD=fused", "HKT_CUDA_ATTN_BWD=fused8", "HKT_CUDA_ATTN_BWD=fused8-async",
-        "HKT_CUDA_ATTN_BWD_ACC=regs", "HKT_CUDA_ATTN_FWD=wgmma", "HKT_CUDA_ATTN_FWD=wgmma2"}) {
-    const std::string kv = knob;
-    const std::string name = kv.substr(0, kv.find('=')), value = kv.substr(kv.find('=') + 1);
-    setenv(name.c_str(), value.c_str(), 1);
-    uint64_t seed = 71;
-    for (Case c : cases)
-      for (bool causal : {false, true}) {
-        c.T = test_T(c.T);
-        const Inputs in = make_inputs(c.B, c.H, c.T, c.dh, c.L, true, seed++);
-        const double scale = 1.0 / std::sqrt(static_cast<double>(c.dh));
-        const auto gpu = run(in, Device::cuda(), DType::Float32, causal, scale, false);
-        const auto cpu = run(in, Device::cpu(), DType::Float32, causal, scale, false);
-        check_all(gpu, cpu, kv + ": T " + std::to_string(c.T) + " dh " + std::to_string(c.dh) + " L " +
-                                std::to_string(c.L) + (causal ? " causal" : ""), 1e-4);
-      }
-    unsetenv(name.c_str());
-  }
+        "HKT_CUDA_ATTN_BWD_ACC=regs"})
+    check_knob(knob);
 }
 
 TEST_CASE("cuda attention: the composite reference runs on the GPU too; float64 fused") {
@@ -120,4 +120,15 @@ TEST_CASE("cuda attention: MHA (L = 1) through mha_attention") {
     const Tensor b = mha_attention(q, k, v, Tensor(), causal, 0.125);
     check_all({to_dtype(to_device(a, Device::cpu()), DType::Float64)}, {to_dtype(b, DType::Float64)}, "mha", 1e-5);
   }
+}
+
+TEST_CASE("cuda attention: the forwards on warpgroup products (HKT_CUDA_ATTN_FWD=wgmma, wgmma2), last") {
+  // sm90a/attention_fwd_wgmma.cu, on compute capability 9.0 (elsewhere the
+  // general kernel takes the calls, and this checks that). The last case of
+  // the suite: written without a GPU (2026-12-01), and a fault on the GPU
+  // would end the process. tests/test_cuda_wgmma.cu checks the products it
+  // is made of.
+  HKT_REQUIRE_GPU();
+  check_knob("HKT_CUDA_ATTN_FWD=wgmma");
+  check_knob("HKT_CUDA_ATTN_FWD=wgmma2");
 }
