@@ -34,13 +34,8 @@ std::string sgemm(bool ta, bool tb, int m, int n, int k, const std::vector<float
 namespace st = hkt::cuda::emu_selftest;
 
 namespace {
-float tf32_truncated(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  u &= ~0x1fffu;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
+// TF32's bits of x (the tensor cores read no others): the probe's helper.
+using hkt::cuda::probe::probe_tf32;
 }  // namespace
 
 TEST_CASE("emulator: warp shuffles exchange within each warp of 32") {
@@ -115,7 +110,7 @@ TEST_CASE("emulator: wmma m16n16k8 uses the TF32 bits of A and B and checks alig
   for (int r = 0; r < 16; ++r)
     for (int c = 0; c < 16; ++c) {
       float s = C[r * 16 + c];
-      for (int k = 0; k < 8; ++k) s += tf32_truncated(A[r * 8 + k]) * tf32_truncated(B[c * 8 + k]);
+      for (int k = 0; k < 8; ++k) s += probe_tf32(A[r * 8 + k]) * probe_tf32(B[c * 8 + k]);
       want[r * 16 + c] = s;
     }
   st::wmma(A, B, C, 0);

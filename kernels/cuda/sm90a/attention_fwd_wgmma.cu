@@ -2,7 +2,8 @@
 // kernels/cuda/wgmma.cuh), float32 in 3xTF32, head dims up to 64: the same
 // function and tiles as attn_fwd_mma (attention_fwd_mma.cu), with every tile
 // product one instruction per warp per k step instead of one per 16 x 8
-// fragment. HKT_CUDA_ATTN_FWD=wgmma; built for sm_90a only (this folder),
+// fragment. HKT_CUDA_ATTN_FWD=wgmma (HKT_CUDA_ATTN_FWD=wgmma2: two warpgroups
+// per block on the same key tiles); built for sm_90a only (this folder),
 // called on compute capability 9.0 only.
 //
 // A block is one warpgroup (4 warps) and takes 64 query rows, 16 per warp,
