@@ -26,27 +26,6 @@
 namespace hkt::cuda {
 namespace {
 
-// Level l's gradient products for the tile pair whose dS is in s.dSs: the
-// block sums dSg_l, then Acc_l += dSg_l^T rows (key side, KeySide) or
-// Acc_l += dSg_l rows (query side), rows = the level-l rows of the other
-// side's tile `other`. Starts with a barrier.
-template <bool KeySide>
-__device__ void level_grads(const Params& P, const MmaBwdTiles& s, const Layout& lay, int64_t bh, int other) {
-  const int dh = int(P.dh);
-  for (int l = 1; l < P.L; ++l) {
-    const int G = lay.BT >> l;
-    float* rows = KeySide ? s.Ql : s.Kl;
-    __syncthreads();  // dSs complete; rows free
-    float* dsg = s.dSg + MmaBwdTiles::dsg_off(lay, l);
-    const int ldg = MmaBwdTiles::dsg_ld(lay, l);
-    block_sums<float>(s.dSs, dsg, ldg, lay, l);
-    load_rows_aligned(rows, lay.ld, level_rows<float>(P, KeySide ? P.q : P.k, l, bh), coarse_first(P, other, l, lay.BT),
-                      G, level_len(P.T, l), dh, lay.dhp);
-    __syncthreads();
-    tile_mma<!KeySide, true>(s.Acc + lay.acc_row(l) * lay.ld, lay.ld, dsg, ldg, rows, lay.ld, G, lay.dhp, G, true);
-  }
-}
-
 template <int DHP>
 __global__ void __launch_bounds__(kMmaThreads, 1)
     attn_bwd_kv_mma(const Params P, const float* dO, const float* LSE, const float* D, const LevelPtrs<float> dK,
@@ -64,7 +43,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   stage_key_tile<DHP>(P, s, lay, bh, tk, j0, dk, dv);
   for (int tq = P.causal ? tk : 0; tq < P.nt; ++tq) {
     key_side_pair<DHP, false, 1>(P, s, lay, w, bh, tq, tk, j0, dO, LSE, D, dk, dv, P.L > 1);
-    if (P.L > 1) level_grads<true>(P, s, lay, bh, tq);
+    if (P.L > 1) level_grads<true>(P, lay, s.dSs, s.dSg, s.Ql, s.Acc, bh, tq);
   }
   store_frag_rows<DHP>(P, nullptr, 1.0f, j0, dv, dV ? dV + bh * P.T * P.dh : nullptr);
   store_frag_rows<DHP>(P, s.Ks, w[0], j0, dk, dK.on ? dK.p[0] + bh * P.T * P.dh : nullptr);
@@ -135,7 +114,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
       for (int j = 0; j < NT; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) s.dSs[(r0 + 8 * (e >> 1)) * lay.lds + 8 * j + 2 * t + (e & 1)] = sc[j][e];
-      level_grads<false>(P, s, lay, bh, tk);
+      level_grads<false>(P, lay, s.dSs, s.dSg, s.Kl, s.Acc, bh, tk);
     }
   }
 

@@ -102,14 +102,42 @@ __device__ void stage_levels(const Params& P, const MmaBwdTiles& s, const Layout
   __syncthreads();
 }
 
-// LSE log2(e) (exp_minus's m2) and D of query tile tq (+inf and 0 on virtual rows).
-__device__ void load_lse_d(const Params& P, const MmaBwdTiles& s, int64_t bh, int64_t i0, const float* LSE,
+// LSE log2(e) (exp_minus's m2) and D of the query tile from i0 on, into lse
+// and Dr (kMmaTile each; +inf and 0 on virtual rows).
+__device__ void load_lse_d(const Params& P, float* lse, float* Dr, int64_t bh, int64_t i0, const float* LSE,
                            const float* D) {
   for (int p = threadIdx.x; p < kMmaTile; p += blockDim.x) {
     const int64_t i = i0 + p;
     const bool in = i >= 0 && i < P.T;
-    s.lse[p] = in ? LSE[bh * P.T + i] * kLog2e : std::numeric_limits<float>::infinity();  // for exp_minus
-    s.Dr[p] = in ? D[bh * P.T + i] : 0.0f;
+    lse[p] = in ? LSE[bh * P.T + i] * kLog2e : std::numeric_limits<float>::infinity();  // for exp_minus
+    Dr[p] = in ? D[bh * P.T + i] : 0.0f;
+  }
+}
+__device__ void load_lse_d(const Params& P, const MmaBwdTiles& s, int64_t bh, int64_t i0, const float* LSE,
+                           const float* D) {
+  load_lse_d(P, s.lse, s.Dr, bh, i0, LSE, D);
+}
+
+// The two-kernel backwards' level gradients for the tile pair whose dS
+// ([query][key] at lay.lds) is in dSs: for l = 1 .. L-1 the block sums dSg_l
+// (into dSg, MmaBwdTiles::dsg_*), then Acc_l += dSg_l^T rows (key side,
+// KeySide) or Acc_l += dSg_l rows (query side), rows = the level-l rows of
+// the other side's tile `other`, staged one level at a time in `stage`
+// (lay.level_rows()). Starts with a barrier.
+template <bool KeySide>
+__device__ void level_grads(const Params& P, const Layout& lay, const float* dSs, float* dSg, float* stage,
+                            float* Acc, int64_t bh, int other) {
+  const int dh = int(P.dh);
+  for (int l = 1; l < P.L; ++l) {
+    const int G = lay.BT >> l;
+    __syncthreads();  // dSs complete; stage free
+    float* dsg = dSg + MmaBwdTiles::dsg_off(lay, l);
+    const int ldg = MmaBwdTiles::dsg_ld(lay, l);
+    block_sums<float>(dSs, dsg, ldg, lay, l);
+    load_rows_aligned(stage, lay.ld, level_rows<float>(P, KeySide ? P.q : P.k, l, bh),
+                      coarse_first(P, other, l, lay.BT), G, level_len(P.T, l), dh, lay.dhp);
+    __syncthreads();
+    tile_mma<!KeySide, true>(Acc + lay.acc_row(l) * lay.ld, lay.ld, dsg, ldg, stage, lay.ld, G, lay.dhp, G, true);
   }
 }
 
