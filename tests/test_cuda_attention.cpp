@@ -122,13 +122,14 @@ TEST_CASE("cuda attention: MHA (L = 1) through mha_attention") {
   }
 }
 
-TEST_CASE("cuda attention: the forwards on warpgroup products (HKT_CUDA_ATTN_FWD=wgmma, wgmma2), last") {
-  // sm90a/attention_fwd_wgmma.cu, on compute capability 9.0 (elsewhere the
-  // general kernel takes the calls, and this checks that). The last case of
-  // the suite: written without a GPU (2026-12-01), and a fault on the GPU
-  // would end the process. tests/test_cuda_wgmma.cu checks the products it
-  // is made of.
+TEST_CASE("cuda attention: the kernels on warpgroup products (HKT_CUDA_ATTN_FWD=wgmma, wgmma2; BWD=wgmma), last") {
+  // sm90a/attention_fwd_wgmma.cu and attention_bwd_wgmma.cu, on compute
+  // capability 9.0 (elsewhere the general forward and the mma backward take
+  // the calls, and this checks that). The last case of the suite: written
+  // without a GPU (2026-12-01), and a fault on the GPU would end the process.
+  // tests/test_cuda_wgmma.cu checks the products they are made of.
   HKT_REQUIRE_GPU();
   check_knob("HKT_CUDA_ATTN_FWD=wgmma");
   check_knob("HKT_CUDA_ATTN_FWD=wgmma2");
+  check_knob("HKT_CUDA_ATTN_BWD=wgmma");
 }

@@ -318,6 +318,32 @@ TEST_CASE("emulated cuda attention: the forward on warpgroup products (HKT_CUDA_
   unsetenv("HKT_CUDA_ATTN_FWD");
 }
 
+TEST_CASE("emulated cuda attention: the backward on warpgroup products (HKT_CUDA_ATTN_BWD=wgmma)") {
+  // sm90a/attention_bwd_wgmma.cu. Key side, per query tile: S^T = K Q^T and
+  // dP^T = V dO^T from Q and dO as they are, then dV += P^T dO and dK +=
+  // dS^T Q from P^T, dS^T in registers and Q, dO transposed, which the block
+  // stores while the first products run (the emulator does those at their
+  // wait: a transposed tile stored over their operands shows). Query side,
+  // per key tile: S, dP, then dQ += dS K with K transposed. The levels'
+  // buffers lie over tiles while those are free. L = 7 at dh = 64 takes the
+  // most shared memory; dh = 20: pad columns.
+  const std::vector<Case> cases = {
+      {2, 1, 1, 16, 1, false, false}, {1, 2, 7, 16, 2, true, false},   {3, 1, 63, 32, 3, false, true},
+      {3, 1, 100, 24, 4, true, true}, {1, 1, 200, 64, 3, false, false}, {1, 1, 260, 64, 1, true, true},
+      {2, 1, 70, 20, 2, false, true}, {1, 1, 200, 40, 7, true, true},   {1, 1, 150, 64, 7, false, true},
+  };
+  setenv("HKT_CUDA_ATTN_BWD", "wgmma", 1);
+  for (const char* fwd : {"default", "wgmma"}) {
+    if (std::string(fwd) == "wgmma") setenv("HKT_CUDA_ATTN_FWD", fwd, 1);
+    const uint64_t before = hkt_emu::wgmma_count();  // with the default forward: the backward's alone
+    compare_cases(cases, 591, std::string("wgmma backward, forward ") + fwd);
+    CHECK_MESSAGE(hkt_emu::wgmma_count() > before, fwd);
+    CHECK_MESSAGE(order_independent(make_inputs(2, 1, 150, 32, 3, true, 37), true, 0.2), fwd);
+  }
+  unsetenv("HKT_CUDA_ATTN_FWD");
+  unsetenv("HKT_CUDA_ATTN_BWD");
+}
+
 TEST_CASE("emulated cuda attention: cp.async copies landing at issue or at the wait give the same bits") {
   // A GPU lands a cp.async copy anywhere between its issue and its wait. The
   // emulator lands it at the wait (the other suites: a tile read too early
@@ -433,14 +459,15 @@ TEST_CASE("emulated cuda attention: the backward's accumulators in registers (HK
 TEST_CASE("emulated cuda attention: random shapes, every kernel variant") {
   // Random (T, dh, L, masks) drawn with a fixed seed, each under the default
   // kernels and under the knobs (the mma kernels fall back above dh = 64).
-  const int n = kAsanCases ? 2 : 22;  // two per knob
+  const int n = kAsanCases ? 2 : 24;  // two per knob
   std::mt19937_64 rng(2026);
   const auto pick = [&](int lo, int hi) { return int(std::uniform_int_distribution<int>(lo, hi)(rng)); };
   const char* knobs[][2] = {{nullptr, nullptr}, {"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "mma"},
                             {"HKT_CUDA_ATTN_BWD_ACC", "regs"}, {"HKT_CUDA_ATTN_BWD", "fused"},
                             {"HKT_CUDA_ATTN_FWD", "mma-async"}, {"HKT_CUDA_ATTN_BWD", "fused8"},
                             {"HKT_CUDA_ATTN_FWD", "mma-lean"}, {"HKT_CUDA_ATTN_BWD", "fused8-async"},
-                            {"HKT_CUDA_ATTN_FWD", "wgmma"}, {"HKT_CUDA_ATTN_FWD", "wgmma2"}};
+                            {"HKT_CUDA_ATTN_FWD", "wgmma"}, {"HKT_CUDA_ATTN_FWD", "wgmma2"},
+                            {"HKT_CUDA_ATTN_BWD", "wgmma"}};
   for (int i = 0; i < n; ++i) {
     const int L = pick(1, 7);
     const int T = pick(1, 200);

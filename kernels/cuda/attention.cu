@@ -532,7 +532,7 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   if constexpr (std::is_same_v<T, float>) {
     const bool fits = s.dh <= kMmaMaxDh && mma_rows_aligned(s.dh, q, k, v, dout, dq, dk, dv);
     fused = (fused8 || knob("HKT_CUDA_ATTN_BWD", "fused")) && fits;
-    mma = fused || (knob("HKT_CUDA_ATTN_BWD", "mma") && fits);
+    mma = fused || ((knob("HKT_CUDA_ATTN_BWD", "mma") || knob("HKT_CUDA_ATTN_BWD", "wgmma")) && fits);
   }
   const int bt = mma ? kMmaTile : pick_tile<T>(s, true, smem_acc, &bytes);
   const Params P = make_params(s, q, k, v, lambda, valid, bt);
@@ -559,9 +559,19 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
                                : fused8     ? FusedBwd::warps8
                                             : FusedBwd::warps4);
   } else if (mma) {
-    if constexpr (std::is_same_v<T, float>)
-      attention_backward_mma(s, q, k, v, lambda, valid, static_cast<const float*>(dout), static_cast<const float*>(lse),
-                             D.as<float>(), dq, dk, static_cast<float*>(dv), part_dev);
+    if constexpr (std::is_same_v<T, float>) {
+      bool done = false;  // wgmma: on warpgroup products where they can run (else the mma backward)
+#if defined(HKT_WITH_SM90A) || defined(HKT_CUDA_EMULATED)
+      done = knob("HKT_CUDA_ATTN_BWD", "wgmma") &&
+             attention_backward_wgmma(s, q, k, v, lambda, valid, static_cast<const float*>(dout),
+                                      static_cast<const float*>(lse), D.as<float>(), dq, dk, static_cast<float*>(dv),
+                                      part_dev);
+#endif
+      if (!done)
+        attention_backward_mma(s, q, k, v, lambda, valid, static_cast<const float*>(dout),
+                               static_cast<const float*>(lse), D.as<float>(), dq, dk, static_cast<float*>(dv),
+                               part_dev);
+    }
   } else if (bt == 64)
     launch_bwd<T, 64>(P, smem_acc, bytes, static_cast<const T*>(dout), static_cast<const T*>(lse), D.as<T>(),
                       dk_dev, static_cast<T*>(dv), dq_dev, part_dev);

@@ -69,6 +69,17 @@ void attention_backward_mma(const AttnShape& s, const std::vector<const void*>& 
                             const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,
                             const std::vector<void*>& dk, float* dv, double* part);
 
+// The two-kernel backward on Hopper's warpgroup products
+// (HKT_CUDA_ATTN_BWD=wgmma; sm90a/attention_bwd_wgmma.cu, built for sm_90a
+// only): the same arguments and results as attention_backward_mma. Returns
+// false, having launched nothing, where attention_backward_mma could not run
+// (dh > 64, rows not aligned), on a device that is not compute capability
+// 9.0, and where its shared memory would not fit.
+bool attention_backward_wgmma(const AttnShape& s, const std::vector<const void*>& q,
+                              const std::vector<const void*>& k, const void* v, const void* lambda,
+                              const bool* valid, const float* dout, const float* lse, const float* D,
+                              const std::vector<void*>& dq, const std::vector<void*>& dk, float* dv, double* part);
+
 // The single pass's variants (HKT_CUDA_ATTN_BWD=fused, fused8, fused8-async):
 // blocks of 4 warps; of 8 warps; of 8 warps with each tile pair's Q and dO
 // fetched with cp.async a tile pair ahead.

@@ -7,6 +7,7 @@
 #include "kernels/cuda/attention_bwd_mma.cu"
 #include "kernels/cuda/attention_bwd_fused.cu"
 #include "kernels/cuda/sm90a/attention_fwd_wgmma.cu"
+#include "kernels/cuda/sm90a/attention_bwd_wgmma.cu"
 
 // common.cuh declares these; runtime.cu defines them in a real (or the
 // emulated) backend. Here the attention files run alone, on host memory.
