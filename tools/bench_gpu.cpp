@@ -104,7 +104,8 @@ void bench_attention(int64_t T, int reps) {
 // cp.async) and the general backward's accumulators in registers
 // (HKT_CUDA_ATTN_BWD_ACC=regs) instead of shared memory; the mma kernels
 // without their L2 prefetches (HKT_CUDA_ATTN_PREFETCH=0); and the forward on
-// Hopper's warpgroup products (HKT_CUDA_ATTN_FWD=wgmma, wgmma2).
+// Hopper's warpgroup products (HKT_CUDA_ATTN_FWD=wgmma, wgmma2; the
+// backward, HKT_CUDA_ATTN_BWD=wgmma).
 void bench_variants(int reps) {
   struct Knob {
     std::vector<std::pair<const char*, const char*>> env;
@@ -135,8 +136,10 @@ void bench_variants(int reps) {
                         {{{"HKT_CUDA_ATTN_FWD", "wgmma"}}, "fwd wgmma"},
                         {{{"HKT_CUDA_ATTN_FWD", "wgmma2"}}, "fwd wgmma2"},
                         {{{"HKT_CUDA_ATTN_FWD", "wgmma"}, {"HKT_CUDA_ATTN_BWD", "fused8-async"}},
-                         "fwd wgmma + bwd fused8 async"}};
-  const size_t untried = std::size(knobs) - 3;  // the first of the last three
+                         "fwd wgmma + bwd fused8 async"},
+                        {{{"HKT_CUDA_ATTN_BWD", "wgmma"}}, "bwd wgmma"},
+                        {{{"HKT_CUDA_ATTN_FWD", "wgmma"}, {"HKT_CUDA_ATTN_BWD", "wgmma"}}, "fwd + bwd wgmma"}};
+  const size_t untried = std::size(knobs) - 5;  // the first of the last five
   for (const bool late : {false, true})
     for (int64_t T : {1024, 4096})
       for (int64_t L : {1, 3}) {
@@ -174,7 +177,7 @@ void profile_kernels() {
       {{"HKT_CUDA_ATTN_BWD_ACC", "regs"}},
       // last, never run on a GPU before (2026-12-01): a fault would end the process
       {{"HKT_CUDA_ATTN_FWD", "wgmma"}, {"HKT_CUDA_ATTN_BWD", "fused8-async"}},
-      {{"HKT_CUDA_ATTN_FWD", "wgmma2"}}};
+      {{"HKT_CUDA_ATTN_FWD", "wgmma2"}, {"HKT_CUDA_ATTN_BWD", "wgmma"}}};
   for (const auto& env : setups)
     for (int64_t L : {1, 3}) {
       std::string set;
