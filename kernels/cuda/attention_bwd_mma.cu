@@ -94,26 +94,10 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     float sc[NT][4], dp[NT][4];
     warp_abt_split<DHP, NT>(sc, s.Qs + warp * 16 * ld, ld, s.Ks, s.Klo, sl);   // S = Q K^T (level 0, unweighted)
     warp_abt_split<DHP, NT>(dp, s.dOs + warp * 16 * ld, ld, s.Vs, s.Vlo, sl);  // dP = dO V^T
-    with_mask_test(!pair_unmasked(P, i0, j0, BT), [&](auto masked) {
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int p = r0 + 8 * (e >> 1), p2 = 8 * j + 2 * t + (e & 1);
-          float ds = 0.0f;
-          if (!(decltype(masked)::value && key_masked(P, b, i0 + p, j0 + p2))) {
-            const float pv = exp_minus(combine_folded(P, lay, w[0], s.Cg, p, p2, sc[j][e]), s.lse[p]);
-            ds = pv * (dp[j][e] - s.Dr[p]);
-          }
-          sc[j][e] = ds;
-        }
-    });
-    warp_fb_split<DHP, NT>(dq, sc, s.Ks, s.Klo, sl);  // dQ_0 / w_0 += dS K_0
+    pair_p_ds<false>(P, lay, w[0], s.Cg, s.lse, s.Dr, b, i0, j0, r0, t, 0, sc, dp);  // P, dS
+    warp_fb_split<DHP, NT>(dq, dp, s.Ks, s.Klo, sl);  // dQ_0 / w_0 += dS K_0
     if (P.L > 1) {
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s.dSs[(r0 + 8 * (e >> 1)) * lay.lds + 8 * j + 2 * t + (e & 1)] = sc[j][e];
+      store_ds<false>(s.dSs, lay.lds, r0, t, 0, dp);
       level_grads<false>(P, lay, s.dSs, s.dSg, s.Kl, s.Acc, bh, tk);
     }
   }

@@ -170,6 +170,46 @@ __device__ __forceinline__ void fetch_query_tile(const Params& P, const MmaBwdTi
   load_rows_async(qo, mma_ld(DHP), kMmaTile, P.T, int(P.dh), DHP);
 }
 
+// P and dS of a warp's score fragments on the tile pair (i0, j0), in place:
+// sf holds the level-0 scores (unweighted), dpf dO . V; afterwards sf holds P
+// = exp(the combined score - LSE) (0 when LSE = +inf) and dpf dS = P (dP - D),
+// both 0 at masked keys. KeySide: element e of [j] is key r0 + 8 (e >> 1) and
+// query c0 + 8j + 2t + (e & 1) of the tiles (S^T); else query r0 + 8 (e >> 1)
+// and key c0 + 8j + 2t + (e & 1) (S).
+template <bool KeySide, int NT>
+__device__ __forceinline__ void pair_p_ds(const Params& P, const Layout& lay, float w0, const float* Cg,
+                                          const float* lse, const float* Dr, int64_t b, int64_t i0, int64_t j0,
+                                          int r0, int t, int c0, float (&sf)[NT][4], float (&dpf)[NT][4]) {
+  with_mask_test(!pair_unmasked(P, i0, j0, lay.BT), [&](auto masked) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = r0 + 8 * (e >> 1), col = c0 + 8 * j + 2 * t + (e & 1);
+        const int q = KeySide ? col : row, k = KeySide ? row : col;
+        float pv = 0.0f, ds = 0.0f;
+        if (!(decltype(masked)::value && key_masked(P, b, i0 + q, j0 + k))) {
+          pv = exp_minus(combine_folded(P, lay, w0, Cg, q, k, sf[j][e]), lse[q]);  // 0 when lse = +inf
+          ds = pv * (dpf[j][e] - Dr[q]);
+        }
+        sf[j][e] = pv;
+        dpf[j][e] = ds;
+      }
+  });
+}
+
+// A warp's dS fragments (pair_p_ds's layout) into dS [query][key] at lds.
+template <bool KeySide, int NT>
+__device__ __forceinline__ void store_ds(float* dSs, int lds, int r0, int t, int c0, const float (&f)[NT][4]) {
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = r0 + 8 * (e >> 1), col = c0 + 8 * j + 2 * t + (e & 1);
+      dSs[(KeySide ? col : row) * lds + (KeySide ? row : col)] = f[j][e];
+    }
+}
+
 // The key side's work on the tile pair (tq, tk), K and V of tile tk staged
 // (keys from j0 on): Q, dO, LSE and D of tile tq and the levels' grids are
 // loaded (starting with a barrier; SinglePass: stage_levels, the key
@@ -240,21 +280,7 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
     warp_abt<DHP, NT>(st, s.Ks + kw * 16 * ld, Qs, ld);
     warp_abt<DHP, NT>(dpt, s.Vs + kw * 16 * ld, dOs, ld);
   }
-  with_mask_test(!pair_unmasked(P, i0, j0, BT), [&](auto masked) {
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int kr = r0 + 8 * (e >> 1), q = qc + 8 * j + 2 * t + (e & 1);
-        float pv = 0.0f, ds = 0.0f;
-        if (!(decltype(masked)::value && key_masked(P, b, i0 + q, j0 + kr))) {
-          pv = exp_minus(combine_folded(P, lay, w[0], s.Cg, q, kr, st[j][e]), s.lse[q]);  // 0 when lse = +inf
-          ds = pv * (dpt[j][e] - s.Dr[q]);
-        }
-        st[j][e] = pv;
-        dpt[j][e] = ds;
-      }
-  });
+  pair_p_ds<true>(P, lay, w[0], s.Cg, s.lse, s.Dr, b, i0, j0, r0, t, qc, st, dpt);  // P^T, dS^T
   if constexpr (Split) {
     warp_fb_split<DHP, NT>(dv, st, dOs, dOlo, sl);  // dV += P^T dO
     warp_fb_split<DHP, NT>(dk, dpt, Qs, Qlo, sl);   // dK_0 / w_0 += dS^T Q_0
@@ -264,10 +290,7 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
   }
   if (to_smem) {
     if (s.ds_over_qo) __syncthreads();  // every warp is done with Q and dO
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s.dSs[(qc + 8 * j + 2 * t + (e & 1)) * lay.lds + r0 + 8 * (e >> 1)] = dpt[j][e];
+    store_ds<true>(s.dSs, lay.lds, r0, t, qc, dpt);
   }
 }
 

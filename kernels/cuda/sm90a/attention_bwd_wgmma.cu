@@ -30,6 +30,7 @@
 // level_grads' rows over the plain tiles of the other side once their
 // products are done), so that every L fits.
 #include <algorithm>
+#include <initializer_list>
 #include <cstdint>
 #include <vector>
 
@@ -67,18 +68,7 @@ struct WgBwdKvTiles {
   __device__ WgBwdKvTiles(float* sm, const Layout& lay, int dhp) {
     const int tile = kWgBT * dhp;
     Carver<float> cv{sm};
-    Kh = cv.take(tile);
-    Kl = cv.take(tile);
-    Vh = cv.take(tile);
-    Vl = cv.take(tile);
-    Qh = cv.take(tile);
-    Ql = cv.take(tile);
-    dOh = cv.take(tile);
-    dOl = cv.take(tile);
-    QTh = cv.take(tile);
-    QTl = cv.take(tile);
-    dOTh = cv.take(tile);
-    dOTl = cv.take(tile);
+    for (float** p : {&Kh, &Kl, &Vh, &Vl, &Qh, &Ql, &dOh, &dOl, &QTh, &QTl, &dOTh, &dOTl}) *p = cv.take(tile);
     lse = cv.take(Layout::up8(kWgBT));
     Dr = cv.take(Layout::up8(kWgBT));
     Cg = Acc = Qlev = Klev = dSs = dSg = stage = nullptr;
@@ -153,22 +143,8 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     // key r0 + 8 (e >> 1), query 8j + 2t + (e & 1).
     float st[NT][4], dpt[NT][4];
     wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-      const uint64_t kh = gmma_step(dKh, kk, BT), kl = gmma_step(dKl, kk, BT);
-      const uint64_t qh = gmma_step(dQh, kk, BT), ql = gmma_step(dQl, kk, BT);
-      wgmma_ss<NT>(st, kl, qh, kk > 0);
-      wgmma_ss<NT>(st, kh, ql, true);
-      wgmma_ss<NT>(st, kh, qh, true);
-    }
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-      const uint64_t vh = gmma_step(dVh, kk, BT), vl = gmma_step(dVl, kk, BT);
-      const uint64_t oh = gmma_step(dOh, kk, BT), ol = gmma_step(dOl, kk, BT);
-      wgmma_ss<NT>(dpt, vl, oh, kk > 0);
-      wgmma_ss<NT>(dpt, vh, ol, true);
-      wgmma_ss<NT>(dpt, vh, oh, true);
-    }
+    gmma_abt_3x<NT, KS, BT>(st, dKh, dKl, dQh, dQl);
+    gmma_abt_3x<NT, KS, BT>(dpt, dVh, dVl, dOh, dOl);
     wgmma_commit();
     // Meanwhile Q and dO transposed (queries in key_slot order), for dK and dV.
     load_gmma_split<DHP, true, kMmaThreads>(tid, q0, i0, P.T, dh, s.QTh, s.QTl);
@@ -179,67 +155,14 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     wgmma_fence_operand(dpt);
     __syncthreads();  // Q^T, dO^T stored; every warp's S^T, dP^T done (the plain region free for dS)
 
-    with_mask_test(!pair_unmasked(P, i0, j0, BT), [&](auto masked) {
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int kr = r0 + 8 * (e >> 1), q = 8 * j + 2 * t + (e & 1);
-          float pv = 0.0f, ds = 0.0f;
-          if (!(decltype(masked)::value && key_masked(P, b, i0 + q, j0 + kr))) {
-            pv = exp_minus(combine_folded(P, lay, w[0], s.Cg, q, kr, st[j][e]), s.lse[q]);  // 0 when lse = +inf
-            ds = pv * (dpt[j][e] - s.Dr[q]);
-          }
-          st[j][e] = pv;
-          dpt[j][e] = ds;
-        }
-    });
-    if (P.L > 1) {
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s.dSs[(8 * j + 2 * t + (e & 1)) * lay.lds + r0 + 8 * (e >> 1)] = dpt[j][e];
-    }
+    pair_p_ds<true>(P, lay, w[0], s.Cg, s.lse, s.Dr, b, i0, j0, r0, t, 0, st, dpt);  // P^T, dS^T
+    if (P.L > 1) store_ds<true>(s.dSs, lay.lds, r0, t, 0, dpt);
 
-    // dV += P^T dO, then dK_0 / w_0 += dS^T Q_0: group j of 8 queries as one A
-    // fragment (a0, a2 = queries 2t, 2t + 1 of key row g; a1, a3 of row g + 8).
-    uint32_t ah[NT][4], al[NT][4];
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      split_tf32(st[j][0], ah[j][0], al[j][0]);
-      split_tf32(st[j][2], ah[j][1], al[j][1]);
-      split_tf32(st[j][1], ah[j][2], al[j][2]);
-      split_tf32(st[j][3], ah[j][3], al[j][3]);
-    }
-    wgmma_fence_operand(dv);
-    wgmma_fence();
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      const uint64_t oh = gmma_step(dOTh, j, DHP), ol = gmma_step(dOTl, j, DHP);
-      wgmma_rs<ND>(dv, al[j], oh, true);
-      wgmma_rs<ND>(dv, ah[j], ol, true);
-      wgmma_rs<ND>(dv, ah[j], oh, true);
-    }
-    wgmma_commit();
-    uint32_t bh_[NT][4], bl_[NT][4];
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      split_tf32(dpt[j][0], bh_[j][0], bl_[j][0]);
-      split_tf32(dpt[j][2], bh_[j][1], bl_[j][1]);
-      split_tf32(dpt[j][1], bh_[j][2], bl_[j][2]);
-      split_tf32(dpt[j][3], bh_[j][3], bl_[j][3]);
-    }
-    wgmma_fence_operand(dk);
-    wgmma_fence();
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      const uint64_t qh = gmma_step(dQTh, j, DHP), ql = gmma_step(dQTl, j, DHP);
-      wgmma_rs<ND>(dk, bl_[j], qh, true);
-      wgmma_rs<ND>(dk, bh_[j], ql, true);
-      wgmma_rs<ND>(dk, bh_[j], qh, true);
-    }
-    wgmma_commit();
-    wgmma_wait<0>();  // before the fragments' registers change and the tiles are written again
+    // dV += P^T dO, then dK_0 / w_0 += dS^T Q_0 (Q^T, dO^T's query slots in key_slot order).
+    GmmaAFrags<NT> pf, dsf;  // both in flight until the wait
+    gmma_frag_b_3x<NT, ND, DHP>(dv, st, pf, dOTh, dOTl);
+    gmma_frag_b_3x<NT, ND, DHP>(dk, dpt, dsf, dQTh, dQTl);
+    wgmma_wait<0>();  // before the accumulators are read and the tiles are written again
     wgmma_fence_operand(dv);
     wgmma_fence_operand(dk);
     if (P.L > 1) level_grads<true>(P, lay, s.dSs, s.dSg, s.stage, s.Acc, bh, tq);
@@ -280,16 +203,7 @@ struct WgBwdQTiles {
   __device__ WgBwdQTiles(float* sm, const Layout& lay, int dhp) {
     const int tile = kWgBT * dhp;
     Carver<float> cv{sm};
-    Qh = cv.take(tile);
-    Ql = cv.take(tile);
-    dOh = cv.take(tile);
-    dOl = cv.take(tile);
-    Kh = cv.take(tile);
-    Kl = cv.take(tile);
-    Vh = cv.take(tile);
-    Vl = cv.take(tile);
-    KTh = cv.take(tile);
-    KTl = cv.take(tile);
+    for (float** p : {&Qh, &Ql, &dOh, &dOl, &Kh, &Kl, &Vh, &Vl, &KTh, &KTl}) *p = cv.take(tile);
     lse = cv.take(Layout::up8(kWgBT));
     Dr = cv.take(Layout::up8(kWgBT));
     Qlev = Cg = Acc = Klev = dSs = dSg = stage = nullptr;
@@ -360,22 +274,8 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     // r0 + 8 (e >> 1), key 8j + 2t + (e & 1).
     float sc[NT][4], dp[NT][4];
     wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-      const uint64_t qh = gmma_step(dQh, kk, BT), ql = gmma_step(dQl, kk, BT);
-      const uint64_t kh = gmma_step(dKh, kk, BT), kl = gmma_step(dKl, kk, BT);
-      wgmma_ss<NT>(sc, ql, kh, kk > 0);
-      wgmma_ss<NT>(sc, qh, kl, true);
-      wgmma_ss<NT>(sc, qh, kh, true);
-    }
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-      const uint64_t oh = gmma_step(dOh, kk, BT), ol = gmma_step(dOl, kk, BT);
-      const uint64_t vh = gmma_step(dVh, kk, BT), vl = gmma_step(dVl, kk, BT);
-      wgmma_ss<NT>(dp, ol, vh, kk > 0);
-      wgmma_ss<NT>(dp, oh, vl, true);
-      wgmma_ss<NT>(dp, oh, vh, true);
-    }
+    gmma_abt_3x<NT, KS, BT>(sc, dQh, dQl, dKh, dKl);
+    gmma_abt_3x<NT, KS, BT>(dp, dOh, dOl, dVh, dVl);
     wgmma_commit();
     // Meanwhile K transposed (keys in key_slot order), for dQ.
     load_gmma_split<DHP, true, kMmaThreads>(tid, k0, j0, P.T, dh, s.KTh, s.KTl);
@@ -385,47 +285,12 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     wgmma_fence_operand(dp);
     __syncthreads();  // K^T stored; every warp's S, dP done (the plain region free for dS)
 
-    with_mask_test(!pair_unmasked(P, i0, j0, BT), [&](auto masked) {
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int p = r0 + 8 * (e >> 1), p2 = 8 * j + 2 * t + (e & 1);
-          float ds = 0.0f;
-          if (!(decltype(masked)::value && key_masked(P, b, i0 + p, j0 + p2))) {
-            const float pv = exp_minus(combine_folded(P, lay, w[0], s.Cg, p, p2, sc[j][e]), s.lse[p]);
-            ds = pv * (dp[j][e] - s.Dr[p]);
-          }
-          sc[j][e] = ds;
-        }
-    });
-    if (P.L > 1) {
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s.dSs[(r0 + 8 * (e >> 1)) * lay.lds + 8 * j + 2 * t + (e & 1)] = sc[j][e];
-    }
+    pair_p_ds<false>(P, lay, w[0], s.Cg, s.lse, s.Dr, b, i0, j0, r0, t, 0, sc, dp);  // P, dS
+    if (P.L > 1) store_ds<false>(s.dSs, lay.lds, r0, t, 0, dp);
 
-    // dQ_0 / w_0 += dS K_0: group j of 8 keys as one A fragment (a0, a2 = keys 2t, 2t + 1 of row g; a1, a3 of g + 8).
-    uint32_t ah[NT][4], al[NT][4];
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      split_tf32(sc[j][0], ah[j][0], al[j][0]);
-      split_tf32(sc[j][2], ah[j][1], al[j][1]);
-      split_tf32(sc[j][1], ah[j][2], al[j][2]);
-      split_tf32(sc[j][3], ah[j][3], al[j][3]);
-    }
-    wgmma_fence_operand(dq);
-    wgmma_fence();
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      const uint64_t kh = gmma_step(dKTh, j, DHP), kl = gmma_step(dKTl, j, DHP);
-      wgmma_rs<ND>(dq, al[j], kh, true);
-      wgmma_rs<ND>(dq, ah[j], kl, true);
-      wgmma_rs<ND>(dq, ah[j], kh, true);
-    }
-    wgmma_commit();
-    wgmma_wait<0>();  // before the fragments' registers change and the tiles are written again
+    GmmaAFrags<NT> dsf;
+    gmma_frag_b_3x<NT, ND, DHP>(dq, dp, dsf, dKTh, dKTl);  // dQ_0 / w_0 += dS K_0 (K^T's key slots in key_slot order)
+    wgmma_wait<0>();  // before the accumulators are read and the tiles are written again
     wgmma_fence_operand(dq);
     if (P.L > 1) level_grads<false>(P, lay, s.dSs, s.dSg, s.stage, s.Acc, bh, tk);
   }

@@ -109,39 +109,15 @@ __global__ void __launch_bounds__(kMmaThreads * WGS) attn_fwd_wgmma(const Params
     // S = Q K^T, the small products of each k step first.
     float s[NT][4];
     wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-      const uint64_t qh = gmma_step(dQh, kk, BT), ql = gmma_step(dQl, kk, BT);
-      const uint64_t kh = gmma_step(dKh, kk, BT), kl = gmma_step(dKl, kk, BT);
-      wgmma_ss<NT>(s, ql, kh, kk > 0);
-      wgmma_ss<NT>(s, qh, kl, true);
-      wgmma_ss<NT>(s, qh, kh, true);
-    }
+    gmma_abt_3x<NT, KS, BT>(s, dQh, dQl, dKh, dKl);
     wgmma_commit();
     wgmma_wait<0>();
     wgmma_fence_operand(s);
 
     online_softmax_tile(P, lay, w0, Cg, b, i0, j0, r0, t, s, o, m_run, l_run);
 
-    // O += P V: group j of 8 keys as one A fragment (a0, a2 = keys 2t, 2t + 1 of row g; a1, a3 of row g + 8).
-    uint32_t ph[NT][4], pl[NT][4];
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      split_tf32(s[j][0], ph[j][0], pl[j][0]);
-      split_tf32(s[j][2], ph[j][1], pl[j][1]);
-      split_tf32(s[j][1], ph[j][2], pl[j][2]);
-      split_tf32(s[j][3], ph[j][3], pl[j][3]);
-    }
-    wgmma_fence_operand(o);
-    wgmma_fence();
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      const uint64_t vh = gmma_step(dVh, j, DHP), vl = gmma_step(dVl, j, DHP);
-      wgmma_rs<ND>(o, pl[j], vh, true);
-      wgmma_rs<ND>(o, ph[j], vl, true);
-      wgmma_rs<ND>(o, ph[j], vh, true);
-    }
-    wgmma_commit();
+    GmmaAFrags<NT> pf;
+    gmma_frag_b_3x<NT, ND, DHP>(o, s, pf, dVh, dVl);  // O += P V (V^T's key slots in key_slot order)
     wgmma_wait<0>();  // before P's registers change and V's tile is written again
     wgmma_fence_operand(o);
   }

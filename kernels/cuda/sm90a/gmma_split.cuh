@@ -95,5 +95,57 @@ __device__ __forceinline__ uint64_t gmma_step(uint64_t desc, int kk, int R) {
   return desc + uint64_t(kk * R * 8 * int(sizeof(float)) >> 4);
 }
 
+// d = A B^T in 3xTF32, A and B split gmma tiles of R rows (their hi and lo
+// descriptors), contracted over KS k steps of 8: per step A lo B hi, A hi B
+// lo, A hi B hi (the small products first). Issued, not committed: the
+// caller commits and waits.
+template <int NT, int KS, int R>
+__device__ __forceinline__ void gmma_abt_3x(float (&d)[NT][4], uint64_t ah, uint64_t al, uint64_t bh, uint64_t bl) {
+#pragma unroll
+  for (int kk = 0; kk < KS; ++kk) {
+    const uint64_t a_h = gmma_step(ah, kk, R), a_l = gmma_step(al, kk, R);
+    const uint64_t b_h = gmma_step(bh, kk, R), b_l = gmma_step(bl, kk, R);
+    wgmma_ss<NT>(d, a_l, b_h, kk > 0);
+    wgmma_ss<NT>(d, a_h, b_l, true);
+    wgmma_ss<NT>(d, a_h, b_h, true);
+  }
+}
+
+// A warpgroup's score fragments split into TF32 hi and lo A fragments, for
+// gmma_frag_b_3x. wgmma reads them asynchronously, until the caller's wait:
+// the caller holds them (one per product in flight), not the helper.
+template <int NT>
+struct GmmaAFrags {
+  uint32_t h[NT][4], l[NT][4];
+};
+
+// d += F B in 3xTF32, F the warpgroup's score fragments (element e of [j]:
+// row r0 + 8 (e >> 1), column 8j + 2t + (e & 1)), B a split gmma tile of R
+// rows whose 8-row steps follow F's columns in key_slot order. Group j of F's
+// columns is one A fragment (a0, a2 = columns 2t, 2t + 1 of row g; a1, a3 of
+// row g + 8), split into a. Issued and committed; until the caller's wait, a
+// and B's tile must not change, nor d be read.
+template <int NT, int ND, int R>
+__device__ __forceinline__ void gmma_frag_b_3x(float (&d)[ND][4], const float (&f)[NT][4], GmmaAFrags<NT>& a,
+                                               uint64_t bh, uint64_t bl) {
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    split_tf32(f[j][0], a.h[j][0], a.l[j][0]);
+    split_tf32(f[j][2], a.h[j][1], a.l[j][1]);
+    split_tf32(f[j][1], a.h[j][2], a.l[j][2]);
+    split_tf32(f[j][3], a.h[j][3], a.l[j][3]);
+  }
+  wgmma_fence_operand(d);
+  wgmma_fence();
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const uint64_t b_h = gmma_step(bh, j, R), b_l = gmma_step(bl, j, R);
+    wgmma_rs<ND>(d, a.l[j], b_h, true);
+    wgmma_rs<ND>(d, a.h[j], b_l, true);
+    wgmma_rs<ND>(d, a.h[j], b_h, true);
+  }
+  wgmma_commit();
+}
+
 }  // namespace
 }  // namespace hkt::cuda
