@@ -10,8 +10,8 @@
 #                 RelWithDebInfo build of the library and those suites only, in build-tsan/
 #                 (skipped when HKT_SKIP_SANITIZE=1)
 #   6. fuzz       libFuzzer (clang++-14, ASan+UBSan) on every reader of outside data, in
-#                 build-fuzz/: HKT_FUZZ_SECONDS (default 20) per target, from the seeds in
-#                 tests/fuzz/corpus/<target>/
+#                 build-fuzz/: HKT_FUZZ_SECONDS (default 20) per target, nproc targets at
+#                 a time, from the seeds in tests/fuzz/corpus/<target>/
 #   7. consumer   install build/ (shared) into a temporary prefix and build and run
 #                 tests/consumer, an outside project that uses find_package(hkt), and the
 #                 program of docs/getting-started.md; then the same against the static
@@ -105,18 +105,32 @@ cmake -S . -B "$b-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_
 cmake --build "$b-fuzz" -j "$jobs" --target "${fuzz_targets[@]/#/fuzz_}"
 # Each target: the seeds (and the regression inputs kept with them) first, then new inputs
 # for fuzz_seconds. Any crash, leak, sanitizer report or exception other than hkt::Error fails.
-for t in "${fuzz_targets[@]}"; do
-  stage "fuzz: $t (${fuzz_seconds}s)"
-  mkdir -p "$b-fuzz/corpus/$t"
-  if ! ASAN_OPTIONS="detect_leaks=${detect_leaks:-1}" "$b-fuzz/fuzz/fuzz_$t" -max_total_time="$fuzz_seconds" \
-      -rss_limit_mb=2048 -timeout=20 -max_len=16384 -artifact_prefix="$b-fuzz/crash-$t-" \
-      "$b-fuzz/corpus/$t" "tests/fuzz/corpus/$t" >"$b-fuzz/log-$t" 2>&1; then
-    tail -n 60 "$b-fuzz/log-$t"
-    echo "fuzz: the $t reader crashed, leaked or threw something other than hkt::Error;" \
-         "the input is saved as $b-fuzz/crash-$t-* (replay: $b-fuzz/fuzz/fuzz_$t FILE)" >&2
-    exit 1
-  fi
-  grep -E "^Done|stat::number_of_executed_units" "$b-fuzz/log-$t" | tail -n 1
+# libFuzzer runs on one thread: $jobs targets run side by side, each for the whole time.
+fuzz_one() {  # fuzz_one TARGET: its output in $b-fuzz/log-TARGET
+  mkdir -p "$b-fuzz/corpus/$1"
+  ASAN_OPTIONS="detect_leaks=${detect_leaks:-1}" "$b-fuzz/fuzz/fuzz_$1" -max_total_time="$fuzz_seconds" \
+    -rss_limit_mb=2048 -timeout=20 -max_len=16384 -artifact_prefix="$b-fuzz/crash-$1-" \
+    "$b-fuzz/corpus/$1" "tests/fuzz/corpus/$1" >"$b-fuzz/log-$1" 2>&1
+}
+for ((i = 0; i < ${#fuzz_targets[@]}; i += jobs)); do
+  batch=("${fuzz_targets[@]:i:jobs}")
+  stage "fuzz: ${batch[*]} (${fuzz_seconds}s each, side by side)"
+  pids=()
+  for t in "${batch[@]}"; do
+    fuzz_one "$t" &
+    pids+=("$!")
+  done
+  for k in "${!batch[@]}"; do
+    t="${batch[k]}"
+    if ! wait "${pids[k]}"; then
+      kill "${pids[@]}" 2>/dev/null || true
+      tail -n 60 "$b-fuzz/log-$t"
+      echo "fuzz: the $t reader crashed, leaked or threw something other than hkt::Error;" \
+           "the input is saved as $b-fuzz/crash-$t-* (replay: $b-fuzz/fuzz/fuzz_$t FILE)" >&2
+      exit 1
+    fi
+    echo "$t: $(grep -E "^Done|stat::number_of_executed_units" "$b-fuzz/log-$t" | tail -n 1)"
+  done
 done
 
 consumer() {  # consumer BUILD_TREE LABEL [cmake args for the consumer...]
