@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   const int64_t i0 = int64_t(tq) * BT - P.off;
   const RowCopy<float> qo[2] = {{s.Qs, level_rows<float>(P, P.q, 0, bh), i0}, {s.dOs, dO + bh * P.T * P.dh, i0}};
   load_rows_aligned(qo, ld, BT, P.T, dh, DHP);
-  load_lse_d(P, s, bh, i0, LSE, D);
+  load_lse_d(P, s.lse, s.Dr, bh, i0, LSE, D);
   if (P.L > 1) zero(s.Acc, lay.acc_row(P.L) * lay.ld);
   float dq[ND][4];
 #pragma unroll

@@ -113,10 +113,6 @@ __device__ void load_lse_d(const Params& P, float* lse, float* Dr, int64_t bh, i
     Dr[p] = in ? D[bh * P.T + i] : 0.0f;
   }
 }
-__device__ void load_lse_d(const Params& P, const MmaBwdTiles& s, int64_t bh, int64_t i0, const float* LSE,
-                           const float* D) {
-  load_lse_d(P, s.lse, s.Dr, bh, i0, LSE, D);
-}
 
 // The two-kernel backwards' level gradients for the tile pair whose dS
 // ([query][key] at lay.lds) is in dSs: for l = 1 .. L-1 the block sums dSg_l
@@ -257,7 +253,7 @@ __device__ __forceinline__ void key_side_pair(const Params& P, const MmaBwdTiles
       prefetch_tile_l2(qo[1].rows, i0 + BT, BT, P.T, int(P.dh));
     }
   }
-  load_lse_d(P, s, bh, i0, LSE, D);
+  load_lse_d(P, s.lse, s.Dr, bh, i0, LSE, D);
   if constexpr (SinglePass)
     stage_levels(P, s, lay, bh, tq);  // ends with a barrier
   else
