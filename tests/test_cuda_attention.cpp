@@ -133,3 +133,46 @@ TEST_CASE("cuda attention: the kernels on warpgroup products (HKT_CUDA_ATTN_FWD=
   check_knob("HKT_CUDA_ATTN_FWD=wgmma2");
   check_knob("HKT_CUDA_ATTN_BWD=wgmma");
 }
+
+TEST_CASE("cuda attention: autotuning (hkt::cuda_attention_autotune), after every variant's own case") {
+  // The first call of each shape runs every kernel variant, checks it against
+  // the general kernel and keeps the fastest (kernels/cuda/attention_tune.cu).
+  // It runs the wgmma kernels too, hence after their case.
+  HKT_REQUIRE_GPU();
+  cuda_attention_autotune_reset();
+  cuda_attention_autotune(true, true);
+  struct Case {
+    int64_t B, H, T, dh, L;
+    bool causal;
+  };
+  uint64_t seed = 401;
+  // dh = 100: only the general kernels take it.
+  for (Case c : std::vector<Case>{{1, 2, 1000, 64, 3, false}, {1, 2, 129, 40, 1, true}, {1, 1, 100, 100, 2, true}}) {
+    c.T = test_T(c.T);
+    const Inputs in = make_inputs(c.B, c.H, c.T, c.dh, c.L, true, seed++);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(c.dh));
+    const std::string what = "autotuned: T " + std::to_string(c.T) + " dh " + std::to_string(c.dh) + " L " +
+                             std::to_string(c.L) + (c.causal ? " causal" : "");
+    const auto cpu = run(in, Device::cpu(), DType::Float32, c.causal, scale, false);
+    // Twice: the call that tunes, and one that only runs the kernels chosen.
+    for (int rep = 0; rep < 2; ++rep)
+      check_all(run(in, Device::cuda(), DType::Float32, c.causal, scale, false), cpu, what, 1e-4);
+  }
+  const std::vector<CudaAttentionChoice> choices = cuda_attention_autotune_choices();
+  CHECK(choices.size() == 6);  // forward and backward of 3 calls, each tuned once
+  for (const CudaAttentionChoice& c : choices) {
+    MESSAGE(c.call << ": " << c.kernel);
+    REQUIRE(!c.trials.empty());
+    CHECK(c.trials[0].kernel == "general");
+    for (const CudaAttentionTrial& t : c.trials) {
+      INFO(c.call << ", " << t.kernel << ": " << t.outcome);
+      CHECK((t.outcome == "chosen") == (t.kernel == c.kernel));
+      // On a GPU a variant that cannot take a call says so; one that gives
+      // other results or fails is a bug, even though the tuner passes over it.
+      CHECK(t.outcome.rfind("failed", 0) != 0);
+      CHECK(t.outcome != "wrong results");
+    }
+  }
+  cuda_attention_autotune(false);
+  cuda_attention_autotune_reset();
+}

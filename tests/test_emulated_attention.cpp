@@ -16,32 +16,18 @@
 
 #include "cuda_emu/emulated.hpp"
 #include "helpers/attention_cases.hpp"
+#include "helpers/host_device_memory.hpp"
 #include "kernels/cuda/attention.hpp"
+#include "kernels/cuda/attention_tune.hpp"
 
 using namespace hkt;
 using hkt::test::check_all;
+using hkt::test::install_host_allocator;
 using hkt::test::Inputs;
 using hkt::test::make_inputs;
 using hkt::test::output_weights;
 
 namespace {
-
-// Host memory standing in for device memory (the kernels' Scratch buffers).
-struct HostAllocator : Allocator {
-  void* allocate(size_t nbytes, Device) override {
-    void* p = std::aligned_alloc(256, (nbytes + 255) / 256 * 256 + 256);
-    if (!p) throw std::bad_alloc();
-    return p;
-  }
-  void deallocate(void* p, size_t, Device) override { std::free(p); }
-};
-// The kernels get the CPU tensors' memory: the emulator's device-memory
-// checks (tests/cuda_emu/include/cuda_runtime.h) are off in this suite.
-void install_host_allocator() {
-  static HostAllocator a;
-  set_allocator(DeviceType::CUDA, &a);
-  hkt_emu::set_strict_device_memory(false);
-}
 
 // Under AddressSanitizer the emulator is about 7x slower: the suites take
 // the first kAsanCases shapes of each list (what ASan adds is memory checks,
@@ -454,6 +440,76 @@ TEST_CASE("emulated cuda attention: the backward's accumulators in registers (HK
   setenv("HKT_CUDA_ATTN_BWD_ACC", "regs", 1);
   compare_cases(cases, 201, "register accumulators");
   unsetenv("HKT_CUDA_ATTN_BWD_ACC");
+}
+
+TEST_CASE("emulated cuda attention: autotuning picks a kernel per call, each checked against the general one") {
+  // kernels/cuda/attention_tune.cu over the real kernels. The emulator's times
+  // say nothing of a GPU's, so which kernel wins is not checked here: that
+  // every candidate runs and matches, that the one chosen is the one that
+  // then runs, and what makes two calls different to the tuner.
+  install_host_allocator();
+  cuda::clear_attention_autotune();
+  cuda::set_attention_autotune(1);
+  const Case small{2, 1, 70, 32, 3, true, true}, wide{1, 2, 100, 100, 2, false, false};
+  compare_cases({small, wide}, 811, "autotuned");
+  std::vector<cuda::TuneResult> res = cuda::attention_autotune_results();
+  REQUIRE(res.size() == 4);  // each case's forward and backward
+  for (const cuda::TuneResult& r : res) {
+    INFO(cuda::describe(r.key));
+    REQUIRE(r.trials.size() == (r.key.backward ? 7u : 6u));
+    CHECK(r.trials[0].kernel == "general");
+    CHECK(r.trials[0].ms >= 0);
+    for (const cuda::TuneTrial& t : r.trials) {
+      INFO(t.kernel << ": " << t.outcome);
+      // dh = 100: only the general kernels take the call.
+      const bool general = t.kernel == "general" || t.kernel == "general-regs";
+      CHECK((t.outcome == "chosen") == (t.kernel == r.chosen));
+      if (r.key.dh == 100 && !general)
+        CHECK(t.outcome == "not applicable");
+      else
+        CHECK((t.outcome == "chosen" || t.outcome == "slower"));
+      if (t.ms >= 0) CHECK(t.rel_error <= cuda::kTuneRelTol);
+    }
+  }
+  CHECK(res[0].key.T == 70);
+  CHECK(!res[0].key.backward);
+  CHECK(res[1].key.backward);
+  CHECK(res[1].key.want == 15u);
+
+  // The same shape again: decided, so nothing is tuned, and the chosen kernels run.
+  const uint64_t wg = hkt_emu::wgmma_count();
+  compare_cases({small}, 900, "autotuned, decided");
+  CHECK(cuda::attention_autotune_results().size() == 4);
+  const std::string &f = res[0].chosen, &b = res[1].chosen;
+  INFO("chosen: forward " << f << ", backward " << b);
+  if (f == "general") CHECK(g_last_syncs.fwd == 0);
+  if (f.rfind("mma", 0) == 0) CHECK(g_last_syncs.fwd > 0);
+  if (b.rfind("general", 0) == 0) CHECK(g_last_syncs.bwd == 0);
+  if (b == "mma" || b.rfind("fused", 0) == 0) CHECK(g_last_syncs.bwd > 0);
+  CHECK((hkt_emu::wgmma_count() > wg) == (f.rfind("wgmma", 0) == 0 || b == "wgmma"));
+
+  // A misaligned input, or other gradients asked for: other calls to the tuner.
+  const Inputs in = make_inputs(small.B, small.H, small.T, small.dh, small.L, small.padded, 77);
+  run_emulated(in, DType::Float32, small.causal, 0.2, kAllGrads, Misalign::v);
+  run_emulated(in, DType::Float32, small.causal, 0.2, kDV | kDLambda);
+  res = cuda::attention_autotune_results();
+  REQUIRE(res.size() == 7);  // the second call's forward was decided already
+  CHECK(!res[4].key.aligned);
+  CHECK(res[4].chosen == "general");
+  CHECK(!res[5].key.aligned);
+  CHECK(res[5].chosen.rfind("general", 0) == 0);
+  CHECK(res[6].key.aligned);
+  CHECK(res[6].key.want == (kDV | kDLambda));
+
+  // A knob names the kernel and wins: this shape's forward is not tuned.
+  setenv("HKT_CUDA_ATTN_FWD", "mma", 1);
+  compare_cases({{1, 1, 40, 16, 1, false, false}}, 950, "autotuned backward, mma forward");
+  unsetenv("HKT_CUDA_ATTN_FWD");
+  res = cuda::attention_autotune_results();
+  REQUIRE(res.size() == 8);
+  CHECK(res[7].key.backward);
+  cuda::set_attention_autotune(-1);
+  cuda::clear_attention_autotune();
 }
 
 TEST_CASE("emulated cuda attention: random shapes, every kernel variant") {

@@ -4,8 +4,9 @@
 // (dh = 64), B = max(1, 16384 / T) sequences of T = 1024 .. 16384: MHA (the
 // L = 1 kernel) and HKT with L = 1..4 (bidirectional); then one training
 // step (forward, backward, AdamW) of the hkt-small classifier, and the
-// kernel variants behind benchmark knobs (bench_variants). Times are the
-// best of --reps calls after one warm-up, in milliseconds.
+// kernel variants behind benchmark knobs (bench_variants), and MHA and HKT
+// L = 3 with autotuning on (bench_autotuned). Times are the best of --reps
+// calls after one warm-up, in milliseconds.
 //
 //   hkt-bench-gpu [--quick] [--reps N] [--max-t T] [--profile]
 // Prints one markdown table; without a GPU it says why and exits 0. --profile
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,11 +78,15 @@ std::pair<double, double> time_attention(int64_t T, int64_t L, int reps) {
 
 std::string batch(int64_t T) { return std::to_string(std::max<int64_t>(1, 16384 / T)); }
 
+// The default kernels' times per (T, L), for the autotuned rows.
+std::map<std::pair<int64_t, int64_t>, std::pair<double, double>> g_default_ms;
+
 void bench_attention(int64_t T, int reps) {
   const int64_t H = 8, dh = 64, B = std::max<int64_t>(1, 16384 / T);
   double mha_both = 0;
   for (int64_t L = 1; L <= 4; ++L) {
     const auto [fwd, both] = time_attention(T, L, reps);
+    g_default_ms[{T, L}] = {fwd, both};
     if (L == 1) mha_both = both;
     // Useful FLOPs of MHA: 4 B H T^2 dh forward, 8 B H T^2 dh backward.
     const double flops = 12.0 * static_cast<double>(B * H) * static_cast<double>(T) * static_cast<double>(T) *
@@ -160,6 +166,44 @@ void bench_variants(int reps) {
           row(std::to_string(T), batch(T), what, k.label, fwd, both, extra);
         }
       }
+}
+
+// With autotuning on (hkt::cuda_attention_autotune): MHA and HKT L = 3 at
+// every T, each shape's kernels chosen by timing every variant on its first
+// call (the warm-up, untimed), against the default kernels' rows above. Last:
+// the tuner runs the never-measured variants too.
+void bench_autotuned(int64_t max_t, int reps) {
+  cuda_attention_autotune(true);
+  for (int64_t T = 1024; T <= max_t; T *= 2) {
+    double mha_both = 0;
+    for (int64_t L : {1, 3}) {
+      const size_t before = cuda_attention_autotune_choices().size();
+      const auto [fwd, both] = time_attention(T, L, reps);
+      if (L == 1) mha_both = both;
+      std::string chosen;
+      const std::vector<CudaAttentionChoice> c = cuda_attention_autotune_choices();
+      for (size_t i = before; i < c.size(); ++i)
+        chosen += (chosen.empty() ? "" : ", ") + c[i].call.substr(0, c[i].call.find(' ')) + " " + c[i].kernel;
+      const auto [dfwd, dboth] = g_default_ms[{T, L}];
+      char extra[256], vs_mha[48] = "";
+      if (L > 1) std::snprintf(vs_mha, sizeof vs_mha, ", %.2fx MHA autotuned", both / mha_both);
+      std::snprintf(extra, sizeof extra, "%s; default %.2f / %.2f ms: %.2fx / %.2fx%s", chosen.c_str(), dfwd, dboth,
+                    fwd / dfwd, both / dboth, vs_mha);
+      row(std::to_string(T), batch(T), L == 1 ? "MHA" : "HKT L=3", "hkt autotuned", fwd, both, extra);
+    }
+  }
+  // Every decision, each candidate's time: the table's evidence.
+  for (const CudaAttentionChoice& c : cuda_attention_autotune_choices()) {
+    std::string line = "hkt-bench-gpu: autotune " + c.call + ":";
+    for (const CudaAttentionTrial& t : c.trials) {
+      char ms[32] = "";
+      if (t.ms >= 0) std::snprintf(ms, sizeof ms, " %.2f ms", t.ms);
+      line += " " + t.kernel + (t.ms >= 0 ? std::string(ms) : " (" + t.outcome + ")") +
+              (t.outcome == "chosen" ? " *" : "") + ";";
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  cuda_attention_autotune(false);
 }
 
 // --profile: one forward+backward of each attention kernel (MHA and HKT L = 3
@@ -243,6 +287,7 @@ int main(int argc, char** argv) {
     for (int64_t T = 1024; T <= max_t; T *= 2) bench_attention(T, reps);
     bench_train_step(reps);
     bench_variants(reps);
+    bench_autotuned(max_t, reps);
     const CudaMemoryStats m = cuda_memory_stats();
     std::fprintf(stderr, "hkt-bench-gpu: peak device memory %.1f MiB, %llu cudaMalloc calls, %llu cache hits\n",
                  static_cast<double>(m.peak_allocated_bytes) / (1 << 20),

@@ -43,6 +43,7 @@
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_mma.hpp"
+#include "kernels/cuda/attention_tune.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/tile_mm.cuh"
 
@@ -388,25 +389,6 @@ __global__ void attn_dlambda(const double* part, int64_t B, int64_t H, int nt, i
 
 // --- host side ----------------------------------------------------------------
 
-// True when the environment variable `name` is `value`: the kernel variants'
-// knobs (docs/cuda.md), read at every call so that a benchmark or a test can
-// switch them within one process.
-inline bool knob(const char* name, std::string_view value) {
-  const char* e = std::getenv(name);
-  return e && value == e;
-}
-
-// Where the backward keeps its level-0 accumulators: shared memory (the
-// default, and float64 always) or registers (float with
-// HKT_CUDA_ATTN_BWD_ACC=regs, a knob until measured on a GPU). Read at every call.
-template <class T>
-bool bwd_smem_acc() {
-  if constexpr (!std::is_same_v<T, float>) {
-    return true;
-  } else {
-    return !knob("HKT_CUDA_ATTN_BWD_ACC", "regs");
-  }
-}
 // Register fragments per warp for a BT x dhp accumulator (4 BT threads, so
 // (BT / 16) (dhp / 16) tiles over BT / 8 warps: dhp / 32, rounded up to 2 or 4).
 inline int acc_frags(int64_t dh) { return ((dh + 15) & ~15) <= 64 ? 2 : 4; }
@@ -485,23 +467,36 @@ void launch_bwd(const Params& P, bool smem_acc, size_t bytes, const T* dout, con
 
 }  // namespace
 
+namespace {
+
+// Runs the forward with kernel `kern`, or returns false, having launched
+// nothing, when `kern` cannot take the call (general takes every call).
 template <class T>
-void attention_forward(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
-                       const void* v, const void* lambda, const bool* valid, void* o, void* lse) {
-  if (s.B * s.H == 0) return;
-  if constexpr (std::is_same_v<T, float>) {
+bool forward_with(FwdKernel kern, const AttnShape& s, const std::vector<const void*>& q,
+                  const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid, void* o,
+                  void* lse) {
+  if (kern != FwdKernel::general) {
+    if constexpr (std::is_same_v<T, float>) {
+      float* of = static_cast<float*>(o);
+      float* lsef = static_cast<float*>(lse);
+      switch (kern) {
+        case FwdKernel::mma:
+          return attention_forward_mma(s, q, k, v, lambda, valid, of, lsef, FwdMma::plain);
+        case FwdKernel::mma_async:
+          return attention_forward_mma(s, q, k, v, lambda, valid, of, lsef, FwdMma::async);
+        case FwdKernel::mma_lean:
+          return attention_forward_mma(s, q, k, v, lambda, valid, of, lsef, FwdMma::lean);
 #if defined(HKT_WITH_SM90A) || defined(HKT_CUDA_EMULATED)
-    const bool wgmma2 = knob("HKT_CUDA_ATTN_FWD", "wgmma2");
-    if ((wgmma2 || knob("HKT_CUDA_ATTN_FWD", "wgmma")) &&
-        attention_forward_wgmma(s, q, k, v, lambda, valid, static_cast<float*>(o), static_cast<float*>(lse),
-                                wgmma2 ? 2 : 1))
-      return;
+        case FwdKernel::wgmma:
+          return attention_forward_wgmma(s, q, k, v, lambda, valid, of, lsef, 1);
+        case FwdKernel::wgmma2:
+          return attention_forward_wgmma(s, q, k, v, lambda, valid, of, lsef, 2);
 #endif
-    const bool async = knob("HKT_CUDA_ATTN_FWD", "mma-async"), lean = knob("HKT_CUDA_ATTN_FWD", "mma-lean");
-    const FwdMma variant = async ? FwdMma::async : lean ? FwdMma::lean : FwdMma::plain;
-    if ((async || lean || knob("HKT_CUDA_ATTN_FWD", "mma")) &&
-        attention_forward_mma(s, q, k, v, lambda, valid, static_cast<float*>(o), static_cast<float*>(lse), variant))
-      return;
+        default:
+          return false;
+      }
+    }
+    return false;
   }
   size_t bytes = 0;
   const int bt = pick_tile<T>(s, false, true, &bytes);
@@ -510,31 +505,33 @@ void attention_forward(const AttnShape& s, const std::vector<const void*>& q, co
     launch_fwd<T, 64>(P, bytes, static_cast<T*>(o), static_cast<T*>(lse));
   else
     launch_fwd<T, 32>(P, bytes, static_cast<T*>(o), static_cast<T*>(lse));
+  return true;
 }
 
+// Runs the whole backward (zeroing, D, the kernels, the dlambda sum) with
+// kernel `kern`, or returns false when `kern` cannot take the call (its
+// outputs may have been zeroed; general takes every call).
 template <class T>
-void attention_backward(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
-                        const void* v, const void* lambda, const bool* valid, const void* o, const void* lse,
-                        const void* dout, const std::vector<void*>& dq, const std::vector<void*>& dk, void* dv,
-                        void* dlambda) {
-  if (s.B * s.H == 0) {
-    if (dlambda) CUDA_CHECK(cudaMemsetAsync(dlambda, 0, static_cast<size_t>(s.H * s.L) * sizeof(T), stream()));
-    return;
+bool backward_with(BwdKernel kern, const AttnShape& s, const std::vector<const void*>& q,
+                   const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid,
+                   const void* o, const void* lse, const void* dout, const std::vector<void*>& dq,
+                   const std::vector<void*>& dk, void* dv, void* dlambda) {
+  const bool general = kern == BwdKernel::general || kern == BwdKernel::general_regs;
+  if constexpr (std::is_same_v<T, float>) {
+    // The register-resident kernels: two (attention_bwd_mma.cu, and on wgmma) or one
+    // (attention_bwd_fused.cu), dh <= 64 and aligned rows.
+    if (!general && !(s.dh <= kMmaMaxDh && mma_rows_aligned(s.dh, q, k, v, dout, dq, dk, dv))) return false;
+#if !defined(HKT_WITH_SM90A) && !defined(HKT_CUDA_EMULATED)
+    if (kern == BwdKernel::wgmma) return false;
+#endif
+  } else if (!general) {
+    return false;
   }
   size_t bytes = 0;
-  const bool smem_acc = bwd_smem_acc<T>();
-  // The register-resident kernels: two (attention_bwd_mma.cu) or one (attention_bwd_fused.cu).
-  // fused8: the single pass in blocks of 8 warps.
-  bool mma = false, fused = false;
-  // fused8-async: and each tile pair's Q and dO fetched with cp.async a pair ahead.
-  const bool fused8_async = knob("HKT_CUDA_ATTN_BWD", "fused8-async");
-  const bool fused8 = fused8_async || knob("HKT_CUDA_ATTN_BWD", "fused8");
-  if constexpr (std::is_same_v<T, float>) {
-    const bool fits = s.dh <= kMmaMaxDh && mma_rows_aligned(s.dh, q, k, v, dout, dq, dk, dv);
-    fused = (fused8 || knob("HKT_CUDA_ATTN_BWD", "fused")) && fits;
-    mma = fused || ((knob("HKT_CUDA_ATTN_BWD", "mma") || knob("HKT_CUDA_ATTN_BWD", "wgmma")) && fits);
-  }
-  const int bt = mma ? kMmaTile : pick_tile<T>(s, true, smem_acc, &bytes);
+  // Where the general backward keeps its level-0 accumulators: shared memory,
+  // or registers (float only).
+  const bool smem_acc = !(std::is_same_v<T, float> && kern == BwdKernel::general_regs);
+  const int bt = general ? pick_tile<T>(s, true, smem_acc, &bytes) : kMmaTile;
   const Params P = make_params(s, q, k, v, lambda, valid, bt);
   // Coarse rows that only virtual positions map to get no gradient: zero everything first.
   for (int64_t l = 0; l < s.L; ++l) {
@@ -551,38 +548,137 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   const size_t nparts = static_cast<size_t>(s.B * s.H * P.nt * s.L);
   Scratch part(dlambda ? nparts * sizeof(double) : sizeof(double));
   double* part_dev = dlambda ? part.as<double>() : nullptr;
-  if (fused) {
-    if constexpr (std::is_same_v<T, float>)
-      attention_backward_fused(s, q, k, v, lambda, valid, static_cast<const float*>(dout),
-                               static_cast<const float*>(lse), D.as<float>(), dq, dk, static_cast<float*>(dv), part_dev,
-                               fused8_async ? FusedBwd::warps8_async
-                               : fused8     ? FusedBwd::warps8
-                                            : FusedBwd::warps4);
-  } else if (mma) {
-    if constexpr (std::is_same_v<T, float>) {
-      bool done = false;  // wgmma: on warpgroup products where they can run (else the mma backward)
+  if (general) {
+    if (bt == 64)
+      launch_bwd<T, 64>(P, smem_acc, bytes, static_cast<const T*>(dout), static_cast<const T*>(lse), D.as<T>(),
+                        dk_dev, static_cast<T*>(dv), dq_dev, part_dev);
+    else
+      launch_bwd<T, 32>(P, smem_acc, bytes, static_cast<const T*>(dout), static_cast<const T*>(lse), D.as<T>(),
+                        dk_dev, static_cast<T*>(dv), dq_dev, part_dev);
+  } else if constexpr (std::is_same_v<T, float>) {
+    const float* doutf = static_cast<const float*>(dout);
+    const float* lsef = static_cast<const float*>(lse);
+    float* dvf = static_cast<float*>(dv);
+    switch (kern) {
+      case BwdKernel::fused:
+      case BwdKernel::fused8:
+      case BwdKernel::fused8_async:
+        attention_backward_fused(s, q, k, v, lambda, valid, doutf, lsef, D.as<float>(), dq, dk, dvf, part_dev,
+                                 kern == BwdKernel::fused8_async ? FusedBwd::warps8_async
+                                 : kern == BwdKernel::fused8     ? FusedBwd::warps8
+                                                                 : FusedBwd::warps4);
+        break;
 #if defined(HKT_WITH_SM90A) || defined(HKT_CUDA_EMULATED)
-      done = knob("HKT_CUDA_ATTN_BWD", "wgmma") &&
-             attention_backward_wgmma(s, q, k, v, lambda, valid, static_cast<const float*>(dout),
-                                      static_cast<const float*>(lse), D.as<float>(), dq, dk, static_cast<float*>(dv),
-                                      part_dev);
+      case BwdKernel::wgmma:
+        // On warpgroup products where they can run (launches nothing otherwise).
+        if (!attention_backward_wgmma(s, q, k, v, lambda, valid, doutf, lsef, D.as<float>(), dq, dk, dvf, part_dev))
+          return false;
+        break;
 #endif
-      if (!done)
-        attention_backward_mma(s, q, k, v, lambda, valid, static_cast<const float*>(dout),
-                               static_cast<const float*>(lse), D.as<float>(), dq, dk, static_cast<float*>(dv),
-                               part_dev);
+      default:
+        attention_backward_mma(s, q, k, v, lambda, valid, doutf, lsef, D.as<float>(), dq, dk, dvf, part_dev);
     }
-  } else if (bt == 64)
-    launch_bwd<T, 64>(P, smem_acc, bytes, static_cast<const T*>(dout), static_cast<const T*>(lse), D.as<T>(),
-                      dk_dev, static_cast<T*>(dv), dq_dev, part_dev);
-  else
-    launch_bwd<T, 32>(P, smem_acc, bytes, static_cast<const T*>(dout), static_cast<const T*>(lse), D.as<T>(),
-                      dk_dev, static_cast<T*>(dv), dq_dev, part_dev);
+  }
   if (dlambda) {
     HKT_LAUNCH(blocks_for(s.H * s.L), kThreads, 0, attn_dlambda<T>)(part_dev, s.B, s.H, P.nt, int(s.L),
                                                                     static_cast<T*>(dlambda));
     CUDA_CHECK_LAUNCH();
   }
+  return true;
+}
+
+// The candidates the autotuner tries, the reference (general) first.
+std::vector<FwdKernel> fwd_candidates() {
+  std::vector<FwdKernel> c{FwdKernel::general, FwdKernel::mma, FwdKernel::mma_async, FwdKernel::mma_lean};
+#if defined(HKT_WITH_SM90A) || defined(HKT_CUDA_EMULATED)
+  c.insert(c.end(), {FwdKernel::wgmma, FwdKernel::wgmma2});
+#endif
+  return c;
+}
+std::vector<BwdKernel> bwd_candidates() {
+  std::vector<BwdKernel> c{BwdKernel::general, BwdKernel::general_regs, BwdKernel::mma,
+                           BwdKernel::fused,   BwdKernel::fused8,       BwdKernel::fused8_async};
+#if defined(HKT_WITH_SM90A) || defined(HKT_CUDA_EMULATED)
+  c.push_back(BwdKernel::wgmma);
+#endif
+  return c;
+}
+template <class K>
+std::vector<std::string> names_of(const std::vector<K>& ks) {
+  std::vector<std::string> n;
+  for (K k : ks) n.emplace_back(kernel_name(k));
+  return n;
+}
+TuneKey tune_key(bool backward, const AttnShape& s, const bool* valid, bool aligned, unsigned want) {
+  return {backward, s.B, s.H, s.T, s.dh, s.L, s.causal, valid != nullptr, aligned, want};
+}
+
+}  // namespace
+
+// The kernel: the knob's when HKT_CUDA_ATTN_FWD is set; else, for float with
+// autotuning on, the tuner's choice for this shape; else general. A kernel
+// that cannot take the call leaves it to general.
+template <class T>
+void attention_forward(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                       const void* v, const void* lambda, const bool* valid, void* o, void* lse) {
+  if (s.B * s.H == 0) return;
+  bool set = false;
+  FwdKernel kern = fwd_kernel_knob(&set);
+  if constexpr (std::is_same_v<T, float>) {
+    if (!set && attention_autotune_mode() > 0) {
+      const std::vector<FwdKernel> cands = fwd_candidates();
+      const int64_t rows = s.B * s.H * s.T;
+      const TuneKey key = tune_key(false, s, valid, mma_rows_aligned(s.dh, q, k, v, o), 0);
+      kern = cands[size_t(autotune(
+          key, names_of(cands),
+          [&](int i) { return forward_with<float>(cands[size_t(i)], s, q, k, v, lambda, valid, o, lse); },
+          {{static_cast<const float*>(o), rows * s.dh}, {static_cast<const float*>(lse), rows}}))];
+    }
+  }
+  if (!forward_with<T>(kern, s, q, k, v, lambda, valid, o, lse))
+    forward_with<T>(FwdKernel::general, s, q, k, v, lambda, valid, o, lse);
+}
+
+// The kernel is chosen as the forward's (HKT_CUDA_ATTN_BWD). wgmma leaves a
+// call it cannot take to mma, and the others to general.
+template <class T>
+void attention_backward(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                        const void* v, const void* lambda, const bool* valid, const void* o, const void* lse,
+                        const void* dout, const std::vector<void*>& dq, const std::vector<void*>& dk, void* dv,
+                        void* dlambda) {
+  if (s.B * s.H == 0) {
+    if (dlambda) CUDA_CHECK(cudaMemsetAsync(dlambda, 0, static_cast<size_t>(s.H * s.L) * sizeof(T), stream()));
+    return;
+  }
+  bool set = false;
+  BwdKernel kern = bwd_kernel_knob(&set);
+  if constexpr (std::is_same_v<T, float>) {
+    if (!set && attention_autotune_mode() > 0) {
+      const std::vector<BwdKernel> cands = bwd_candidates();
+      std::vector<TuneOutput> outs;
+      const unsigned want = (dq.empty() ? 0u : 1u) | (dk.empty() ? 0u : 2u) | (dv ? 4u : 0u) | (dlambda ? 8u : 0u);
+      for (int64_t l = 0; l < s.L; ++l) {
+        const int64_t n = s.B * s.H * level_len(s.T, int(l)) * s.dh;
+        if (!dq.empty()) outs.push_back({static_cast<const float*>(dq[size_t(l)]), n});
+        if (!dk.empty()) outs.push_back({static_cast<const float*>(dk[size_t(l)]), n});
+      }
+      if (dv) outs.push_back({static_cast<const float*>(dv), s.B * s.H * s.T * s.dh});
+      if (dlambda) outs.push_back({static_cast<const float*>(dlambda), s.H * s.L});
+      const TuneKey key = tune_key(true, s, valid, mma_rows_aligned(s.dh, q, k, v, dout, dq, dk, dv), want);
+      kern = cands[size_t(autotune(
+          key, names_of(cands),
+          [&](int i) {
+            return backward_with<float>(cands[size_t(i)], s, q, k, v, lambda, valid, o, lse, dout, dq, dk, dv,
+                                        dlambda);
+          },
+          outs))];
+    }
+  }
+  if (backward_with<T>(kern, s, q, k, v, lambda, valid, o, lse, dout, dq, dk, dv, dlambda)) return;
+  if (kern == BwdKernel::wgmma &&
+      backward_with<T>(BwdKernel::mma, s, q, k, v, lambda, valid, o, lse, dout, dq, dk, dv, dlambda))
+    return;
+  backward_with<T>(BwdKernel::general, s, q, k, v, lambda, valid, o, lse, dout, dq, dk, dv, dlambda);
 }
 
 template void attention_forward<float>(const AttnShape&, const std::vector<const void*>&,

@@ -3,6 +3,7 @@
 
 #include "hkt/core/error.hpp"
 #if HKT_WITH_CUDA
+#include "kernels/cuda/attention_tune.hpp"
 #include "kernels/cuda/runtime.hpp"
 #endif
 
@@ -18,6 +19,17 @@ CudaMemoryStats cuda_memory_stats() {
   return {s.allocated_bytes, s.cached_bytes, s.peak_allocated_bytes, s.device_mallocs, s.cache_hits};
 }
 void cuda_empty_cache() { cuda::empty_cache(); }
+void cuda_attention_autotune(bool on, bool verbose) { cuda::set_attention_autotune(on ? (verbose ? 2 : 1) : 0); }
+std::vector<CudaAttentionChoice> cuda_attention_autotune_choices() {
+  std::vector<CudaAttentionChoice> out;
+  for (const cuda::TuneResult& r : cuda::attention_autotune_results()) {
+    CudaAttentionChoice c{cuda::describe(r.key), r.chosen, {}};
+    for (const cuda::TuneTrial& t : r.trials) c.trials.push_back({t.kernel, t.ms, t.outcome});
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+void cuda_attention_autotune_reset() { cuda::clear_attention_autotune(); }
 #else
 bool cuda_is_built() { return false; }
 int cuda_device_count() { return 0; }
@@ -27,6 +39,9 @@ std::string cuda_unavailable_reason() {
 void cuda_synchronize() {}
 CudaMemoryStats cuda_memory_stats() { return {}; }
 void cuda_empty_cache() {}
+void cuda_attention_autotune(bool, bool) {}
+std::vector<CudaAttentionChoice> cuda_attention_autotune_choices() { return {}; }
+void cuda_attention_autotune_reset() {}
 #endif
 
 bool cuda_is_available() { return cuda_device_count() > 0; }

@@ -3,6 +3,7 @@
 #include "cuda_emu/hkt_cuda_emu.hpp"
 
 #include "kernels/cuda/attention.cu"
+#include "kernels/cuda/attention_tune.cu"
 #include "kernels/cuda/attention_fwd_mma.cu"
 #include "kernels/cuda/attention_bwd_mma.cu"
 #include "kernels/cuda/attention_bwd_fused.cu"

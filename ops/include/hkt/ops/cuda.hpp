@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace hkt {
 
@@ -32,5 +33,30 @@ struct CudaMemoryStats {
 CudaMemoryStats cuda_memory_stats();
 // Returns the cached blocks to the driver.
 void cuda_empty_cache();
+
+// Which kernel computes fused attention on the GPU (float32; docs/cuda.md,
+// "Choosing the kernel"). By default the general kernels. With autotuning on,
+// the first call of each shape (and pass, mask, gradients asked for) runs every
+// kernel variant the build and the device have, compares each one's results
+// with the general kernel's on that call's inputs (1e-4 relative), times the
+// ones that match and keeps the fastest for the later calls, as cuDNN's
+// benchmark mode does. HKT_CUDA_ATTN_AUTOTUNE=1 (or verbose: a line per
+// decision on stderr) turns it on without code; this call wins over it.
+// HKT_CUDA_ATTN_FWD / _BWD, when set, name the kernel and win over both.
+void cuda_attention_autotune(bool on, bool verbose = false);
+struct CudaAttentionTrial {
+  std::string kernel;   // "general", "mma", "wgmma", ...
+  double ms = -1;       // best time; -1 when not timed
+  std::string outcome;  // "chosen", "slower", "not applicable", "wrong results", "failed: ..."
+};
+struct CudaAttentionChoice {
+  std::string call;    // "forward B=16 H=8 T=1024 dh=64 L=3 causal"
+  std::string kernel;  // the one chosen
+  std::vector<CudaAttentionTrial> trials;
+};
+// The autotuner's decisions so far, oldest first (empty without a GPU).
+std::vector<CudaAttentionChoice> cuda_attention_autotune_choices();
+// Forgets them: the next call of each shape is tuned again.
+void cuda_attention_autotune_reset();
 
 }  // namespace hkt
