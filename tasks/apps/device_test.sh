@@ -25,6 +25,24 @@ check() {  # check WHAT: the last command's status and output ($tmp/out)
 "$bin/hkt-train" --device cuda --task synthetic --model hkt-tiny --steps 2 --batch-size 4 --train-size 16 \
   --val-size 8 --test-size 8 --eval-batches 1 --quiet --run-dir "$tmp/run" >"$tmp/out" 2>&1
 check $? hkt-train || exit 1
+# --cuda-autotune: refused without --device cuda (exit 2, nothing trained); with it,
+# trains and names the attention kernels it chose.
+"$bin/hkt-train" --cuda-autotune --task synthetic --model hkt-tiny --steps 2 --batch-size 4 --train-size 16 \
+  --val-size 8 --test-size 8 --eval-batches 1 --quiet --run-dir "$tmp/run-cpu" >"$tmp/out" 2>&1
+rc=$?
+if [[ $rc -ne 2 || -e "$tmp/run-cpu/config.json" ]] || ! grep -q -- "--cuda-autotune: only with --device cuda" "$tmp/out"; then
+  cat "$tmp/out"
+  echo "device_test: --cuda-autotune without --device cuda: exit status $rc, not a refusal" >&2
+  exit 1
+fi
+"$bin/hkt-train" --device cuda --cuda-autotune --task synthetic --model hkt-tiny --steps 2 --batch-size 4 \
+  --train-size 16 --val-size 8 --test-size 8 --eval-batches 1 --log-every 0 --run-dir "$tmp/run-tuned" >"$tmp/out" 2>&1
+rc=$?
+check $rc "hkt-train --cuda-autotune" || exit 1
+if [[ $rc -eq 0 ]] && ! grep -q "^attention kernel (--cuda-autotune): backward B=4 .* L=" "$tmp/out"; then
+  echo "device_test: hkt-train --cuda-autotune named no kernel it chose" >&2
+  exit 1
+fi
 # hkt-experiment --device cuda: the same, for every run of a grid (nothing is trained without a GPU).
 cat >"$tmp/exp.json" <<JSON
 {"name": "dev", "out_dir": "$tmp/grid",

@@ -51,6 +51,12 @@ inline void add_device_flag(CLI::App& app, std::string& target) {
       ->capture_default_str();
 }
 
+// One line per kernel choice --cuda-autotune made (none without it).
+inline void print_autotune_choices(std::ostream& os) {
+  for (const CudaAttentionChoice& c : cuda_attention_autotune_choices())
+    os << "attention kernel (--cuda-autotune): " << c.call << ": " << c.kernel << "\n";
+}
+
 class TrainOptions {
  public:
   // Adds the flags to `app`. with_model: also --model (the preset).
@@ -102,11 +108,22 @@ class TrainOptions {
     flag(app, "--threads", &C::threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)");
     // Not part of the config: a run may be resumed on another device.
     add_device_flag(app, device_);
+    app.add_flag("--cuda-autotune", autotune_,
+                 "with --device cuda: choose the fused attention's kernels per shape by timing every variant on its "
+                 "first call, each checked against the default kernel (docs/cuda.md, \"Choosing the kernel\")");
   }
 
   // The --device given; throws tasks::InputError (exit status 2) when CUDA is
-  // asked for but not available (no CUDA build, no driver or no GPU).
-  Device device() const { return device_from_flag(device_); }
+  // asked for but not available (no CUDA build, no driver or no GPU), or
+  // --cuda-autotune without --device cuda. Turns autotuning on when asked.
+  Device device() const {
+    const Device d = device_from_flag(device_);
+    if (autotune_) {
+      if (d.is_cpu()) throw tasks::InputError("--cuda-autotune: only with --device cuda");
+      cuda_attention_autotune(true);
+    }
+    return d;
+  }
 
   // Defaults, then --config, then the flags given.
   tasks::TrainConfig resolve() const {
@@ -174,6 +191,7 @@ class TrainOptions {
   tasks::TrainConfig tmp_;
   std::string config_file_;
   std::string device_ = "cpu";
+  bool autotune_ = false;
   std::vector<std::pair<CLI::Option*, Setter>> setters_;
   std::vector<std::shared_ptr<void>> holders_;
 };
