@@ -173,6 +173,20 @@ TEST_CASE("cuda attention: autotuning (hkt::cuda_attention_autotune), after ever
       CHECK(t.outcome != "wrong results");
     }
   }
+  // Saved and read back (a later process): the same calls run those kernels, tuning none.
+  const std::string saved = cuda_attention_autotune_to_json();
+  cuda_attention_autotune_reset();
+  cuda_attention_autotune_from_json(saved);
+  const Inputs in = make_inputs(1, 2, test_T(1000), 64, 3, true, 401);
+  check_all(run(in, Device::cuda(), DType::Float32, false, 0.125, false),
+            run(in, Device::cpu(), DType::Float32, false, 0.125, false), "autotuned, read back", 1e-4);
+  const std::vector<CudaAttentionChoice> read_back = cuda_attention_autotune_choices();
+  REQUIRE(read_back.size() == choices.size());
+  for (size_t i = 0; i < choices.size(); ++i) {
+    CHECK(read_back[i].call == choices[i].call);
+    CHECK(read_back[i].kernel == choices[i].kernel);
+    CHECK(read_back[i].preset);
+  }
   cuda_attention_autotune(false);
   cuda_attention_autotune_reset();
 }

@@ -103,3 +103,62 @@ TEST_CASE("cuda: HKT_CUDA_FILL_UNINITIALIZED=1 hands out every block, cached or 
   const Tensor i = empty({10}, {DType::Int64, Device::cuda()});
   CHECK(to_device(i, Device::cpu()).to_vector<int64_t>() == std::vector<int64_t>(10, -1));
 }
+
+TEST_CASE("cuda: the attention autotuner's decisions as JSON: round trip, and clear errors") {
+  cuda_attention_autotune_reset();
+  const std::string good = R"({"format": "hkt-attention-kernels", "version": 1, "decisions": [
+    {"pass": "forward", "B": 16, "H": 8, "T": 1024, "dh": 64, "L": 3, "causal": false, "masked": false,
+     "aligned": true, "grads": [], "kernel": "wgmma"},
+    {"pass": "backward", "B": 16, "H": 8, "T": 1024, "dh": 64, "L": 3, "causal": true, "masked": true,
+     "aligned": false, "grads": ["dq", "dv", "dlambda"], "kernel": "general"}]})";
+  cuda_attention_autotune_from_json(good);
+  const std::vector<CudaAttentionChoice> c = cuda_attention_autotune_choices();
+  if (cuda_is_built()) {
+    REQUIRE(c.size() == 2);
+    CHECK(c[0].call == "forward B=16 H=8 T=1024 dh=64 L=3");
+    CHECK(c[0].kernel == "wgmma");
+    CHECK(c[0].preset);
+    CHECK(c[0].trials.empty());
+    CHECK(c[1].call == "backward B=16 H=8 T=1024 dh=64 L=3 causal masked unaligned grads=dq,dv,dlambda");
+    CHECK(c[1].kernel == "general");
+    // Written back as read (fields in this order), and read again to the same.
+    const std::string out = cuda_attention_autotune_to_json();
+    CHECK(out.find(R"("pass": "backward",)") != std::string::npos);
+    CHECK(out.find(R"("grads": [)") != std::string::npos);
+    cuda_attention_autotune_reset();
+    cuda_attention_autotune_from_json(out);
+    CHECK(cuda_attention_autotune_to_json() == out);
+  } else {
+    CHECK(c.empty());  // validated, nothing to preset without CUDA
+  }
+  cuda_attention_autotune_reset();
+  CHECK(cuda_attention_autotune_to_json() ==
+        "{\n \"format\": \"hkt-attention-kernels\",\n \"version\": 1,\n \"decisions\": []\n}\n");
+
+  // Each error names what is wrong, and nothing of the text is preset.
+  const auto bad = [&](const std::string& text, const std::string& says) {
+    INFO(text);
+    test::check_error([&] { cuda_attention_autotune_from_json(text); }, says);
+    CHECK(cuda_attention_autotune_choices().empty());
+  };
+  const std::string head = R"({"format": "hkt-attention-kernels", "version": 1, "decisions": [)";
+  const std::string ok = R"({"pass": "forward", "B": 1, "H": 1, "T": 5, "dh": 8, "L": 1, "causal": false,
+    "masked": false, "aligned": true, "grads": [], "kernel": "mma"})";
+  bad("{\"format\": ", "attention kernel decisions: not JSON");
+  bad(R"({"format": "safetensors", "version": 1, "decisions": []})", "not an \"hkt-attention-kernels\" file");
+  bad(R"({"format": "hkt-attention-kernels", "version": 2, "decisions": []})", "version 2 is not 1");
+  bad(R"({"format": "hkt-attention-kernels", "version": 1})", "\"decisions\" is missing or not a list");
+  bad(head + ok + R"(, {"pass": "forward"}]})", "decision 1, \"B\" is missing");
+  bad(head + ok + ", " + std::string(ok).replace(ok.find("\"T\": 5"), 6, "\"T\": 0") + "]}",
+      "decision 1, \"T\" is 0, not a positive integer");
+  bad(head + std::string(ok).replace(ok.find("\"forward\""), 9, "\"sideways\"") + "]}",
+      "decision 0, \"pass\" is \"sideways\", not \"forward\" or \"backward\"");
+  bad(head + std::string(ok).replace(ok.find("\"causal\": false"), 15, "\"causal\": 1") + "]}",
+      "decision 0, \"causal\" is 1, not true or false");
+  bad(head + std::string(ok).replace(ok.find("\"grads\": []"), 11, "\"grads\": [\"dx\"]") + "]}",
+      "decision 0, \"grads\" has \"dx\", not one of");
+  bad(head + std::string(ok).replace(ok.find("\"grads\": []"), 11, "\"grads\": [\"dq\"]") + "]}",
+      "decision 0, \"grads\" is not empty for a forward");
+  bad(head + std::string(ok).replace(ok.find("\"mma\""), 5, "\"\"") + "]}",
+      "decision 0, \"kernel\" is \"\", not a kernel's name");
+}

@@ -98,6 +98,16 @@ struct Cache {
   std::mutex mu;
   std::map<TuneKey, size_t> index;  // into results
   std::vector<TuneResult> results;
+  std::function<void()> listener;
+  // Records r: replaces the decision for its key, or adds one.
+  void record(TuneResult r) {
+    if (auto it = index.find(r.key); it != index.end()) {
+      results[it->second] = std::move(r);
+      return;
+    }
+    index.emplace(r.key, results.size());
+    results.push_back(std::move(r));
+  }
 };
 Cache& cache() {
   static Cache c;
@@ -176,6 +186,15 @@ void clear_attention_autotune() {
   cache().index.clear();
   cache().results.clear();
 }
+void set_attention_decision(const TuneKey& key, const std::string& kernel) {
+  HKT_CHECK(!kernel.empty(), "set_attention_decision: no kernel named for ", describe(key));
+  std::lock_guard lock(cache().mu);
+  cache().record(TuneResult{key, kernel, {}, true});
+}
+void set_attention_autotune_listener(std::function<void()> f) {
+  std::lock_guard lock(cache().mu);
+  cache().listener = std::move(f);
+}
 
 int autotune(const TuneKey& key, const std::vector<std::string>& names, const std::function<bool(int)>& run,
              const std::vector<TuneOutput>& outputs) {
@@ -183,12 +202,12 @@ int autotune(const TuneKey& key, const std::vector<std::string>& names, const st
   const bool verbose = attention_autotune_mode() == 2;
   Cache& c = cache();
   // Held through the trials: two threads tuning at once would time each other.
-  std::lock_guard lock(c.mu);
+  std::unique_lock lock(c.mu);
   if (auto it = c.index.find(key); it != c.index.end()) {
     const std::string& chosen = c.results[it->second].chosen;
     for (size_t i = 0; i < names.size(); ++i)
       if (names[i] == chosen) return static_cast<int>(i);
-    return 0;
+    // A preset kernel this build does not have: tuned below, replacing it.
   }
   TuneResult res{key, names[0], {}};
   // The reference's outputs, kept.
@@ -245,8 +264,10 @@ int autotune(const TuneKey& key, const std::vector<std::string>& names, const st
     }
     std::fprintf(stderr, "%s\n", line.c_str());
   }
-  c.index.emplace(key, c.results.size());
-  c.results.push_back(std::move(res));
+  c.record(std::move(res));
+  const std::function<void()> listener = c.listener;
+  lock.unlock();
+  if (listener) listener();
   return best;
 }
 

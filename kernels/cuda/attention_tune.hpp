@@ -47,6 +47,7 @@ struct TuneResult {
   TuneKey key;
   std::string chosen;
   std::vector<TuneTrial> trials;  // candidate order; the first is the reference
+  bool preset = false;            // set by set_attention_decision, not tuned here (no trials)
 };
 
 // A float buffer on the device that every candidate writes in full.
@@ -63,6 +64,13 @@ void set_attention_autotune(int mode);
 // Every decision so far, in the order they were made.
 std::vector<TuneResult> attention_autotune_results();
 void clear_attention_autotune();
+// Decides `key` without trials (a decision an earlier process saved): its
+// calls run `kernel` from now on, unless the kernel is not among a call's
+// candidates (another build), which is then tuned. Replaces a decision made.
+void set_attention_decision(const TuneKey& key, const std::string& kernel);
+// Called after each new decision of the tuner (outside its lock), e.g. to
+// save the decisions; an empty function removes it.
+void set_attention_autotune_listener(std::function<void()> f);
 
 // Relative tolerance against the reference: the accuracy every kernel is
 // tested to against the CPU (docs/cuda.md).

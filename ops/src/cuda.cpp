@@ -23,7 +23,7 @@ void cuda_attention_autotune(bool on, bool verbose) { cuda::set_attention_autotu
 std::vector<CudaAttentionChoice> cuda_attention_autotune_choices() {
   std::vector<CudaAttentionChoice> out;
   for (const cuda::TuneResult& r : cuda::attention_autotune_results()) {
-    CudaAttentionChoice c{cuda::describe(r.key), r.chosen, {}};
+    CudaAttentionChoice c{cuda::describe(r.key), r.chosen, {}, r.preset};
     for (const cuda::TuneTrial& t : r.trials) c.trials.push_back({t.kernel, t.ms, t.outcome});
     out.push_back(std::move(c));
   }

@@ -39,9 +39,21 @@ fi
   --train-size 16 --val-size 8 --test-size 8 --eval-batches 1 --log-every 0 --run-dir "$tmp/run-tuned" >"$tmp/out" 2>&1
 rc=$?
 check $rc "hkt-train --cuda-autotune" || exit 1
-if [[ $rc -eq 0 ]] && ! grep -q "^attention kernel (--cuda-autotune): backward B=4 .* L=" "$tmp/out"; then
-  echo "device_test: hkt-train --cuda-autotune named no kernel it chose" >&2
-  exit 1
+if [[ $rc -eq 0 ]]; then
+  if ! grep -q "^attention kernel (autotuned): backward B=4 .* L=" "$tmp/out" ||
+    ! grep -q '"format": "hkt-attention-kernels"' "$tmp/run-tuned/attention_kernels.json"; then
+    echo "device_test: hkt-train --cuda-autotune named no kernel it chose, or kept none in the run folder" >&2
+    exit 1
+  fi
+  # --resume (without the flag) runs the kernels the run folder names, tuning none.
+  "$bin/hkt-train" --resume "$tmp/run-tuned" --device cuda >"$tmp/out" 2>&1 || { cat "$tmp/out"; exit 1; }
+  if grep "^attention kernel" "$tmp/out" | grep -v -q "(saved in the run folder)$" ||
+    [[ $(grep -c "^attention kernel (autotuned): .* (saved in the run folder)$" "$tmp/out") -lt 2 ]]; then
+    cat "$tmp/out"
+    echo "device_test: hkt-train --resume did not run the kernels saved in the run folder" >&2
+    exit 1
+  fi
+  echo "device_test: --resume ran the $(grep -c '"kernel"' "$tmp/run-tuned/attention_kernels.json") kernels saved by --cuda-autotune"
 fi
 # hkt-experiment --device cuda: the same, for every run of a grid (nothing is trained without a GPU).
 cat >"$tmp/exp.json" <<JSON

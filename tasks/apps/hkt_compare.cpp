@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
       hkt::tasks::RunOptions ropt;
       ropt.quiet = quiet;
       ropt.device = device;
+      ropt.cuda_autotune = topts.cuda_autotune();
       const hkt::tasks::TrainResult r = hkt::tasks::train(cfg, ropt);
       char ms[32];
       std::snprintf(ms, sizeof ms, "%.1f", 1000.0 * r.s_per_step);

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
     hkt::tasks::RunOptions ropt;
     ropt.quiet = quiet;
     ropt.device = topts.device();
+    ropt.cuda_autotune = topts.cuda_autotune();
     if (!resume_dir.empty()) {
       std::vector<std::string> extra = topts.given();
       if (!run_dir.empty()) extra.push_back("--run-dir");

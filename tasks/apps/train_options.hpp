@@ -51,10 +51,11 @@ inline void add_device_flag(CLI::App& app, std::string& target) {
       ->capture_default_str();
 }
 
-// One line per kernel choice --cuda-autotune made (none without it).
+// One line per attention kernel chosen by the tuner or read from a run folder (none without either).
 inline void print_autotune_choices(std::ostream& os) {
   for (const CudaAttentionChoice& c : cuda_attention_autotune_choices())
-    os << "attention kernel (--cuda-autotune): " << c.call << ": " << c.kernel << "\n";
+    os << "attention kernel (autotuned): " << c.call << ": " << c.kernel
+       << (c.preset ? " (saved in the run folder)" : "") << "\n";
 }
 
 class TrainOptions {
@@ -115,15 +116,13 @@ class TrainOptions {
 
   // The --device given; throws tasks::InputError (exit status 2) when CUDA is
   // asked for but not available (no CUDA build, no driver or no GPU), or
-  // --cuda-autotune without --device cuda. Turns autotuning on when asked.
+  // --cuda-autotune without --device cuda.
   Device device() const {
     const Device d = device_from_flag(device_);
-    if (autotune_) {
-      if (d.is_cpu()) throw tasks::InputError("--cuda-autotune: only with --device cuda");
-      cuda_attention_autotune(true);
-    }
+    if (autotune_ && d.is_cpu()) throw tasks::InputError("--cuda-autotune: only with --device cuda");
     return d;
   }
+  bool cuda_autotune() const { return autotune_; }  // for RunOptions::cuda_autotune
 
   // Defaults, then --config, then the flags given.
   tasks::TrainConfig resolve() const {

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,10 +54,24 @@ struct CudaAttentionChoice {
   std::string call;    // "forward B=16 H=8 T=1024 dh=64 L=3 causal"
   std::string kernel;  // the one chosen
   std::vector<CudaAttentionTrial> trials;
+  bool preset = false;  // from cuda_attention_autotune_from_json, not tuned (no trials)
 };
 // The autotuner's decisions so far, oldest first (empty without a GPU).
 std::vector<CudaAttentionChoice> cuda_attention_autotune_choices();
 // Forgets them: the next call of each shape is tuned again.
 void cuda_attention_autotune_reset();
+// The decisions as JSON, so that a later process runs the same kernels (the
+// tuner's picks depend on timing): {"format": "hkt-attention-kernels",
+// "version": 1, "decisions": [{"pass": "forward", "B": 16, "H": 8, "T": 1024,
+// "dh": 64, "L": 3, "causal": false, "masked": false, "aligned": true,
+// "grads": [], "kernel": "wgmma"}, ...]} ("grads": those a backward computes,
+// of "dq", "dk", "dv", "dlambda").
+std::string cuda_attention_autotune_to_json();
+// Presets the decisions of such a text: calls of those kinds run the kernels
+// it names, without trials (a kernel this build lacks is tuned again).
+// Throws hkt::Error naming what is wrong in the text; presets nothing then.
+void cuda_attention_autotune_from_json(const std::string& text);
+// Calls f after each new decision (e.g. to save them); an empty f stops that.
+void cuda_attention_autotune_on_decision(std::function<void()> f);
 
 }  // namespace hkt

@@ -111,6 +111,13 @@ struct RunOptions {
   // Where the model and the batches live (not part of the config, so a run
   // may be resumed on another device). CUDA needs a GPU (hkt::require_cuda).
   Device device = Device::cpu();
+  // On a CUDA device: choose the fused attention's kernels per shape by
+  // timing them (hkt::cuda_attention_autotune; docs/cuda.md, "Choosing the
+  // kernel"), keeping the decisions in RUN_DIR/attention_kernels.json. A
+  // resumed run on a CUDA device reads that file back whenever it exists,
+  // so it runs the kernels the interrupted one chose (and ends with the same
+  // bytes). InputError on the CPU.
+  bool cuda_autotune = false;
 };
 
 // A fresh run (an existing run folder is overwritten).
