@@ -450,7 +450,9 @@ TEST_CASE("emulated cuda attention: autotuning picks a kernel per call, each che
   install_host_allocator();
   cuda::clear_attention_autotune();
   cuda::set_attention_autotune(1);
-  const Case small{2, 1, 70, 32, 3, true, true}, wide{1, 2, 100, 100, 2, false, false};
+  // Under ASan (7x slower) a smaller first shape: what ASan adds here is the tuner's memory checks.
+  const Case small = kAsanCases ? Case{1, 1, 40, 16, 2, true, true} : Case{2, 1, 70, 32, 3, true, true};
+  const Case wide{1, 2, 100, 100, 2, false, false};
   compare_cases({small, wide}, 811, "autotuned");
   std::vector<cuda::TuneResult> res = cuda::attention_autotune_results();
   REQUIRE(res.size() == 4);  // each case's forward and backward
@@ -471,7 +473,7 @@ TEST_CASE("emulated cuda attention: autotuning picks a kernel per call, each che
       if (t.ms >= 0) CHECK(t.rel_error <= cuda::kTuneRelTol);
     }
   }
-  CHECK(res[0].key.T == 70);
+  CHECK(res[0].key.T == small.T);
   CHECK(!res[0].key.backward);
   CHECK(res[1].key.backward);
   CHECK(res[1].key.want == 15u);

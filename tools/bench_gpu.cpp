@@ -173,6 +173,11 @@ void bench_variants(int reps) {
 // call (the warm-up, untimed), against the default kernels' rows above. Last:
 // the tuner runs the never-measured variants too.
 void bench_autotuned(int64_t max_t, int reps) {
+  for (const char* knob : {"HKT_CUDA_ATTN_FWD", "HKT_CUDA_ATTN_BWD", "HKT_CUDA_ATTN_BWD_ACC"})
+    if (const char* v = std::getenv(knob); v && *v) {  // a knob names the kernel: nothing to tune
+      std::fprintf(stderr, "hkt-bench-gpu: %s=%s is set: no autotuned rows\n", knob, v);
+      return;
+    }
   cuda_attention_autotune(true);
   for (int64_t T = 1024; T <= max_t; T *= 2) {
     double mha_both = 0;

@@ -465,10 +465,6 @@ void launch_bwd(const Params& P, bool smem_acc, size_t bytes, const T* dout, con
   launch_bwd_nf<T, BT, 0>(P, bytes, dout, lse, D, dk, dv, dq, part);
 }
 
-}  // namespace
-
-namespace {
-
 // Runs the forward with kernel `kern`, or returns false, having launched
 // nothing, when `kern` cannot take the call (general takes every call).
 template <class T>

@@ -69,4 +69,13 @@ if [[ $rc -eq 2 && -e "$tmp/grid/synthetic/hkt/seed1/config.json" ]]; then
   echo "device_test: hkt-experiment started a run although it refused --device cuda" >&2
   exit 1
 fi
+# --cuda-autotune reaches every run, those in child processes (--jobs) too.
+"$bin/hkt-experiment" "$tmp/exp.json" --out-dir "$tmp/grid-tuned" --device cuda --cuda-autotune --jobs 2 \
+  --quiet >"$tmp/out" 2>&1
+rc=$?
+check $rc "hkt-experiment --cuda-autotune" || exit 1
+if [[ $rc -eq 0 ]] && ! grep -q '"kernel"' "$tmp/grid-tuned/synthetic/hkt/seed1/attention_kernels.json"; then
+  echo "device_test: hkt-experiment --cuda-autotune --jobs 2: the run kept no attention kernels" >&2
+  exit 1
+fi
 exit 0

@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
                "tasks/include/hkt/tasks/experiment.hpp and docs/results.md.",
                "hkt-experiment"};
   std::string file, out_dir, only, exact, device = "cpu";
-  bool list = false, report_only = false, quiet = false, no_report = false;
+  bool list = false, report_only = false, quiet = false, no_report = false, autotune = false;
   int jobs = 1;
   app.add_option("experiment", file, "experiment file (JSON)")->required()->check(CLI::ExistingFile);
   app.add_option("--out-dir", out_dir, "folder of the runs and results (default: the file's out_dir)");
@@ -168,6 +168,9 @@ int main(int argc, char** argv) {
   app.add_flag("--report", report_only, "only rebuild results.md / results.csv from the finished runs");
   app.add_flag("--quiet", quiet, "no training output");
   hkt::apps::add_device_flag(app, device);  // not part of a run's config: a run may resume on another device
+  app.add_flag("--cuda-autotune", autotune,
+               "with --device cuda: each run chooses its attention kernels by timing them, keeping the choices in "
+               "its run folder (hkt-train --cuda-autotune)");
   if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;
 
   Experiment e;
@@ -218,6 +221,7 @@ int main(int argc, char** argv) {
   try {
     if (!report_only) {
       const hkt::Device dev = hkt::apps::device_from_flag(device);
+      if (autotune && dev.is_cpu()) throw InputError("--cuda-autotune: only with --device cuda");
       if (jobs == 1) {
         for (const size_t i : order) {
           const ExperimentRun& r = e.runs[i];
@@ -229,6 +233,7 @@ int main(int argc, char** argv) {
           RunOptions opt;
           opt.quiet = quiet;
           opt.device = dev;
+          opt.cuda_autotune = autotune;
           if (st == RunState::Started)
             resume(r.cfg.run_dir, opt);
           else
@@ -259,10 +264,10 @@ int main(int argc, char** argv) {
           while (static_cast<int>(running.size()) < jobs && !pending.empty() && g_signal == 0) {
             const ExperimentRun& r = e.runs[pending.front()];
             const fs::path log = logs / (r.task + "-" + r.model + "-seed" + std::to_string(r.seed) + ".log");
-            const pid_t pid = spawn_child(self_exe,
-                                          {file, "--out-dir", e.out_dir, "--run", run_id(r), "--device", device,
-                                           "--no-report"},
-                                          log, threads);
+            std::vector<std::string> args = {file,      "--out-dir", e.out_dir, "--run",
+                                             run_id(r), "--device",  device,    "--no-report"};
+            if (autotune) args.push_back("--cuda-autotune");
+            const pid_t pid = spawn_child(self_exe, args, log, threads);
             std::cout << "[" << pending.front() + 1 << "/" << e.runs.size() << "] " << run_id(r) << ": "
                       << state_name(run_state(r.cfg.run_dir)) << ", pid " << pid << ", log " << log.string()
                       << std::endl;
