@@ -194,3 +194,22 @@ TEST_CASE("attention autotune: describe names the call") {
   b.want = 0;
   CHECK(describe(b) == "backward B=1 H=8 T=1024 dh=32 L=1 masked unaligned grads=none");
 }
+
+TEST_CASE("attention autotune: HKT_CUDA_ATTN_AUTOTUNE_SKIP keeps kernels out of the trials") {
+  unsetenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP");
+  CHECK(autotune_may_try("wgmma"));
+  setenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP", "wgmma,fused8-async", 1);
+  CHECK_FALSE(autotune_may_try("wgmma"));
+  CHECK_FALSE(autotune_may_try("fused8-async"));
+  CHECK(autotune_may_try("wgmma2"));
+  CHECK(autotune_may_try("general"));
+  setenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP", "wgmma,general", 1);  // the reference cannot be skipped
+  CHECK_THROWS_WITH_AS(autotune_may_try("mma"),
+                       "hkt_attention: HKT_CUDA_ATTN_AUTOTUNE_SKIP=wgmma,general: \"general\" is not a kernel the "
+                       "tuner may skip (mma, mma-async, mma-lean, wgmma, wgmma2, general-regs, fused, fused8, "
+                       "fused8-async)",
+                       Error);
+  setenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP", "wgmma3", 1);
+  CHECK_THROWS_WITH_AS(autotune_may_try("mma"), doctest::Contains("\"wgmma3\" is not a kernel"), Error);
+  unsetenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP");
+}

@@ -503,13 +503,22 @@ TEST_CASE("emulated cuda attention: autotuning picks a kernel per call, each che
   CHECK(res[6].key.aligned);
   CHECK(res[6].key.want == (kDV | kDLambda));
 
+  // HKT_CUDA_ATTN_AUTOTUNE_SKIP: the kernels it names are not tried.
+  setenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP", "wgmma,wgmma2,mma-lean", 1);
+  run_emulated(make_inputs(1, 1, 30, 16, 1, false, 78), DType::Float32, false, 0.2, kDQ);
+  unsetenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP");
+  res = cuda::attention_autotune_results();
+  REQUIRE(res.size() == 9);
+  CHECK(res[7].trials.size() == 3u);  // general, mma, mma-async
+  CHECK(res[8].trials.size() == 6u);  // every backward but wgmma
+
   // A knob names the kernel and wins: this shape's forward is not tuned.
   setenv("HKT_CUDA_ATTN_FWD", "mma", 1);
   compare_cases({{1, 1, 40, 16, 1, false, false}}, 950, "autotuned backward, mma forward");
   unsetenv("HKT_CUDA_ATTN_FWD");
   res = cuda::attention_autotune_results();
-  REQUIRE(res.size() == 8);
-  CHECK(res[7].key.backward);
+  REQUIRE(res.size() == 10);
+  CHECK(res[9].key.backward);
   cuda::set_attention_autotune(-1);
   cuda::clear_attention_autotune();
 }

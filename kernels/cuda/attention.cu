@@ -584,20 +584,30 @@ bool backward_with(BwdKernel kern, const AttnShape& s, const std::vector<const v
 }
 
 // The candidates the autotuner tries, the reference (general) first.
-std::vector<FwdKernel> fwd_candidates() {
-  std::vector<FwdKernel> c{FwdKernel::general, FwdKernel::mma, FwdKernel::mma_async, FwdKernel::mma_lean};
-#if defined(HKT_WITH_SM90A) || defined(HKT_CUDA_EMULATED)
-  c.insert(c.end(), {FwdKernel::wgmma, FwdKernel::wgmma2});
-#endif
+// Less those HKT_CUDA_ATTN_AUTOTUNE_SKIP names.
+template <class K>
+std::vector<K> may_try(std::initializer_list<K> all) {
+  std::vector<K> c;
+  for (K k : all)
+    if (autotune_may_try(kernel_name(k))) c.push_back(k);
   return c;
 }
-std::vector<BwdKernel> bwd_candidates() {
-  std::vector<BwdKernel> c{BwdKernel::general, BwdKernel::general_regs, BwdKernel::mma,
-                           BwdKernel::fused,   BwdKernel::fused8,       BwdKernel::fused8_async};
+std::vector<FwdKernel> fwd_candidates() {
+  return may_try({FwdKernel::general, FwdKernel::mma, FwdKernel::mma_async, FwdKernel::mma_lean
 #if defined(HKT_WITH_SM90A) || defined(HKT_CUDA_EMULATED)
-  c.push_back(BwdKernel::wgmma);
+                  ,
+                  FwdKernel::wgmma, FwdKernel::wgmma2
 #endif
-  return c;
+  });
+}
+std::vector<BwdKernel> bwd_candidates() {
+  return may_try({BwdKernel::general, BwdKernel::general_regs, BwdKernel::mma, BwdKernel::fused, BwdKernel::fused8,
+                  BwdKernel::fused8_async
+#if defined(HKT_WITH_SM90A) || defined(HKT_CUDA_EMULATED)
+                  ,
+                  BwdKernel::wgmma
+#endif
+  });
 }
 template <class K>
 std::vector<std::string> names_of(const std::vector<K>& ks) {

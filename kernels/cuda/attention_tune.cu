@@ -143,6 +143,32 @@ BwdKernel bwd_kernel_knob(bool* set) {
   return k;
 }
 
+bool autotune_may_try(const std::string& name) {
+  const char* e = std::getenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP");
+  if (!e || !*e) return true;
+  // Every kernel's name once, but general's (the reference).
+  std::vector<std::string> skippable;
+  for (const auto& [k, n] : kFwdNames) skippable.emplace_back(n);
+  for (const auto& [k, n] : kBwdNames)
+    if (std::find(skippable.begin(), skippable.end(), n) == skippable.end()) skippable.emplace_back(n);
+  skippable.erase(std::find(skippable.begin(), skippable.end(), "general"));
+  bool skip = false;
+  std::string_view list(e);
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    const std::string item(list.substr(0, comma));
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    if (std::find(skippable.begin(), skippable.end(), item) == skippable.end()) {
+      std::string names;
+      for (const std::string& n : skippable) names += (names.empty() ? "" : ", ") + n;
+      throw Error(str_cat("hkt_attention: HKT_CUDA_ATTN_AUTOTUNE_SKIP=", e, ": \"", item,
+                          "\" is not a kernel the tuner may skip (", names, ")"));
+    }
+    skip = skip || item == name;
+  }
+  return !skip;
+}
+
 std::string describe(const TuneKey& k) {
   std::string s = str_cat(k.backward ? "backward" : "forward", " B=", k.B, " H=", k.H, " T=", k.T, " dh=", k.dh,
                           " L=", k.L, k.causal ? " causal" : "", k.masked ? " masked" : "",

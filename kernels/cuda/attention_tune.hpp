@@ -56,6 +56,12 @@ struct TuneOutput {
   int64_t n;
 };
 
+// Whether the tuner may try kernel `name`: not when HKT_CUDA_ATTN_AUTOTUNE_SKIP
+// (a comma-separated list of kernel names, e.g. "wgmma,wgmma2") names it, for
+// a kernel that faults on some device. "general" is never skipped (it is the
+// reference); a name that is no kernel's throws, listing the names.
+bool autotune_may_try(const std::string& name);
+
 // 0 off (the default), 1 on, 2 on and a line per decision on stderr. The mode
 // set by set_attention_autotune (>= 0) wins over HKT_CUDA_ATTN_AUTOTUNE
 // (0, 1 or verbose; anything else throws); -1 goes back to the variable.
