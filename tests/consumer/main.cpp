@@ -290,9 +290,33 @@ void version() {
 
 }  // namespace
 
+// The CUDA API is in every build (without CUDA or a GPU: nothing available);
+// the attention tuner's decisions go out and come back as JSON, and a text
+// that is not such a file is refused, naming the format.
+void cuda_api() {
+  using namespace hkt;
+  check(cuda_device_count() >= 0 && cuda_is_available() == (cuda_device_count() > 0), "cuda: device count");
+  const std::string saved = cuda_attention_autotune_to_json();
+  bool ok = saved.find("\"hkt-attention-kernels\"") != std::string::npos;
+  try {
+    cuda_attention_autotune_from_json(saved);
+  } catch (const Error& e) {
+    std::printf("     %s\n", e.what());
+    ok = false;
+  }
+  bool threw = false;
+  try {
+    cuda_attention_autotune_from_json("{}");
+  } catch (const Error& e) {
+    threw = std::string(e.what()).find("hkt-attention-kernels") != std::string::npos;
+  }
+  check(ok && threw, "cuda: the attention tuner's decisions as JSON, and a clear error for another text");
+}
+
 int main() {
   try {
     version();
+    cuda_api();
     threads_from_env();
     builtin_ops();
     custom_op();
