@@ -12,6 +12,7 @@
 #include <cstring>
 #include <new>
 #include <random>
+#include <set>
 #include <string>
 
 #include "cuda_emu/emulated.hpp"
@@ -440,6 +441,33 @@ TEST_CASE("emulated cuda attention: the backward's accumulators in registers (HK
   setenv("HKT_CUDA_ATTN_BWD_ACC", "regs", 1);
   compare_cases(cases, 201, "register accumulators");
   unsetenv("HKT_CUDA_ATTN_BWD_ACC");
+}
+
+TEST_CASE("emulated cuda attention: every kernel name runs kernels of its own") {
+  // HKT_CUDA_ATTN_FWD / _BWD (and the tuner's candidates) name the variants;
+  // two names that launched the same kernels would be a slip in the dispatch
+  // (attention.cu's forward_with / backward_with), which results alone cannot
+  // show: every variant computes the same thing.
+  install_host_allocator();
+  const Inputs in = make_inputs(1, 1, 70, 32, 2, false, 5);
+  const auto kernels_of = [&](const char* var, const char* name) {
+    setenv(var, name, 1);
+    hkt_emu::clear_launched_kernels();
+    run_emulated(in, DType::Float32, false, 0.2);
+    unsetenv(var);
+    return hkt_emu::launched_kernels();
+  };
+  for (const char* var : {"HKT_CUDA_ATTN_FWD", "HKT_CUDA_ATTN_BWD"}) {
+    const bool fwd = std::string(var) == "HKT_CUDA_ATTN_FWD";
+    const std::vector<std::string> names =
+        fwd ? std::vector<std::string>{"general", "mma", "mma-async", "mma-lean", "wgmma", "wgmma2"}
+            : std::vector<std::string>{"general", "general-regs", "mma", "fused", "fused8", "fused8-async", "wgmma"};
+    std::vector<std::set<const void*>> seen;
+    for (const std::string& n : names) seen.push_back(kernels_of(var, n.c_str()));
+    for (size_t i = 0; i < names.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        CHECK_MESSAGE(seen[i] != seen[j], (std::string(var) + ": " + names[i] + " ran " + names[j] + "'s kernels"));
+  }
 }
 
 TEST_CASE("emulated cuda attention: autotuning picks a kernel per call, each checked against the general one") {

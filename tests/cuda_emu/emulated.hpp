@@ -11,6 +11,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <set>
 
 #ifndef HKT_EMULATED_BACKEND
 namespace hkt {
@@ -49,4 +50,8 @@ void set_cp_async_eager(bool eager);
 uint64_t prefetch_count();
 // The warpgroup products (wgmma.mma_async, per warp) run since the process started.
 uint64_t wgmma_count();
+// The kernels launched since the last clear_launched_kernels (each template
+// instantiation its own), for a test that tells which kernels a call ran.
+std::set<const void*> launched_kernels();
+void clear_launched_kernels();
 }  // namespace hkt_emu

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -554,6 +555,15 @@ size_t dynamic_shared_limit(const void* kernel_key) {
   return it == allowed().end() ? 48 * 1024 : static_cast<size_t>(it->second);
 }
 
+namespace {
+std::set<const void*>& launched() {
+  static std::set<const void*> s;
+  return s;
+}
+}  // namespace
+std::set<const void*> launched_kernels() { return launched(); }
+void clear_launched_kernels() { launched().clear(); }
+
 int run_grid(const void* kernel_key, dim3 grid, dim3 block, size_t smem, const std::function<void()>& body) {
   if (t_in_kernel)
     throw std::logic_error("hkt_emu: a kernel launched another kernel (dynamic parallelism is not emulated)");
@@ -561,6 +571,7 @@ int run_grid(const void* kernel_key, dim3 grid, dim3 block, size_t smem, const s
   // launch from another host thread waits, as work queued on one stream does.
   static std::mutex one_grid;
   const std::lock_guard<std::mutex> lock(one_grid);
+  launched().insert(kernel_key);
   const size_t threads = size_t(block.x) * block.y * block.z;
   if (threads == 0 || threads > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
       grid.z > 65535)
