@@ -175,11 +175,10 @@ std::string describe(const TuneKey& k) {
                           k.aligned ? "" : " unaligned");
   if (k.backward) {
     s += " grads=";
-    const char* names[] = {"dq", "dk", "dv", "dlambda"};
     bool first = true;
     for (int b = 0; b < 4; ++b)
       if (k.want & (1u << b)) {
-        s += first ? names[b] : str_cat(",", names[b]);
+        s += first ? kTuneGradNames[b] : str_cat(",", kTuneGradNames[b]);
         first = false;
       }
     if (first) s += "none";

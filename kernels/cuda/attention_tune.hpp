@@ -32,9 +32,10 @@ struct TuneKey {
   int64_t B = 0, H = 0, T = 0, dh = 0, L = 0;
   bool causal = false, masked = false;
   bool aligned = false;  // every row 16-byte aligned (the mma kernels' condition)
-  unsigned want = 0;     // backward: the gradients asked for (1 dq, 2 dk, 4 dv, 8 dlambda)
+  unsigned want = 0;     // backward: the gradients asked for, bit b for kTuneGradNames[b]
   auto operator<=>(const TuneKey&) const = default;
 };
+inline constexpr const char* kTuneGradNames[4] = {"dq", "dk", "dv", "dlambda"};
 std::string describe(const TuneKey& key);  // "backward B=16 H=8 T=1024 dh=64 L=3 causal ..."
 
 struct TuneTrial {

@@ -7,22 +7,19 @@
 
 #include "hkt/core/error.hpp"
 #include "hkt/ops/cuda.hpp"
-#if HKT_WITH_CUDA
+// Plain declarations: the JSON is checked in every build, and only a CUDA
+// build has the tuner to hand the decisions to.
 #include "kernels/cuda/attention_tune.hpp"
-#endif
 
 namespace hkt {
 namespace {
 
 constexpr const char* kFormat = "hkt-attention-kernels";
-constexpr const char* kGrads[] = {"dq", "dk", "dv", "dlambda"};
+using cuda::kTuneGradNames;
 
 // One decision, as the JSON holds it.
 struct Decision {
-  bool backward = false;
-  int64_t B = 0, H = 0, T = 0, dh = 0, L = 0;
-  bool causal = false, masked = false, aligned = false;
-  unsigned want = 0;
+  cuda::TuneKey key;
   std::string kernel;
 };
 
@@ -34,17 +31,18 @@ Decision parse(const nlohmann::json& d, size_t i) {
     return d.at(field);
   };
   Decision r;
+  cuda::TuneKey& k = r.key;
   const nlohmann::json& pass = need("pass");
   HKT_CHECK(pass == "forward" || pass == "backward", where("pass"), " is ", pass.dump(),
             ", not \"forward\" or \"backward\"");
-  r.backward = pass == "backward";
-  for (auto [field, dst] : {std::pair{"B", &r.B}, {"H", &r.H}, {"T", &r.T}, {"dh", &r.dh}, {"L", &r.L}}) {
+  k.backward = pass == "backward";
+  for (auto [field, dst] : {std::pair{"B", &k.B}, {"H", &k.H}, {"T", &k.T}, {"dh", &k.dh}, {"L", &k.L}}) {
     const nlohmann::json& v = need(field);
     HKT_CHECK(v.is_number_integer() && v.get<int64_t>() > 0, where(field), " is ", v.dump(),
               ", not a positive integer");
     *dst = v.get<int64_t>();
   }
-  for (auto [field, dst] : {std::pair{"causal", &r.causal}, {"masked", &r.masked}, {"aligned", &r.aligned}}) {
+  for (auto [field, dst] : {std::pair{"causal", &k.causal}, {"masked", &k.masked}, {"aligned", &k.aligned}}) {
     const nlohmann::json& v = need(field);
     HKT_CHECK(v.is_boolean(), where(field), " is ", v.dump(), ", not true or false");
     *dst = v.get<bool>();
@@ -54,11 +52,11 @@ Decision parse(const nlohmann::json& d, size_t i) {
   for (const nlohmann::json& g : grads) {
     unsigned bit = 0;
     for (unsigned b = 0; b < 4; ++b)
-      if (g == kGrads[b]) bit = 1u << b;
+      if (g == kTuneGradNames[b]) bit = 1u << b;
     HKT_CHECK(bit != 0, where("grads"), " has ", g.dump(), ", not one of \"dq\", \"dk\", \"dv\", \"dlambda\"");
-    r.want |= bit;
+    k.want |= bit;
   }
-  HKT_CHECK(r.backward || r.want == 0, where("grads"), " is not empty for a forward");
+  HKT_CHECK(k.backward || k.want == 0, where("grads"), " is not empty for a forward");
   const nlohmann::json& kernel = need("kernel");
   HKT_CHECK(kernel.is_string() && !kernel.get<std::string>().empty(), where("kernel"), " is ", kernel.dump(),
             ", not a kernel's name");
@@ -67,21 +65,21 @@ Decision parse(const nlohmann::json& d, size_t i) {
 }
 
 // In the order of the fields above (ordered_json: not sorted by name).
-[[maybe_unused]] nlohmann::ordered_json to_json(const Decision& d) {  // unused without CUDA
+[[maybe_unused]] nlohmann::ordered_json to_json(const cuda::TuneKey& k, const std::string& kernel) {  // CUDA only
   nlohmann::ordered_json grads = nlohmann::ordered_json::array();
   for (unsigned b = 0; b < 4; ++b)
-    if (d.want & (1u << b)) grads.push_back(kGrads[b]);
-  return {{"pass", d.backward ? "backward" : "forward"},
-          {"B", d.B},
-          {"H", d.H},
-          {"T", d.T},
-          {"dh", d.dh},
-          {"L", d.L},
-          {"causal", d.causal},
-          {"masked", d.masked},
-          {"aligned", d.aligned},
+    if (k.want & (1u << b)) grads.push_back(kTuneGradNames[b]);
+  return {{"pass", k.backward ? "backward" : "forward"},
+          {"B", k.B},
+          {"H", k.H},
+          {"T", k.T},
+          {"dh", k.dh},
+          {"L", k.L},
+          {"causal", k.causal},
+          {"masked", k.masked},
+          {"aligned", k.aligned},
           {"grads", grads},
-          {"kernel", d.kernel}};
+          {"kernel", kernel}};
 }
 
 }  // namespace
@@ -89,11 +87,7 @@ Decision parse(const nlohmann::json& d, size_t i) {
 std::string cuda_attention_autotune_to_json() {
   nlohmann::ordered_json decisions = nlohmann::ordered_json::array();
 #if HKT_WITH_CUDA
-  for (const cuda::TuneResult& r : cuda::attention_autotune_results()) {
-    const cuda::TuneKey& k = r.key;
-    decisions.push_back(
-        to_json({k.backward, k.B, k.H, k.T, k.dh, k.L, k.causal, k.masked, k.aligned, k.want, r.chosen}));
-  }
+  for (const cuda::TuneResult& r : cuda::attention_autotune_results()) decisions.push_back(to_json(r.key, r.chosen));
 #endif
   return nlohmann::ordered_json{{"format", kFormat}, {"version", 1}, {"decisions", decisions}}.dump(1) + "\n";
 }
@@ -113,9 +107,7 @@ void cuda_attention_autotune_from_json(const std::string& text) {
     throw Error(str_cat("attention kernel decisions: ", e.what()));
   }
 #if HKT_WITH_CUDA
-  for (const Decision& d : all)
-    cuda::set_attention_decision({d.backward, d.B, d.H, d.T, d.dh, d.L, d.causal, d.masked, d.aligned, d.want},
-                                 d.kernel);
+  for (const Decision& d : all) cuda::set_attention_decision(d.key, d.kernel);
 #endif
 }
 
