@@ -8,7 +8,10 @@
 // A row whose keys are all masked gives O = 0 and LSE = +inf.
 //
 // Tiling (AttnPlan): positions are cut into tiles of S = max(64, 2^(L+2))
-// starting at t * S - off (off = 1 when causal, else 0); positions outside
+// starting at t * S - off (off = 1 when causal, else 0); a sequence shorter
+// than one such tile (T + off < 64) gets one tile of the least power of two
+// >= max(T + off, 2^(L+2)), not 64 (T = 7: 8 x 8 scores, not 64 x 64; the
+// padding only adds exact zeros, so the bits are those of S = 64); positions outside
 // [0, T) are virtual: zero rows, masked as keys, never written. With this
 // alignment local position p of tile t reads coarse row t * (S >> l) - off +
 // (p >> l) at every level, so the level-l scores of a tile pair form an
@@ -34,6 +37,7 @@
 // of threads. float32 inputs accumulate in float32 (dlambda in double).
 #pragma once
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -66,8 +70,9 @@ struct AttnPlan {
   int64_t lvl_total = 0, grid_total = 0;
   AttnPlan(int64_t T_, int64_t dh_, int64_t L_, bool causal) : T(T_), dh(dh_), L(L_) {
     dhp = (dh + 7) / 8 * 8;
-    S = std::max<int64_t>(64, int64_t{1} << (L + 2));
     off = causal ? 1 : 0;
+    const auto fit = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(T + off)));
+    S = std::max<int64_t>(std::min<int64_t>(64, fit), int64_t{1} << (L + 2));
     nt = (T + off + S - 1) / S;
     for (int64_t l = 0; l < L; ++l) {
       lvl_off.push_back(lvl_total);
