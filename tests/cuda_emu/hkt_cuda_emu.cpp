@@ -358,9 +358,9 @@ struct Mma16x8x8 {
   const uint32_t* a;
   const uint32_t* b;
 };
-float tf32_value(uint32_t bits) { return tf32_truncate(__uint_as_float(bits)); }
+HKT_EMU_UNINSTRUMENTED float tf32_value(uint32_t bits) { return tf32_truncate(__uint_as_float(bits)); }
 std::atomic<uint64_t> g_mma_syncs{0};
-void mma16x8x8_warp(void* const* lanes, int n) {
+HKT_EMU_UNINSTRUMENTED void mma16x8x8_warp(void* const* lanes, int n) {
   if (n != 32) throw std::logic_error("hkt_emu: mma.sync needs a full warp of 32 lanes");
   g_mma_syncs.fetch_add(1, std::memory_order_relaxed);
   float A[16][8], B[8][8], C[16][8];

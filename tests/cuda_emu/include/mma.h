@@ -100,7 +100,7 @@ struct MmaLane {
   float* d;
 };
 template <int M, int N, int K>
-void mma_warp(void* const* lanes, int n) {
+HKT_EMU_UNINSTRUMENTED void mma_warp(void* const* lanes, int n) {
   if (n != 32) fail("mma_sync needs a full warp of 32 lanes");
   float A[M * K], B[K * N], C[M * N];
   constexpr int ea = M * K / 32, eb = K * N / 32, ec = M * N / 32;
