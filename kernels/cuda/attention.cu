@@ -504,6 +504,9 @@ bool forward_with(FwdKernel kern, const AttnShape& s, const std::vector<const vo
   return true;
 }
 
+// Elements of level l of q, k and their gradients: [B, H, T_l, dh].
+int64_t level_elems(const AttnShape& s, int64_t l) { return s.B * s.H * level_len(s.T, int(l)) * s.dh; }
+
 // Runs the whole backward (zeroing, D, the kernels, the dlambda sum) with
 // kernel `kern`, or returns false when `kern` cannot take the call (its
 // outputs may have been zeroed; general takes every call).
@@ -531,7 +534,7 @@ bool backward_with(BwdKernel kern, const AttnShape& s, const std::vector<const v
   const Params P = make_params(s, q, k, v, lambda, valid, bt);
   // Coarse rows that only virtual positions map to get no gradient: zero everything first.
   for (int64_t l = 0; l < s.L; ++l) {
-    const size_t n = static_cast<size_t>(s.B * s.H * level_len(s.T, int(l)) * s.dh) * sizeof(T);
+    const size_t n = static_cast<size_t>(level_elems(s, l)) * sizeof(T);
     if (!dq.empty()) CUDA_CHECK(cudaMemsetAsync(dq[static_cast<size_t>(l)], 0, n, stream()));
     if (!dk.empty()) CUDA_CHECK(cudaMemsetAsync(dk[static_cast<size_t>(l)], 0, n, stream()));
   }
@@ -664,7 +667,7 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
       std::vector<TuneOutput> outs;
       const unsigned want = (dq.empty() ? 0u : 1u) | (dk.empty() ? 0u : 2u) | (dv ? 4u : 0u) | (dlambda ? 8u : 0u);
       for (int64_t l = 0; l < s.L; ++l) {
-        const int64_t n = s.B * s.H * level_len(s.T, int(l)) * s.dh;
+        const int64_t n = level_elems(s, l);
         if (!dq.empty()) outs.push_back({static_cast<const float*>(dq[size_t(l)]), n});
         if (!dk.empty()) outs.push_back({static_cast<const float*>(dk[size_t(l)]), n});
       }
