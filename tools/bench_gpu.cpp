@@ -168,18 +168,18 @@ void bench_variants(int reps) {
       }
 }
 
-// With autotuning on (hkt::cuda_attention_autotune): MHA and HKT L = 3 at
-// every T, each shape's kernels chosen by timing every variant on its first
-// call (the warm-up, untimed), against the default kernels' rows above. Last:
-// the tuner runs the never-measured variants too.
-// Returns false, having run nothing, when a knob names the kernels.
-bool bench_autotuned(int64_t max_t, int reps) {
+// The knob variable that names the attention kernels (nothing left to tune), or null.
+const char* kernel_knob_set() {
   for (const char* knob : {"HKT_CUDA_ATTN_FWD", "HKT_CUDA_ATTN_BWD", "HKT_CUDA_ATTN_BWD_ACC"})
-    if (const char* v = std::getenv(knob); v && *v) {  // a knob names the kernel: nothing to tune
-      std::fprintf(stderr, "hkt-bench-gpu: %s=%s is set: no autotuned rows\n", knob, v);
-      return false;
-    }
-  cuda_attention_autotune(true);
+    if (const char* v = std::getenv(knob); v && *v) return knob;
+  return nullptr;
+}
+
+// With autotuning on (hkt::cuda_attention_autotune, the caller's): MHA and
+// HKT L = 3 at every T, each shape's kernels chosen by timing every variant on
+// its first call (the warm-up, untimed), against the default kernels' rows
+// above. Last: the tuner runs the never-measured variants too.
+void bench_autotuned(int64_t max_t, int reps) {
   for (int64_t T = 1024; T <= max_t; T *= 2) {
     double mha_both = 0;
     for (int64_t L : {1, 3}) {
@@ -209,8 +209,6 @@ bool bench_autotuned(int64_t max_t, int reps) {
     }
     std::fprintf(stderr, "%s\n", line.c_str());
   }
-  cuda_attention_autotune(false);
-  return true;
 }
 
 // --profile: one forward+backward of each attention kernel (MHA and HKT L = 3
@@ -294,10 +292,12 @@ int main(int argc, char** argv) {
     for (int64_t T = 1024; T <= max_t; T *= 2) bench_attention(T, reps);
     bench_train_step(reps);
     bench_variants(reps);
-    if (bench_autotuned(max_t, reps)) {
-      // The training step again, its attention kernels tuned on the warm-up step.
+    if (const char* knob = kernel_knob_set()) {
+      std::fprintf(stderr, "hkt-bench-gpu: %s=%s is set: no autotuned rows\n", knob, std::getenv(knob));
+    } else {
       cuda_attention_autotune(true);
-      bench_train_step(reps, "hkt autotuned");
+      bench_autotuned(max_t, reps);
+      bench_train_step(reps, "hkt autotuned");  // its attention kernels tuned on the warm-up step
       cuda_attention_autotune(false);
     }
     const CudaMemoryStats m = cuda_memory_stats();
