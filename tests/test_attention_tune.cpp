@@ -136,9 +136,13 @@ TEST_CASE("attention autotune: the mode, from the variable or the API") {
   CHECK(attention_autotune_mode() == 1);
   setenv("HKT_CUDA_ATTN_AUTOTUNE", "verbose", 1);
   CHECK(attention_autotune_mode() == 2);
+  CHECK(attention_autotune_setting() == -1);
   set_attention_autotune(0);  // the API wins over the variable
   CHECK(attention_autotune_mode() == 0);
-  set_attention_autotune(-1);
+  CHECK(attention_autotune_setting() == 0);
+  set_attention_autotune(-1);  // what CudaAttentionAutotuneScope restores when nothing was set
+  CHECK(attention_autotune_setting() == -1);
+  CHECK(attention_autotune_mode() == 2);
   setenv("HKT_CUDA_ATTN_AUTOTUNE", "yes", 1);
   CHECK_THROWS_WITH_AS(attention_autotune_mode(), "hkt_attention: HKT_CUDA_ATTN_AUTOTUNE=yes is not 0, 1 or verbose",
                        Error);

@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "helpers/attention_cases.hpp"
+#include "helpers/temp_dir.hpp"
 
 using namespace hkt;
 using hkt::test::check_all;
@@ -191,5 +193,95 @@ TEST_CASE("cuda attention: autotuning (hkt::cuda_attention_autotune), after ever
     CHECK(read_back[i].preset);
   }
   cuda_attention_autotune(false);
+  cuda_attention_autotune_reset();
+}
+
+TEST_CASE("cuda attention: a run folder's kernels (tasks::RunAttentionKernels); the tuner's setting restored after") {
+  // What hkt-train --cuda-autotune, --resume and hkt-eval --device cuda do
+  // with RUN_DIR/attention_kernels.json (tasks/include/hkt/tasks/attention_kernels.hpp).
+  HKT_REQUIRE_GPU();
+  using tasks::KernelsUse;
+  using tasks::RunAttentionKernels;
+  const test::TempDir dir("run_kernels");
+  const auto file = dir / tasks::kAttentionKernelsFile;
+  const auto decisions = [](const std::string& text) {
+    int64_t n = 0;
+    for (size_t at = text.find("\"kernel\""); at != std::string::npos; at = text.find("\"kernel\"", at + 1)) ++n;
+    return n;
+  };
+  const auto call = [](int64_t T, uint64_t seed) {  // a forward and a backward of one small shape
+    return run(make_inputs(1, 2, T, 16, 2, true, seed), Device::cuda(), DType::Float32, true, 0.25, false);
+  };
+  cuda_attention_autotune_reset();
+  cuda_attention_autotune(false);
+  {  // a training run with cuda_autotune: the tuner on, each decision written as it is made
+    const RunAttentionKernels k(dir.str(), Device::cuda(), KernelsUse::train, true);
+    CHECK(cuda_attention_autotune_enabled());
+    CHECK_FALSE(k.read());
+    CHECK(decisions(tasks::read_text_file(file)) == 0);
+    call(40, 501);
+    CHECK(decisions(tasks::read_text_file(file)) == 2);
+  }
+  CHECK_FALSE(cuda_attention_autotune_enabled());  // as before
+  const std::string saved = tasks::read_text_file(file);
+  {  // an evaluation: the decisions preset and the tuner on; another shape is tuned, the file not written
+    cuda_attention_autotune_reset();
+    const RunAttentionKernels k(dir.str(), Device::cuda(), KernelsUse::evaluate);
+    CHECK(k.read());
+    CHECK(cuda_attention_autotune_enabled());
+    call(40, 502);
+    call(24, 503);
+    const std::vector<CudaAttentionChoice> c = cuda_attention_autotune_choices();
+    REQUIRE(c.size() == 4);
+    CHECK((c[0].preset && c[1].preset && !c[2].preset && !c[3].preset));
+  }
+  CHECK(tasks::read_text_file(file) == saved);
+  CHECK_FALSE(cuda_attention_autotune_enabled());
+  {  // the CPU, and a folder without the file: nothing read, the tuner left alone
+    const RunAttentionKernels cpu(dir.str(), Device::cpu(), KernelsUse::evaluate, true);
+    CHECK_FALSE(cpu.read());
+    CHECK_FALSE(cuda_attention_autotune_enabled());
+    const test::TempDir empty("run_kernels_none");
+    const RunAttentionKernels none(empty.str(), Device::cuda(), KernelsUse::resume);
+    CHECK_FALSE(none.read());
+    CHECK_FALSE(cuda_attention_autotune_enabled());
+    CHECK_FALSE(std::filesystem::exists(empty / tasks::kAttentionKernelsFile));
+  }
+  // A malformed file: InputError naming it, and the setting as it was.
+  tasks::write_file_atomic(file, "{\"format\": \"hkt-attention-kernels\", \"version\": 2}");
+  cuda_attention_autotune(true);
+  CHECK_THROWS_WITH_AS(RunAttentionKernels(dir.str(), Device::cuda(), KernelsUse::resume),
+                       doctest::Contains("attention_kernels.json: attention kernel decisions: version 2 is not 1"),
+                       tasks::InputError);
+  CHECK(cuda_attention_autotune_enabled());
+  {  // scopes nest, each restoring the one before
+    const CudaAttentionAutotuneScope off(false);
+    CHECK_FALSE(cuda_attention_autotune_enabled());
+    {
+      const CudaAttentionAutotuneScope on(true, true);
+      CHECK(cuda_attention_autotune_enabled());
+    }
+    CHECK_FALSE(cuda_attention_autotune_enabled());
+  }
+  CHECK(cuda_attention_autotune_enabled());
+  // A whole training run with cuda_autotune, without a folder: the tuner off again after it.
+  cuda_attention_autotune(false);
+  tasks::TrainConfig cfg;
+  cfg.task = "synthetic";
+  cfg.model = "hkt-tiny";
+  cfg.data.train_size = 4;
+  cfg.data.val_size = 2;
+  cfg.data.test_size = 2;
+  cfg.batch_size = 2;
+  cfg.steps = 1;
+  cfg.eval_batches = 1;
+  tasks::RunOptions opt;
+  opt.quiet = true;
+  opt.device = Device::cuda();
+  opt.cuda_autotune = true;
+  cuda_attention_autotune_reset();
+  tasks::train(cfg, opt);
+  CHECK_FALSE(cuda_attention_autotune_choices().empty());  // it tuned
+  CHECK_FALSE(cuda_attention_autotune_enabled());
   cuda_attention_autotune_reset();
 }

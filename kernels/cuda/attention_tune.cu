@@ -202,6 +202,10 @@ void set_attention_autotune(int mode) {
   std::lock_guard lock(cache().mu);
   g_api_mode = mode;
 }
+int attention_autotune_setting() {
+  std::lock_guard lock(cache().mu);
+  return g_api_mode;
+}
 std::vector<TuneResult> attention_autotune_results() {
   std::lock_guard lock(cache().mu);
   return cache().results;

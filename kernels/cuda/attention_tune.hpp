@@ -68,6 +68,9 @@ bool autotune_may_try(const std::string& name);
 // (0, 1 or verbose; anything else throws); -1 goes back to the variable.
 int attention_autotune_mode();
 void set_attention_autotune(int mode);
+// What set_attention_autotune last set (-1: the variable decides), so that a
+// scope that sets the mode can restore the one before it.
+int attention_autotune_setting();
 // Every decision so far, in the order they were made.
 std::vector<TuneResult> attention_autotune_results();
 void clear_attention_autotune();

@@ -20,6 +20,12 @@ CudaMemoryStats cuda_memory_stats() {
 }
 void cuda_empty_cache() { cuda::empty_cache(); }
 void cuda_attention_autotune(bool on, bool verbose) { cuda::set_attention_autotune(on ? (verbose ? 2 : 1) : 0); }
+bool cuda_attention_autotune_enabled() { return cuda::attention_autotune_mode() > 0; }
+CudaAttentionAutotuneScope::CudaAttentionAutotuneScope(bool on, bool verbose)
+    : previous_(cuda::attention_autotune_setting()) {
+  cuda_attention_autotune(on, verbose);
+}
+CudaAttentionAutotuneScope::~CudaAttentionAutotuneScope() { cuda::set_attention_autotune(previous_); }
 std::vector<CudaAttentionChoice> cuda_attention_autotune_choices() {
   std::vector<CudaAttentionChoice> out;
   for (const cuda::TuneResult& r : cuda::attention_autotune_results()) {
@@ -40,6 +46,9 @@ void cuda_synchronize() {}
 CudaMemoryStats cuda_memory_stats() { return {}; }
 void cuda_empty_cache() {}
 void cuda_attention_autotune(bool, bool) {}
+bool cuda_attention_autotune_enabled() { return false; }
+CudaAttentionAutotuneScope::CudaAttentionAutotuneScope(bool, bool) : previous_(-1) {}
+CudaAttentionAutotuneScope::~CudaAttentionAutotuneScope() = default;
 std::vector<CudaAttentionChoice> cuda_attention_autotune_choices() { return {}; }
 void cuda_attention_autotune_reset() {}
 #endif

@@ -54,6 +54,33 @@ if [[ $rc -eq 0 ]]; then
     exit 1
   fi
   echo "device_test: --resume ran the $(grep -c '"kernel"' "$tmp/run-tuned/attention_kernels.json") kernels saved by --cuda-autotune"
+  # hkt-eval --device cuda runs them too (the test split's forward shapes were tuned by
+  # the run's final evaluation), reproduces the run's test loss bit for bit, and leaves
+  # the run folder's file as it was.
+  if [[ -x "$bin/hkt-eval" ]]; then
+    cp "$tmp/run-tuned/attention_kernels.json" "$tmp/kernels.before"
+    "$bin/hkt-eval" "$tmp/run-tuned" --device cuda --json "$tmp/eval.json" >"$tmp/out" 2>&1 || { cat "$tmp/out"; exit 1; }
+    want=$(sed -n 's/^ *"test_loss": \(.*\),$/\1/p' "$tmp/run-tuned/summary.json")
+    got=$(sed -n 's/^ *"loss": \(.*\),$/\1/p' "$tmp/eval.json")
+    if ! grep -q "^attention kernel (autotuned): forward .* (saved in the run folder)$" "$tmp/out" ||
+      grep "^attention kernel" "$tmp/out" | grep -v -q "(saved in the run folder)$" ||
+      [[ -z "$want" || "$want" != "$got" ]] || ! cmp -s "$tmp/kernels.before" "$tmp/run-tuned/attention_kernels.json"; then
+      cat "$tmp/out"
+      echo "device_test: hkt-eval --device cuda: test loss $got, the run's $want; the run's kernels not run, or its file changed" >&2
+      exit 1
+    fi
+    echo "device_test: hkt-eval --device cuda ran the run's kernels and gave its test loss, $got"
+    # A file that is not a decisions file: exit 2, naming it, and no result written.
+    echo '{"format": "something else"}' >"$tmp/run-tuned/attention_kernels.json"
+    "$bin/hkt-eval" "$tmp/run-tuned" --device cuda --json "$tmp/eval-bad.json" >"$tmp/out" 2>&1
+    rc=$?
+    if [[ $rc -ne 2 || -e "$tmp/eval-bad.json" ]] ||
+      ! grep -q "attention_kernels.json: attention kernel decisions: not an \"hkt-attention-kernels\" file" "$tmp/out"; then
+      cat "$tmp/out"
+      echo "device_test: hkt-eval with a malformed attention_kernels.json: exit status $rc, not a clear refusal" >&2
+      exit 1
+    fi
+  fi
 fi
 # hkt-experiment --device cuda: the same, for every run of a grid (nothing is trained without a GPU).
 cat >"$tmp/exp.json" <<JSON

@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
         << table.str();
     std::ofstream(run_dir + "/results.md") << doc.str();
     std::cout << "\n" << doc.str() << "\n(written to " << run_dir << "/results.md)\n";
-    if (!quiet) hkt::apps::print_autotune_choices(std::cout);
+    if (!quiet) hkt::tasks::print_attention_kernels(std::cout);
     return 0;
   } catch (const hkt::tasks::InputError& e) {
     std::cerr << "hkt-compare: error: " << e.what() << "\n";

@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
       }
       if (topts.threads_given() && topts.threads() > 0) hkt::set_num_threads(topts.threads());
       hkt::tasks::resume(resume_dir, ropt);
-      if (!quiet) hkt::apps::print_autotune_choices(std::cout);
+      if (!quiet) hkt::tasks::print_attention_kernels(std::cout);
       return 0;
     }
     hkt::tasks::TrainConfig cfg;
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     hkt::tasks::train(cfg, ropt);
-    if (!quiet) hkt::apps::print_autotune_choices(std::cout);
+    if (!quiet) hkt::tasks::print_attention_kernels(std::cout);
     return 0;
   } catch (const hkt::tasks::InputError& e) {
     std::cerr << "hkt-train: error: " << e.what() << "\n";

@@ -11,6 +11,7 @@
 
 #include "hkt/core/error.hpp"
 #include "hkt/ops/cuda.hpp"
+#include "hkt/tasks/attention_kernels.hpp"
 #include "hkt/tasks/train.hpp"
 
 namespace hkt::apps {
@@ -49,13 +50,6 @@ inline void add_device_flag(CLI::App& app, std::string& target) {
   app.add_option("--device", target, "where to train: cpu, or cuda (needs a GPU and a CUDA build)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
-}
-
-// One line per attention kernel chosen by the tuner or read from a run folder (none without either).
-inline void print_autotune_choices(std::ostream& os) {
-  for (const CudaAttentionChoice& c : cuda_attention_autotune_choices())
-    os << "attention kernel (autotuned): " << c.call << ": " << c.kernel
-       << (c.preset ? " (saved in the run folder)" : "") << "\n";
 }
 
 class TrainOptions {

@@ -28,6 +28,7 @@
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/nn.hpp"
 #include "hkt/ops/threads.hpp"
+#include "hkt/tasks/attention_kernels.hpp"
 #include "hkt/tasks/files.hpp"
 
 namespace hkt::tasks {
@@ -720,50 +721,11 @@ EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t 
   return r;
 }
 
-// RunOptions::cuda_autotune for one run: the tuner on, and its decisions in
-// DIR/attention_kernels.json (read first when resuming, written at once and
-// after each new decision) while the run lasts. When resuming on a CUDA
-// device, an existing file is read and kept up to date even without
-// cuda_autotune: its kernels are the ones the run has been using.
-class AttentionKernels {
- public:
-  // Before anything is written.
-  static void check(const RunOptions& opt) {
-    if (opt.cuda_autotune && opt.device.is_cpu())
-      throw InputError("cuda_autotune (--cuda-autotune): only on a CUDA device (--device cuda)");
-  }
-  AttentionKernels(const RunOptions& opt, const fs::path& dir, bool resuming) {
-    check(opt);
-    if (opt.device.is_cpu() || dir.empty()) {
-      if (opt.cuda_autotune) cuda_attention_autotune(true);
-      return;
-    }
-    const fs::path file = dir / kFile;
-    std::error_code ec;
-    const bool saved = resuming && fs::exists(file, ec);
-    if (!saved && !opt.cuda_autotune) return;
-    if (saved) {
-      try {
-        cuda_attention_autotune_from_json(read_text_file(file));
-      } catch (const Error& e) {
-        throw InputError(str_cat(file.string(), ": ", e.what()));
-      }
-    }
-    cuda_attention_autotune(true);
-    write_file_atomic(file, cuda_attention_autotune_to_json());
-    cuda_attention_autotune_on_decision([file] { write_file_atomic(file, cuda_attention_autotune_to_json()); });
-    listening_ = true;
-  }
-  ~AttentionKernels() {
-    if (listening_) cuda_attention_autotune_on_decision({});
-  }
-  AttentionKernels(const AttentionKernels&) = delete;
-  AttentionKernels& operator=(const AttentionKernels&) = delete;
-  static constexpr const char* kFile = "attention_kernels.json";
-
- private:
-  bool listening_ = false;
-};
+// RunOptions::cuda_autotune: only on a CUDA device; checked before anything is written.
+static void check_autotune(const RunOptions& opt) {
+  if (opt.cuda_autotune && opt.device.is_cpu())
+    throw InputError("cuda_autotune (--cuda-autotune): only on a CUDA device (--device cuda)");
+}
 
 TrainResult train(const TrainConfig& cfg, const RunOptions& opt) {
   try {
@@ -771,7 +733,7 @@ TrainResult train(const TrainConfig& cfg, const RunOptions& opt) {
   } catch (const Error& e) {
     throw InputError(e.what());
   }
-  AttentionKernels::check(opt);
+  check_autotune(opt);
   Run run;
   run.cfg = cfg;
   run.ropt = opt;
@@ -782,16 +744,16 @@ TrainResult train(const TrainConfig& cfg, const RunOptions& opt) {
     HKT_CHECK(!ec, "train: cannot create the run folder '", cfg.run_dir, "': ", ec.message());
     // A fresh run: drop what an earlier run left (only the files a run writes).
     for (const char* f : {"checkpoint", "checkpoint.tmp", "checkpoint.old", "checkpoint.trash", "best.safetensors",
-                          "metrics.jsonl", "summary.json", AttentionKernels::kFile})
+                          "metrics.jsonl", "summary.json", kAttentionKernelsFile})
       fs::remove_all(run.dir / f);
     write_file_atomic(run.dir / "config.json", cfg.to_json() + "\n");
   }
-  const AttentionKernels kernels(opt, run.dir, false);
+  const RunAttentionKernels kernels(run.dir.string(), opt.device, KernelsUse::train, opt.cuda_autotune);
   return run.go(false);
 }
 
 TrainResult resume(const std::string& run_dir, const RunOptions& opt) {
-  AttentionKernels::check(opt);
+  check_autotune(opt);
   const fs::path dir(run_dir);
   std::error_code ec;
   if (!fs::exists(dir / "config.json", ec))
@@ -808,7 +770,7 @@ TrainResult resume(const std::string& run_dir, const RunOptions& opt) {
   run.cfg = cfg;
   run.ropt = opt;
   run.dir = dir;
-  const AttentionKernels kernels(opt, dir, true);
+  const RunAttentionKernels kernels(run_dir, opt.device, KernelsUse::resume, opt.cuda_autotune);
   return run.go(true);
 }
 

@@ -311,6 +311,14 @@ void cuda_api() {
     threw = std::string(e.what()).find("hkt-attention-kernels") != std::string::npos;
   }
   check(ok && threw, "cuda: the attention tuner's decisions as JSON, and a clear error for another text");
+  // The tuner's setting for a scope, restored after it; a run folder's kernels (none on the CPU).
+  const bool before = cuda_attention_autotune_enabled();
+  {
+    const CudaAttentionAutotuneScope scope(!before);
+    const tasks::RunAttentionKernels kernels(".", Device::cpu(), tasks::KernelsUse::evaluate);
+    ok = !kernels.read();
+  }
+  check(ok && cuda_attention_autotune_enabled() == before, "cuda: the tuner's setting restored after a scope");
 }
 
 int main() {

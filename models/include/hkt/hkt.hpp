@@ -35,6 +35,7 @@
 #include "hkt/models/checkpoint.hpp"
 #include "hkt/models/attention.hpp"
 #include "hkt/models/classifier.hpp"
+#include "hkt/tasks/attention_kernels.hpp"
 #include "hkt/tasks/dataset.hpp"
 #include "hkt/tasks/experiment.hpp"
 #include "hkt/tasks/files.hpp"

@@ -88,6 +88,7 @@ LoadedModel load_trained(const std::string& path, const std::string& weights) {
       } catch (const Error& e) {
         throw Error((p / "config.json").string() + ": " + e.what());
       }
+      lm.run_dir = p.string();
       file = weights == "best" ? p / "best.safetensors" : p / "checkpoint" / "model.safetensors";
       HKT_CHECK(fs::exists(file), "load_trained: the run folder '", path, "' has no ", file.filename().string(),
                 weights == "best" ? " (no evaluation yet?); try --weights final" : " (no checkpoint yet)",
@@ -102,8 +103,10 @@ LoadedModel load_trained(const std::string& path, const std::string& weights) {
     file = p;
     // A file inside a run folder (best.safetensors): the run's config.json names the task.
     const fs::path run = p.parent_path().empty() ? fs::path(".") : p.parent_path();
-    if (fs::exists(run / "config.json") && fs::exists(run / "metrics.jsonl"))
+    if (fs::exists(run / "config.json") && fs::exists(run / "metrics.jsonl")) {
       lm.train = tasks::TrainConfig::from_json(hkt::tasks::read_text_file(run / "config.json"));
+      lm.run_dir = run.string();
+    }
   }
   lm.weights = file.string();
   lm.metadata = load_safetensors(lm.weights).metadata;

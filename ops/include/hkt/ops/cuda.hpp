@@ -45,6 +45,24 @@ void cuda_empty_cache();
 // decision on stderr) turns it on without code; this call wins over it.
 // HKT_CUDA_ATTN_FWD / _BWD, when set, name the kernel and win over both.
 void cuda_attention_autotune(bool on, bool verbose = false);
+// Whether the tuner is on now: the last cuda_attention_autotune call's
+// setting, else the variable's (false in a build without CUDA). Throws
+// hkt::Error for a value of HKT_CUDA_ATTN_AUTOTUNE other than 0, 1, verbose.
+bool cuda_attention_autotune_enabled();
+// Turns the tuner on or off for its lifetime, then restores the setting
+// before it: an earlier cuda_attention_autotune call's, or none (the variable
+// decides again). A training run with cuda_autotune holds one, so the process
+// goes on as it was after the run. Scopes nest; end them in reverse order.
+class CudaAttentionAutotuneScope {
+ public:
+  explicit CudaAttentionAutotuneScope(bool on, bool verbose = false);
+  ~CudaAttentionAutotuneScope();
+  CudaAttentionAutotuneScope(const CudaAttentionAutotuneScope&) = delete;
+  CudaAttentionAutotuneScope& operator=(const CudaAttentionAutotuneScope&) = delete;
+
+ private:
+  int previous_;  // the setting before (-1: none)
+};
 struct CudaAttentionTrial {
   std::string kernel;   // "general", "mma", "wgmma", ...
   double ms = -1;       // best time; -1 when not timed

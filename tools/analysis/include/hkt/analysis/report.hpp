@@ -63,6 +63,7 @@ struct LoadedModel {
   nn::ClassifierConfig config;
   std::optional<tasks::TrainConfig> train;
   std::string weights;  // the .safetensors file read
+  std::string run_dir;  // the run folder it belongs to ("" for a checkpoint folder or a loose file)
   std::map<std::string, std::string> metadata;
 };
 LoadedModel load_trained(const std::string& path, const std::string& weights = "best");
