@@ -551,6 +551,51 @@ TEST_CASE("emulated cuda attention: autotuning picks a kernel per call, each che
   cuda::clear_attention_autotune();
 }
 
+TEST_CASE("emulated cuda attention: a decided call runs its kernels at once; one the skip variable names is tuned again") {
+  // attention.cu looks a call's decision up before it builds the candidates
+  // (decided()): that path must launch what the knobs naming the same kernels
+  // launch, and leave to the tuner a decision HKT_CUDA_ATTN_AUTOTUNE_SKIP names.
+  install_host_allocator();
+  const Inputs in = make_inputs(1, 1, 70, 32, 2, false, 6);
+  const auto launched = [&] {
+    hkt_emu::clear_launched_kernels();
+    run_emulated(in, DType::Float32, false, 0.2);
+    return hkt_emu::launched_kernels();
+  };
+  setenv("HKT_CUDA_ATTN_FWD", "mma-lean", 1);
+  setenv("HKT_CUDA_ATTN_BWD", "fused8", 1);
+  const std::set<const void*> want = launched();
+  unsetenv("HKT_CUDA_ATTN_FWD");
+  unsetenv("HKT_CUDA_ATTN_BWD");
+  cuda::clear_attention_autotune();
+  cuda::set_attention_autotune(1);
+  launched();  // tuned: the calls' keys
+  std::vector<cuda::TuneResult> res = cuda::attention_autotune_results();
+  REQUIRE(res.size() == 2);
+  const cuda::TuneKey fwd = res[0].key, bwd = res[1].key;
+  cuda::clear_attention_autotune();
+  cuda::set_attention_decision(fwd, "mma-lean");
+  cuda::set_attention_decision(bwd, "fused8");
+  CHECK(cuda::attention_decision(fwd) == "mma-lean");
+  CHECK(launched() == want);
+  res = cuda::attention_autotune_results();
+  REQUIRE(res.size() == 2);
+  CHECK((res[0].preset && res[1].preset));
+  setenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP", "mma-lean", 1);
+  launched();
+  unsetenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP");
+  res = cuda::attention_autotune_results();
+  REQUIRE(res.size() == 2);
+  CHECK_FALSE(res[0].preset);  // the forward tuned again, without mma-lean
+  CHECK(res[0].trials.size() == 5u);
+  CHECK(res[0].chosen != "mma-lean");
+  CHECK(res[1].preset);
+  CHECK(res[1].chosen == "fused8");
+  cuda::set_attention_autotune(-1);
+  cuda::clear_attention_autotune();
+  CHECK(cuda::attention_decision(fwd).empty());
+}
+
 TEST_CASE("emulated cuda attention: random shapes, every kernel variant") {
   // Random (T, dh, L, masks) drawn with a fixed seed, each under the default
   // kernels and under the knobs (the mma kernels fall back above dh = 64).

@@ -587,30 +587,42 @@ bool backward_with(BwdKernel kern, const AttnShape& s, const std::vector<const v
 }
 
 // The candidates the autotuner tries, the reference (general) first.
-// Less those HKT_CUDA_ATTN_AUTOTUNE_SKIP names.
-template <class K>
-std::vector<K> may_try(std::initializer_list<K> all) {
+constexpr FwdKernel kFwdCandidates[] = {FwdKernel::general, FwdKernel::mma, FwdKernel::mma_async, FwdKernel::mma_lean
+#if defined(HKT_WITH_SM90A) || defined(HKT_CUDA_EMULATED)
+                                        ,
+                                        FwdKernel::wgmma, FwdKernel::wgmma2
+#endif
+};
+constexpr BwdKernel kBwdCandidates[] = {BwdKernel::general, BwdKernel::general_regs, BwdKernel::mma,
+                                        BwdKernel::fused,   BwdKernel::fused8,       BwdKernel::fused8_async
+#if defined(HKT_WITH_SM90A) || defined(HKT_CUDA_EMULATED)
+                                        ,
+                                        BwdKernel::wgmma
+#endif
+};
+// Those of `all` that HKT_CUDA_ATTN_AUTOTUNE_SKIP does not name.
+template <class K, size_t N>
+std::vector<K> may_try(const K (&all)[N]) {
   std::vector<K> c;
   for (K k : all)
     if (autotune_may_try(kernel_name(k))) c.push_back(k);
   return c;
 }
-std::vector<FwdKernel> fwd_candidates() {
-  return may_try({FwdKernel::general, FwdKernel::mma, FwdKernel::mma_async, FwdKernel::mma_lean
-#if defined(HKT_WITH_SM90A) || defined(HKT_CUDA_EMULATED)
-                  ,
-                  FwdKernel::wgmma, FwdKernel::wgmma2
-#endif
-  });
-}
-std::vector<BwdKernel> bwd_candidates() {
-  return may_try({BwdKernel::general, BwdKernel::general_regs, BwdKernel::mma, BwdKernel::fused, BwdKernel::fused8,
-                  BwdKernel::fused8_async
-#if defined(HKT_WITH_SM90A) || defined(HKT_CUDA_EMULATED)
-                  ,
-                  BwdKernel::wgmma
-#endif
-  });
+// The kernel decided for `key` when it is one of `all` the tuner may run: a
+// call after the first of its kind takes it without building the candidates
+// (autotune() would return its index among them). Otherwise false, and the
+// call goes to autotune(), which tunes again where the decision is not among them.
+template <class K, size_t N>
+bool decided(const TuneKey& key, const K (&all)[N], K* kern) {
+  const std::string name = attention_decision(key);
+  if (name.empty()) return false;
+  for (K k : all)
+    if (name == kernel_name(k)) {
+      if (!autotune_may_try(name)) return false;
+      *kern = k;
+      return true;
+    }
+  return false;
 }
 template <class K>
 std::vector<std::string> names_of(const std::vector<K>& ks) {
@@ -635,13 +647,15 @@ void attention_forward(const AttnShape& s, const std::vector<const void*>& q, co
   FwdKernel kern = fwd_kernel_knob(&set);
   if constexpr (std::is_same_v<T, float>) {
     if (!set && attention_autotune_mode() > 0) {
-      const std::vector<FwdKernel> cands = fwd_candidates();
-      const int64_t rows = s.B * s.H * s.T;
       const TuneKey key = tune_key(false, s, valid, mma_rows_aligned(s.dh, q, k, v, o), 0);
-      kern = cands[size_t(autotune(
-          key, names_of(cands),
-          [&](int i) { return forward_with<float>(cands[size_t(i)], s, q, k, v, lambda, valid, o, lse); },
-          {{static_cast<const float*>(o), rows * s.dh}, {static_cast<const float*>(lse), rows}}))];
+      if (!decided(key, kFwdCandidates, &kern)) {
+        const std::vector<FwdKernel> cands = may_try(kFwdCandidates);
+        const int64_t rows = s.B * s.H * s.T;
+        kern = cands[size_t(autotune(
+            key, names_of(cands),
+            [&](int i) { return forward_with<float>(cands[size_t(i)], s, q, k, v, lambda, valid, o, lse); },
+            {{static_cast<const float*>(o), rows * s.dh}, {static_cast<const float*>(lse), rows}}))];
+      }
     }
   }
   if (!forward_with<T>(kern, s, q, k, v, lambda, valid, o, lse))
@@ -663,24 +677,26 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   BwdKernel kern = bwd_kernel_knob(&set);
   if constexpr (std::is_same_v<T, float>) {
     if (!set && attention_autotune_mode() > 0) {
-      const std::vector<BwdKernel> cands = bwd_candidates();
-      std::vector<TuneOutput> outs;
       const unsigned want = (dq.empty() ? 0u : 1u) | (dk.empty() ? 0u : 2u) | (dv ? 4u : 0u) | (dlambda ? 8u : 0u);
-      for (int64_t l = 0; l < s.L; ++l) {
-        const int64_t n = level_elems(s, l);
-        if (!dq.empty()) outs.push_back({static_cast<const float*>(dq[size_t(l)]), n});
-        if (!dk.empty()) outs.push_back({static_cast<const float*>(dk[size_t(l)]), n});
-      }
-      if (dv) outs.push_back({static_cast<const float*>(dv), s.B * s.H * s.T * s.dh});
-      if (dlambda) outs.push_back({static_cast<const float*>(dlambda), s.H * s.L});
       const TuneKey key = tune_key(true, s, valid, mma_rows_aligned(s.dh, q, k, v, dout, dq, dk, dv), want);
-      kern = cands[size_t(autotune(
-          key, names_of(cands),
-          [&](int i) {
-            return backward_with<float>(cands[size_t(i)], s, q, k, v, lambda, valid, o, lse, dout, dq, dk, dv,
-                                        dlambda);
-          },
-          outs))];
+      if (!decided(key, kBwdCandidates, &kern)) {
+        const std::vector<BwdKernel> cands = may_try(kBwdCandidates);
+        std::vector<TuneOutput> outs;
+        for (int64_t l = 0; l < s.L; ++l) {
+          const int64_t n = level_elems(s, l);
+          if (!dq.empty()) outs.push_back({static_cast<const float*>(dq[size_t(l)]), n});
+          if (!dk.empty()) outs.push_back({static_cast<const float*>(dk[size_t(l)]), n});
+        }
+        if (dv) outs.push_back({static_cast<const float*>(dv), s.B * s.H * s.T * s.dh});
+        if (dlambda) outs.push_back({static_cast<const float*>(dlambda), s.H * s.L});
+        kern = cands[size_t(autotune(
+            key, names_of(cands),
+            [&](int i) {
+              return backward_with<float>(cands[size_t(i)], s, q, k, v, lambda, valid, o, lse, dout, dq, dk, dv,
+                                          dlambda);
+            },
+            outs))];
+      }
     }
   }
   if (backward_with<T>(kern, s, q, k, v, lambda, valid, o, lse, dout, dq, dk, dv, dlambda)) return;

@@ -220,6 +220,11 @@ void set_attention_decision(const TuneKey& key, const std::string& kernel) {
   std::lock_guard lock(cache().mu);
   cache().record(TuneResult{key, kernel, {}, true});
 }
+std::string attention_decision(const TuneKey& key) {
+  std::lock_guard lock(cache().mu);
+  const auto it = cache().index.find(key);
+  return it == cache().index.end() ? std::string() : cache().results[it->second].chosen;
+}
 void set_attention_autotune_listener(std::function<void()> f) {
   std::lock_guard lock(cache().mu);
   cache().listener = std::move(f);

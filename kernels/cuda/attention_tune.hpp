@@ -78,6 +78,9 @@ void clear_attention_autotune();
 // calls run `kernel` from now on, unless the kernel is not among a call's
 // candidates (another build), which is then tuned. Replaces a decision made.
 void set_attention_decision(const TuneKey& key, const std::string& kernel);
+// The kernel decided for `key` ("" when none is): what autotune() looks up
+// first, for a caller that would rather not build its candidates then.
+std::string attention_decision(const TuneKey& key);
 // Called after each new decision of the tuner (outside its lock), e.g. to
 // save the decisions; an empty function removes it.
 void set_attention_autotune_listener(std::function<void()> f);
