@@ -285,3 +285,22 @@ TEST_CASE("cuda attention: a run folder's kernels (tasks::RunAttentionKernels); 
   CHECK_FALSE(cuda_attention_autotune_enabled());
   cuda_attention_autotune_reset();
 }
+
+TEST_CASE("cuda attention: the kernels the knobs name (cuda_attention_kernel_knobs)") {
+  // What hkt-bench-gpu asks before its autotuned rows: a knob wins over the tuner.
+  HKT_REQUIRE_GPU();
+  for (const char* v : {"HKT_CUDA_ATTN_FWD", "HKT_CUDA_ATTN_BWD", "HKT_CUDA_ATTN_BWD_ACC"}) unsetenv(v);
+  CHECK(cuda_attention_kernel_knobs().empty());
+  setenv("HKT_CUDA_ATTN_BWD_ACC", "smem", 1);  // the default: fixes nothing
+  CHECK(cuda_attention_kernel_knobs().empty());
+  setenv("HKT_CUDA_ATTN_BWD_ACC", "regs", 1);
+  CHECK(cuda_attention_kernel_knobs() == "backward general-regs");
+  setenv("HKT_CUDA_ATTN_FWD", "mma-lean", 1);
+  CHECK(cuda_attention_kernel_knobs() == "forward mma-lean, backward general-regs");
+  unsetenv("HKT_CUDA_ATTN_BWD_ACC");
+  CHECK(cuda_attention_kernel_knobs() == "forward mma-lean");
+  setenv("HKT_CUDA_ATTN_FWD", "flash", 1);
+  CHECK_THROWS_WITH_AS(cuda_attention_kernel_knobs(), doctest::Contains("HKT_CUDA_ATTN_FWD=flash names no kernel"),
+                       Error);
+  unsetenv("HKT_CUDA_ATTN_FWD");
+}

@@ -168,13 +168,6 @@ void bench_variants(int reps) {
       }
 }
 
-// The knob variable that names the attention kernels (nothing left to tune), or null.
-const char* kernel_knob_set() {
-  for (const char* knob : {"HKT_CUDA_ATTN_FWD", "HKT_CUDA_ATTN_BWD", "HKT_CUDA_ATTN_BWD_ACC"})
-    if (const char* v = std::getenv(knob); v && *v) return knob;
-  return nullptr;
-}
-
 // With autotuning on (hkt::cuda_attention_autotune, the caller's): MHA and
 // HKT L = 3 at every T, each shape's kernels chosen by timing every variant on
 // its first call (the warm-up, untimed), against the default kernels' rows
@@ -292,13 +285,12 @@ int main(int argc, char** argv) {
     for (int64_t T = 1024; T <= max_t; T *= 2) bench_attention(T, reps);
     bench_train_step(reps);
     bench_variants(reps);
-    if (const char* knob = kernel_knob_set()) {
-      std::fprintf(stderr, "hkt-bench-gpu: %s=%s is set: no autotuned rows\n", knob, std::getenv(knob));
+    if (const std::string knobs = cuda_attention_kernel_knobs(); !knobs.empty()) {
+      std::fprintf(stderr, "hkt-bench-gpu: the knobs name the kernels (%s): no autotuned rows\n", knobs.c_str());
     } else {
-      cuda_attention_autotune(true);
+      const CudaAttentionAutotuneScope tuned(true);
       bench_autotuned(max_t, reps);
       bench_train_step(reps, "hkt autotuned");  // its attention kernels tuned on the warm-up step
-      cuda_attention_autotune(false);
     }
     const CudaMemoryStats m = cuda_memory_stats();
     std::fprintf(stderr, "hkt-bench-gpu: peak device memory %.1f MiB, %llu cudaMalloc calls, %llu cache hits\n",

@@ -21,6 +21,14 @@ CudaMemoryStats cuda_memory_stats() {
 void cuda_empty_cache() { cuda::empty_cache(); }
 void cuda_attention_autotune(bool on, bool verbose) { cuda::set_attention_autotune(on ? (verbose ? 2 : 1) : 0); }
 bool cuda_attention_autotune_enabled() { return cuda::attention_autotune_mode() > 0; }
+std::string cuda_attention_kernel_knobs() {
+  bool fwd = false, bwd = false;
+  const cuda::FwdKernel f = cuda::fwd_kernel_knob(&fwd);
+  const cuda::BwdKernel b = cuda::bwd_kernel_knob(&bwd);
+  std::string s = fwd ? str_cat("forward ", cuda::kernel_name(f)) : "";
+  if (bwd) s += str_cat(fwd ? ", " : "", "backward ", cuda::kernel_name(b));
+  return s;
+}
 CudaAttentionAutotuneScope::CudaAttentionAutotuneScope(bool on, bool verbose)
     : previous_(cuda::attention_autotune_setting()) {
   cuda_attention_autotune(on, verbose);
@@ -47,6 +55,7 @@ CudaMemoryStats cuda_memory_stats() { return {}; }
 void cuda_empty_cache() {}
 void cuda_attention_autotune(bool, bool) {}
 bool cuda_attention_autotune_enabled() { return false; }
+std::string cuda_attention_kernel_knobs() { return ""; }
 CudaAttentionAutotuneScope::CudaAttentionAutotuneScope(bool, bool) : previous_(-1) {}
 CudaAttentionAutotuneScope::~CudaAttentionAutotuneScope() = default;
 std::vector<CudaAttentionChoice> cuda_attention_autotune_choices() { return {}; }

@@ -45,6 +45,11 @@ void cuda_empty_cache();
 // decision on stderr) turns it on without code; this call wins over it.
 // HKT_CUDA_ATTN_FWD / _BWD, when set, name the kernel and win over both.
 void cuda_attention_autotune(bool on, bool verbose = false);
+// The kernels that HKT_CUDA_ATTN_FWD / _BWD (or _BWD_ACC=regs) name, which
+// win over the tuner: "forward mma", "backward fused8", "forward mma,
+// backward fused8", or "" when neither pass is fixed (or without CUDA).
+// Throws hkt::Error for a value that names no kernel, listing the names.
+std::string cuda_attention_kernel_knobs();
 // Whether the tuner is on now: the last cuda_attention_autotune call's
 // setting, else the variable's (false in a build without CUDA). Throws
 // hkt::Error for a value of HKT_CUDA_ATTN_AUTOTUNE other than 0, 1, verbose.
