@@ -116,7 +116,8 @@ struct RunOptions {
   // kernel"), keeping the decisions in RUN_DIR/attention_kernels.json. A
   // resumed run on a CUDA device reads that file back whenever it exists,
   // so it runs the kernels the interrupted one chose (and ends with the same
-  // bytes). InputError on the CPU.
+  // bytes); tasks::RunAttentionKernels (attention_kernels.hpp). The tuner's
+  // setting is the caller's again when the run returns. InputError on the CPU.
   bool cuda_autotune = false;
 };
 
