@@ -8,9 +8,13 @@
 // L = 3 with autotuning on (bench_autotuned). Times are the best of --reps
 // calls after one warm-up, in milliseconds.
 //
-//   hkt-bench-gpu [--quick] [--reps N] [--max-t T] [--profile]
-// Prints one markdown table; without a GPU it says why and exits 0. --profile
-// runs each attention kernel once instead, for ncu (profile_kernels).
+//   hkt-bench-gpu [--quick] [--reps N] [--max-t T] [--profile | --probe]
+// Prints one markdown table; without a GPU it says why and exits 0 (77 with
+// --probe: nothing was probed). --profile
+// runs each attention kernel once instead, for ncu (profile_kernels); --probe
+// runs the kernels the knobs name once against the defaults (tools/gpu-probe).
+// Knob rows and profile setups that name a kernel HKT_CUDA_ATTN_AUTOTUNE_SKIP
+// lists are not run.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -100,6 +104,26 @@ void bench_attention(int64_t T, int reps) {
   }
 }
 
+using KnobSet = std::vector<std::pair<const char*, const char*>>;
+
+// The kernel a knob setting names that HKT_CUDA_ATTN_AUTOTUNE_SKIP lists, or ""
+// when none is: tools/gpu-probe lists there the variants whose probe failed
+// (a fault would end this process, and every row after it).
+std::string skipped_kernel(const KnobSet& env) {
+  const char* s = std::getenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP");
+  if (!s || !*s) return "";
+  const std::string list = "," + std::string(s) + ",";
+  for (const auto& [name, value] : env) {
+    std::string kernel;
+    if (!std::strcmp(name, "HKT_CUDA_ATTN_FWD") || !std::strcmp(name, "HKT_CUDA_ATTN_BWD"))
+      kernel = value;
+    else if (!std::strcmp(name, "HKT_CUDA_ATTN_BWD_ACC") && !std::strcmp(value, "regs"))
+      kernel = "general-regs";
+    if (!kernel.empty() && list.find("," + kernel + ",") != std::string::npos) return kernel;
+  }
+  return "";
+}
+
 // The kernel variants a benchmark knob selects, against the default, for MHA
 // and HKT L = 3: the register-resident forward and backward
 // (HKT_CUDA_ATTN_FWD=mma, mma-async fetching key tiles with cp.async, or
@@ -114,7 +138,7 @@ void bench_attention(int64_t T, int reps) {
 // backward, HKT_CUDA_ATTN_BWD=wgmma).
 void bench_variants(int reps) {
   struct Knob {
-    std::vector<std::pair<const char*, const char*>> env;
+    KnobSet env;
     const char* label;
   };
   const Knob knobs[] = {{{{"HKT_CUDA_ATTN_FWD", "mma"}}, "fwd mma"},
@@ -153,6 +177,11 @@ void bench_variants(int reps) {
         const auto [base_fwd, base_both] = time_attention(T, L, reps);
         for (size_t i = late ? untried : 0; i < (late ? std::size(knobs) : untried); ++i) {
           const Knob& k = knobs[i];
+          if (const std::string skip = skipped_kernel(k.env); !skip.empty()) {
+            row(std::to_string(T), batch(T), what, k.label, 0, 0,
+                "not run: HKT_CUDA_ATTN_AUTOTUNE_SKIP names " + skip + " (tools/gpu-probe)");
+            continue;
+          }
           std::string set;
           for (const auto& [name, value] : k.env) {
             setenv(name, value, 1);
@@ -211,7 +240,7 @@ void bench_autotuned(int64_t max_t, int reps) {
 // kernels' names (template arguments included) and their shared memory say
 // which variant and shape a profiled launch belongs to.
 void profile_kernels() {
-  const std::vector<std::vector<std::pair<const char*, const char*>>> setups = {
+  const std::vector<KnobSet> setups = {
       {},
       {{"HKT_CUDA_ATTN_FWD", "mma"}, {"HKT_CUDA_ATTN_BWD", "mma"}},
       {{"HKT_CUDA_ATTN_FWD", "mma-async"}, {"HKT_CUDA_ATTN_BWD", "fused"}},
@@ -222,6 +251,10 @@ void profile_kernels() {
       {{"HKT_CUDA_ATTN_FWD", "wgmma2"}, {"HKT_CUDA_ATTN_BWD", "wgmma"}}};
   for (const auto& env : setups)
     for (int64_t L : {1, 3}) {
+      if (const std::string skip = skipped_kernel(env); !skip.empty()) {
+        std::printf("not profiled: HKT_CUDA_ATTN_AUTOTUNE_SKIP names %s (tools/gpu-probe)\n", skip.c_str());
+        continue;
+      }
       std::string set;
       for (const auto& [name, value] : env) {
         setenv(name, value, 1);
@@ -232,6 +265,77 @@ void profile_kernels() {
       std::printf("profiled: T = 1024, L = %lld, %s\n", static_cast<long long>(L), set.empty() ? "defaults" : set.c_str());
       std::fflush(stdout);
     }
+}
+
+// --probe: one forward+backward of MHA (T = 1000, causal, the second
+// sequence's last 37 keys padded) and of HKT L = 3 (T = 1024), with the kernels
+// the knobs name, then with the default kernels on the same inputs; prints the
+// largest difference of the output and each gradient, relative to the
+// default's largest value. Returns 0, or 3 when that is over 1e-4 (the
+// accuracy every kernel is tested to). tools/gpu-probe runs it once per
+// kernel variant, each in a process of its own, so that a variant that faults
+// ends its own probe only, before the benchmark runs them all in one process.
+int probe() {
+  const Device dev = Device::cuda();
+  const int64_t B = 2, H = 8, dh = 64;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  const std::string knobs = cuda_attention_kernel_knobs();
+  double worst = 0;
+  struct Case {
+    int64_t T, L;
+    bool causal;
+  };
+  for (const Case c : {Case{1000, 1, true}, Case{1024, 3, false}}) {
+    Generator g(11);
+    std::vector<Tensor> in;  // q[0..L), k[0..L), v, lambda
+    for (int64_t i = 0; i < 2 * c.L; ++i)
+      in.push_back(randn({B, H, hkt_level_len(c.T, i % c.L), dh}, {DType::Float32, dev}, &g));
+    in.push_back(randn({B, H, c.T, dh}, {DType::Float32, dev}, &g));
+    in.push_back(full({H, c.L}, 1.0 / static_cast<double>(c.L), {DType::Float32, dev}));
+    const Tensor w = randn({B, H, c.T, dh}, {DType::Float32, dev}, &g);
+    Tensor valid;
+    if (c.L == 1) {
+      std::vector<int64_t> ok(static_cast<size_t>(B * c.T), 1);
+      std::fill(ok.end() - 37, ok.end(), 0);
+      valid = to_device(gt(from_vector(ok, {B, c.T}), 0), dev);
+    }
+    const auto run = [&] {  // the output, then every gradient, on the host
+      std::vector<Tensor> x;
+      for (const Tensor& t : in) x.push_back(t.detach().set_requires_grad(true));
+      const std::vector<Tensor> q(x.begin(), x.begin() + c.L), k(x.begin() + c.L, x.begin() + 2 * c.L);
+      const Tensor o = hkt_attention(q, k, x[size_t(2 * c.L)], x[size_t(2 * c.L + 1)], valid, c.causal, scale);
+      sum(o * w).backward();
+      std::vector<std::vector<float>> r{to_device(o, Device::cpu()).to_vector<float>()};
+      for (const Tensor& t : x) r.push_back(to_device(t.grad(), Device::cpu()).to_vector<float>());
+      return r;
+    };
+    const std::vector<std::vector<float>> got = run();
+    std::vector<std::pair<std::string, std::string>> saved;
+    for (const char* var : {"HKT_CUDA_ATTN_FWD", "HKT_CUDA_ATTN_BWD", "HKT_CUDA_ATTN_BWD_ACC"})
+      if (const char* v = std::getenv(var)) {
+        saved.emplace_back(var, v);
+        unsetenv(var);
+      }
+    const std::vector<std::vector<float>> ref = run();
+    for (const auto& [var, v] : saved) setenv(var.c_str(), v.c_str(), 1);
+    double rel = 0;
+    for (size_t t = 0; t < got.size(); ++t) {
+      double diff = 0, big = 0;
+      for (size_t i = 0; i < got[t].size(); ++i) {
+        diff = std::max(diff, std::abs(double(got[t][i]) - double(ref[t][i])));
+        big = std::max(big, std::abs(double(ref[t][i])));
+        if (!std::isfinite(got[t][i])) diff = INFINITY;
+      }
+      rel = std::max(rel, diff / std::max(big, 1e-6));
+    }
+    worst = std::max(worst, rel);
+    std::printf("hkt-bench-gpu: probe %s, T = %lld, L = %lld%s: ran; largest difference from the default kernels "
+                "%.2e (relative)\n",
+                knobs.empty() ? "defaults" : knobs.c_str(), static_cast<long long>(c.T),
+                static_cast<long long>(c.L), c.causal ? ", causal, padded" : "", rel);
+    std::fflush(stdout);
+  }
+  return worst <= 1e-4 ? 0 : 3;
 }
 
 void bench_train_step(int reps, const char* impl = "hkt") {
@@ -261,26 +365,28 @@ void bench_train_step(int reps, const char* impl = "hkt") {
 int main(int argc, char** argv) {
   int reps = 3;
   int64_t max_t = 16384;
-  bool profile = false;
+  bool profile = false, probe_only = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) max_t = 2048, reps = 2;
     else if (!std::strcmp(argv[i], "--profile")) profile = true;
+    else if (!std::strcmp(argv[i], "--probe")) probe_only = true;
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--max-t") && i + 1 < argc) max_t = std::atoll(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: hkt-bench-gpu [--quick] [--reps N] [--max-t T] [--profile]\n");
+      std::fprintf(stderr, "usage: hkt-bench-gpu [--quick] [--reps N] [--max-t T] [--profile | --probe]\n");
       return 2;
     }
   }
   if (!cuda_is_available()) {
     std::printf("hkt-bench-gpu: SKIPPED, no GPU: %s\n", cuda_unavailable_reason().c_str());
-    return 0;
+    return probe_only ? 77 : 0;  // a probe that did not run did not pass
   }
   try {
     if (profile) {
       profile_kernels();
       return 0;
     }
+    if (probe_only) return probe();
     std::printf("| T | B | what | impl | fwd ms | fwd+bwd ms | notes |\n|--:|--:|---|---|--:|--:|---|\n");
     for (int64_t T = 1024; T <= max_t; T *= 2) bench_attention(T, reps);
     bench_train_step(reps);
