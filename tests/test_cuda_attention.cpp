@@ -286,7 +286,7 @@ TEST_CASE("cuda attention: a run folder's kernels (tasks::RunAttentionKernels); 
   cuda_attention_autotune_reset();
 }
 
-TEST_CASE("cuda attention: the kernels the knobs name (cuda_attention_kernel_knobs)") {
+TEST_CASE("cuda attention: the kernels the knobs name, and those the tuner skips (cuda_attention_kernel_knobs, _skipped)") {
   // What hkt-bench-gpu asks before its autotuned rows: a knob wins over the tuner.
   HKT_REQUIRE_GPU();
   for (const char* v : {"HKT_CUDA_ATTN_FWD", "HKT_CUDA_ATTN_BWD", "HKT_CUDA_ATTN_BWD_ACC"}) unsetenv(v);
@@ -303,4 +303,13 @@ TEST_CASE("cuda attention: the kernels the knobs name (cuda_attention_kernel_kno
   CHECK_THROWS_WITH_AS(cuda_attention_kernel_knobs(), doctest::Contains("HKT_CUDA_ATTN_FWD=flash names no kernel"),
                        Error);
   unsetenv("HKT_CUDA_ATTN_FWD");
+  // The kernels the tuner passes over (tools/gpu-probe's list), as hkt-bench-gpu asks.
+  unsetenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP");
+  CHECK_FALSE(cuda_attention_kernel_skipped("wgmma"));
+  setenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP", "mma-lean,wgmma", 1);
+  CHECK(cuda_attention_kernel_skipped("wgmma"));
+  CHECK_FALSE(cuda_attention_kernel_skipped("wgmma2"));
+  setenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP", "mma-lean,flash", 1);
+  CHECK_THROWS_WITH_AS(cuda_attention_kernel_skipped("mma"), doctest::Contains("\"flash\" is not a kernel"), Error);
+  unsetenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP");
 }

@@ -111,16 +111,13 @@ using KnobSet = std::vector<std::pair<const char*, const char*>>;
 // when none is: tools/gpu-probe lists there the variants whose probe failed
 // (a fault would end this process, and every row after it).
 std::string skipped_kernel(const KnobSet& env) {
-  const char* s = std::getenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP");
-  if (!s || !*s) return "";
-  const std::string list = "," + std::string(s) + ",";
   for (const auto& [name, value] : env) {
     std::string kernel;
     if (!std::strcmp(name, "HKT_CUDA_ATTN_FWD") || !std::strcmp(name, "HKT_CUDA_ATTN_BWD"))
       kernel = value;
     else if (!std::strcmp(name, "HKT_CUDA_ATTN_BWD_ACC") && !std::strcmp(value, "regs"))
       kernel = "general-regs";
-    if (!kernel.empty() && list.find("," + kernel + ",") != std::string::npos) return kernel;
+    if (!kernel.empty() && cuda_attention_kernel_skipped(kernel)) return kernel;
   }
   return "";
 }

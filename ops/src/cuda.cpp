@@ -21,6 +21,7 @@ CudaMemoryStats cuda_memory_stats() {
 void cuda_empty_cache() { cuda::empty_cache(); }
 void cuda_attention_autotune(bool on, bool verbose) { cuda::set_attention_autotune(on ? (verbose ? 2 : 1) : 0); }
 bool cuda_attention_autotune_enabled() { return cuda::attention_autotune_mode() > 0; }
+bool cuda_attention_kernel_skipped(const std::string& name) { return !cuda::autotune_may_try(name); }
 std::string cuda_attention_kernel_knobs() {
   bool fwd = false, bwd = false;
   const cuda::FwdKernel f = cuda::fwd_kernel_knob(&fwd);
@@ -55,6 +56,7 @@ CudaMemoryStats cuda_memory_stats() { return {}; }
 void cuda_empty_cache() {}
 void cuda_attention_autotune(bool, bool) {}
 bool cuda_attention_autotune_enabled() { return false; }
+bool cuda_attention_kernel_skipped(const std::string&) { return false; }
 std::string cuda_attention_kernel_knobs() { return ""; }
 CudaAttentionAutotuneScope::CudaAttentionAutotuneScope(bool, bool) : previous_(-1) {}
 CudaAttentionAutotuneScope::~CudaAttentionAutotuneScope() = default;

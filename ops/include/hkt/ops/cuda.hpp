@@ -50,6 +50,10 @@ void cuda_attention_autotune(bool on, bool verbose = false);
 // backward fused8", or "" when neither pass is fixed (or without CUDA).
 // Throws hkt::Error for a value that names no kernel, listing the names.
 std::string cuda_attention_kernel_knobs();
+// Whether HKT_CUDA_ATTN_AUTOTUNE_SKIP names kernel `name`, which the tuner
+// then never tries (false without CUDA). Throws hkt::Error when the list
+// names something that is no kernel's.
+bool cuda_attention_kernel_skipped(const std::string& name);
 // Whether the tuner is on now: the last cuda_attention_autotune call's
 // setting, else the variable's (false in a build without CUDA). Throws
 // hkt::Error for a value of HKT_CUDA_ATTN_AUTOTUNE other than 0, 1, verbose.
