@@ -105,7 +105,41 @@ void bench_attention(int64_t T, int reps) {
   }
 }
 
-using KnobSet = std::vector<std::pair<const char*, const char*>>;
+using KnobSet = std::vector<std::pair<const char*, const char*>>;  // a null value: unset
+
+// Sets the knob variables while it lives, then puts back what was there
+// (set or not); text() is "A=B C=D" for the table.
+class ScopedKnobs {
+ public:
+  explicit ScopedKnobs(const KnobSet& env) {
+    for (const auto& [name, value] : env) {
+      const char* old = std::getenv(name);
+      saved_.push_back({name, old != nullptr, old ? old : ""});
+      if (value) {
+        setenv(name, value, 1);
+        text_ += std::string(text_.empty() ? "" : " ") + name + "=" + value;
+      } else {
+        unsetenv(name);
+      }
+    }
+  }
+  ~ScopedKnobs() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it)
+      it->was_set ? setenv(it->name, it->value.c_str(), 1) : unsetenv(it->name);
+  }
+  ScopedKnobs(const ScopedKnobs&) = delete;
+  ScopedKnobs& operator=(const ScopedKnobs&) = delete;
+  const std::string& text() const { return text_; }
+
+ private:
+  struct Saved {
+    const char* name;
+    bool was_set;
+    std::string value;
+  };
+  std::vector<Saved> saved_;
+  std::string text_;
+};
 
 // The kernel a knob setting names that HKT_CUDA_ATTN_AUTOTUNE_SKIP lists, or ""
 // when none is: tools/gpu-probe lists there the variants whose probe failed
@@ -113,6 +147,7 @@ using KnobSet = std::vector<std::pair<const char*, const char*>>;
 std::string skipped_kernel(const KnobSet& env) {
   for (const auto& [name, value] : env) {
     std::string kernel;
+    if (!value) continue;
     if (!std::strcmp(name, "HKT_CUDA_ATTN_FWD") || !std::strcmp(name, "HKT_CUDA_ATTN_BWD"))
       kernel = value;
     else if (!std::strcmp(name, "HKT_CUDA_ATTN_BWD_ACC") && !std::strcmp(value, "regs"))
@@ -180,16 +215,11 @@ void bench_variants(int reps) {
                 "not run: HKT_CUDA_ATTN_AUTOTUNE_SKIP names " + skip + " (tools/gpu-probe)");
             continue;
           }
-          std::string set;
-          for (const auto& [name, value] : k.env) {
-            setenv(name, value, 1);
-            set += std::string(set.empty() ? "" : " ") + name + "=" + value;
-          }
+          const ScopedKnobs set(k.env);
           const auto [fwd, both] = time_attention(T, L, reps);
-          for (const auto& kv : k.env) unsetenv(kv.first);
           char extra[192];
-          std::snprintf(extra, sizeof extra, "%s; default %.2f / %.2f ms: %.2fx / %.2fx", set.c_str(), base_fwd,
-                        base_both, fwd / base_fwd, both / base_both);
+          std::snprintf(extra, sizeof extra, "%s; default %.2f / %.2f ms: %.2fx / %.2fx", set.text().c_str(),
+                        base_fwd, base_both, fwd / base_fwd, both / base_both);
           row(std::to_string(T), batch(T), what, k.label, fwd, both, extra);
         }
       }
@@ -253,14 +283,10 @@ void profile_kernels() {
         std::printf("not profiled: HKT_CUDA_ATTN_AUTOTUNE_SKIP names %s (tools/gpu-probe)\n", skip.c_str());
         continue;
       }
-      std::string set;
-      for (const auto& [name, value] : env) {
-        setenv(name, value, 1);
-        set += std::string(set.empty() ? "" : " ") + name + "=" + value;
-      }
+      const ScopedKnobs set(env);
       (void)time_attention(1024, L, 0);  // the warm-up call only: one forward, one forward+backward
-      for (const auto& kv : env) unsetenv(kv.first);
-      std::printf("profiled: T = 1024, L = %lld, %s\n", static_cast<long long>(L), set.empty() ? "defaults" : set.c_str());
+      std::printf("profiled: T = 1024, L = %lld, %s\n", static_cast<long long>(L),
+                  set.text().empty() ? "defaults" : set.text().c_str());
       std::fflush(stdout);
     }
 }
@@ -308,14 +334,11 @@ int probe() {
       return r;
     };
     const std::vector<std::vector<float>> got = run();
-    std::vector<std::pair<std::string, std::string>> saved;
-    for (const char* var : {"HKT_CUDA_ATTN_FWD", "HKT_CUDA_ATTN_BWD", "HKT_CUDA_ATTN_BWD_ACC"})
-      if (const char* v = std::getenv(var)) {
-        saved.emplace_back(var, v);
-        unsetenv(var);
-      }
-    const std::vector<std::vector<float>> ref = run();
-    for (const auto& [var, v] : saved) setenv(var.c_str(), v.c_str(), 1);
+    const std::vector<std::vector<float>> ref = [&] {
+      const ScopedKnobs defaults({{"HKT_CUDA_ATTN_FWD", nullptr}, {"HKT_CUDA_ATTN_BWD", nullptr},
+                                  {"HKT_CUDA_ATTN_BWD_ACC", nullptr}});
+      return run();
+    }();
     double rel = 0;
     for (size_t t = 0; t < got.size(); ++t) {
       double diff = 0, big = 0;

@@ -687,7 +687,7 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
           if (!dq.empty()) outs.push_back({static_cast<const float*>(dq[size_t(l)]), n});
           if (!dk.empty()) outs.push_back({static_cast<const float*>(dk[size_t(l)]), n});
         }
-        if (dv) outs.push_back({static_cast<const float*>(dv), s.B * s.H * s.T * s.dh});
+        if (dv) outs.push_back({static_cast<const float*>(dv), level_elems(s, 0)});
         if (dlambda) outs.push_back({static_cast<const float*>(dlambda), s.H * s.L});
         kern = cands[size_t(autotune(
             key, names_of(cands),
