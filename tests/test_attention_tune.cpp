@@ -65,7 +65,7 @@ TEST_CASE("attention autotune: keeps the fastest candidate whose results match t
   test::install_host_allocator();
   clear_attention_autotune();
   Fake f;
-  const int chosen = autotune(key(100), kNames, [&](int i) { return f.run(i); }, f.outputs());
+  const int chosen = autotune(key(100), kNames, [&](int i) { return f.run(i); }, [&] { return f.outputs(); });
   CHECK(chosen == 5);
   const std::vector<TuneResult> res = attention_autotune_results();
   REQUIRE(res.size() == 1);
@@ -101,29 +101,71 @@ TEST_CASE("attention autotune: a decided shape runs no candidate; another shape 
   test::install_host_allocator();
   clear_attention_autotune();
   Fake f;
-  REQUIRE(autotune(key(100), kNames, [&](int i) { return f.run(i); }, f.outputs()) == 5);
+  REQUIRE(autotune(key(100), kNames, [&](int i) { return f.run(i); }, [&] { return f.outputs(); }) == 5);
   const std::vector<int> after_first = f.runs;
-  CHECK(autotune(key(100), kNames, [&](int i) { return f.run(i); }, f.outputs()) == 5);
+  CHECK(autotune(key(100), kNames, [&](int i) { return f.run(i); }, [&] { return f.outputs(); }) == 5);
   CHECK(f.runs == after_first);
   CHECK(attention_autotune_results().size() == 1);
   // A candidate list in another order: the decision is kept by name.
   const std::vector<std::string> reordered = {"ref", "fast", "slow"};
-  CHECK(autotune(key(100), reordered, [&](int i) { return f.run(i); }, f.outputs()) == 1);
+  CHECK(autotune(key(100), reordered, [&](int i) { return f.run(i); }, [&] { return f.outputs(); }) == 1);
   CHECK(f.runs == after_first);
-  autotune(key(101), kNames, [&](int i) { return f.run(i); }, f.outputs());
+  autotune(key(101), kNames, [&](int i) { return f.run(i); }, [&] { return f.outputs(); });
   CHECK(attention_autotune_results().size() == 2);
   clear_attention_autotune();
   CHECK(attention_autotune_results().empty());
+}
+
+TEST_CASE("attention autotune: a decided shape builds no outputs; a skipped decision is tuned again without it") {
+  // Real kernel names stand for candidates 0, 5 and 4 of Fake, so that
+  // HKT_CUDA_ATTN_AUTOTUNE_SKIP can name them.
+  test::install_host_allocator();
+  clear_attention_autotune();
+  unsetenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP");
+  Fake f;
+  const std::vector<std::string> names = {"general", "mma", "fused"};
+  const int fake[] = {0, 5, 4};
+  int built = 0;
+  const auto tune = [&] {
+    return autotune(key(200), names, [&](int i) { return f.run(fake[i]); }, [&] {
+      ++built;
+      return f.outputs();
+    });
+  };
+  REQUIRE(tune() == 1);  // mma: Fake's "fast"
+  CHECK(built == 1);
+  const std::vector<int> after_first = f.runs;
+  CHECK(tune() == 1);
+  CHECK(built == 1);  // a decided key neither runs a candidate nor builds the outputs
+  CHECK(f.runs == after_first);
+  setenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP", "mma", 1);
+  CHECK(tune() == 0);  // tuned again without mma: general (12 ms) beats fused (Fake's "slow", 40 ms)
+  unsetenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP");
+  CHECK(built == 2);
+  std::vector<TuneResult> res = attention_autotune_results();
+  REQUIRE(res.size() == 1);
+  CHECK(res[0].chosen == "general");
+  REQUIRE(res[0].trials.size() == 2u);  // the skipped kernel is not among the trials
+  CHECK(res[0].trials[0].kernel == "general");
+  CHECK(res[0].trials[0].outcome == "chosen");
+  CHECK(res[0].trials[1].kernel == "fused");
+  CHECK(res[0].trials[1].outcome == "slower");
+  // The reference is never skipped: a decision for it stands whatever the variable names.
+  setenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP", "mma,fused", 1);
+  CHECK(tune() == 0);
+  unsetenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP");
+  CHECK(built == 2);
+  clear_attention_autotune();
 }
 
 TEST_CASE("attention autotune: a reference that cannot run, or no match, is an error naming the call") {
   test::install_host_allocator();
   clear_attention_autotune();
   Fake f;
-  CHECK_THROWS_WITH_AS(autotune(key(7), {"n/a", "ref"}, [&](int i) { return f.run(i == 0 ? 1 : 0); }, f.outputs()),
+  CHECK_THROWS_WITH_AS(autotune(key(7), {"n/a", "ref"}, [&](int i) { return f.run(i == 0 ? 1 : 0); }, [&] { return f.outputs(); }),
                        doctest::Contains("the reference kernel n/a cannot take forward B=2 H=4 T=7 dh=64 L=3 causal"),
                        Error);
-  CHECK_THROWS_WITH_AS(autotune(key(7), {"throws"}, [&](int) { return f.run(3); }, f.outputs()),
+  CHECK_THROWS_WITH_AS(autotune(key(7), {"throws"}, [&](int) { return f.run(3); }, [&] { return f.outputs(); }),
                        doctest::Contains("the reference kernel throws failed on forward B=2 H=4 T=7"), Error);
   CHECK(attention_autotune_results().empty());
 }

@@ -552,9 +552,9 @@ TEST_CASE("emulated cuda attention: autotuning picks a kernel per call, each che
 }
 
 TEST_CASE("emulated cuda attention: a decided call runs its kernels at once; one the skip variable names is tuned again") {
-  // attention.cu looks a call's decision up before it builds the candidates
-  // (decided()): that path must launch what the knobs naming the same kernels
-  // launch, and leave to the tuner a decision HKT_CUDA_ATTN_AUTOTUNE_SKIP names.
+  // A decided call runs its kernel at once (autotune() returns its index
+  // without trials): that path must launch what the knobs naming the same kernels
+  // launch, and a decision HKT_CUDA_ATTN_AUTOTUNE_SKIP names must be tuned again.
   install_host_allocator();
   const Inputs in = make_inputs(1, 1, 70, 32, 2, false, 6);
   const auto launched = [&] {

@@ -600,32 +600,9 @@ constexpr BwdKernel kBwdCandidates[] = {BwdKernel::general, BwdKernel::general_r
                                         BwdKernel::wgmma
 #endif
 };
-// Those of `all` that HKT_CUDA_ATTN_AUTOTUNE_SKIP does not name.
+// Their names, in the same order (autotune()'s candidates).
 template <class K, size_t N>
-std::vector<K> may_try(const K (&all)[N]) {
-  std::vector<K> c;
-  for (K k : all)
-    if (autotune_may_try(kernel_name(k))) c.push_back(k);
-  return c;
-}
-// The kernel decided for `key` when it is one of `all` the tuner may run: a
-// call after the first of its kind takes it without building the candidates
-// (autotune() would return its index among them). Otherwise false, and the
-// call goes to autotune(), which tunes again where the decision is not among them.
-template <class K, size_t N>
-bool decided(const TuneKey& key, const K (&all)[N], K* kern) {
-  const std::string name = attention_decision(key);
-  if (name.empty()) return false;
-  for (K k : all)
-    if (name == kernel_name(k)) {
-      if (!autotune_may_try(name)) return false;
-      *kern = k;
-      return true;
-    }
-  return false;
-}
-template <class K>
-std::vector<std::string> names_of(const std::vector<K>& ks) {
+std::vector<std::string> names_of(const K (&ks)[N]) {
   std::vector<std::string> n;
   for (K k : ks) n.emplace_back(kernel_name(k));
   return n;
@@ -648,14 +625,14 @@ void attention_forward(const AttnShape& s, const std::vector<const void*>& q, co
   if constexpr (std::is_same_v<T, float>) {
     if (!set && attention_autotune_mode() > 0) {
       const TuneKey key = tune_key(false, s, valid, mma_rows_aligned(s.dh, q, k, v, o), 0);
-      if (!decided(key, kFwdCandidates, &kern)) {
-        const std::vector<FwdKernel> cands = may_try(kFwdCandidates);
-        const int64_t rows = s.B * s.H * s.T;
-        kern = cands[size_t(autotune(
-            key, names_of(cands),
-            [&](int i) { return forward_with<float>(cands[size_t(i)], s, q, k, v, lambda, valid, o, lse); },
-            {{static_cast<const float*>(o), rows * s.dh}, {static_cast<const float*>(lse), rows}}))];
-      }
+      static const std::vector<std::string> names = names_of(kFwdCandidates);
+      const int64_t rows = s.B * s.H * s.T;
+      kern = kFwdCandidates[autotune(
+          key, names,
+          [&](int i) { return forward_with<float>(kFwdCandidates[i], s, q, k, v, lambda, valid, o, lse); },
+          [&]() -> std::vector<TuneOutput> {
+            return {{static_cast<const float*>(o), rows * s.dh}, {static_cast<const float*>(lse), rows}};
+          })];
     }
   }
   if (!forward_with<T>(kern, s, q, k, v, lambda, valid, o, lse))
@@ -679,24 +656,24 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
     if (!set && attention_autotune_mode() > 0) {
       const unsigned want = (dq.empty() ? 0u : 1u) | (dk.empty() ? 0u : 2u) | (dv ? 4u : 0u) | (dlambda ? 8u : 0u);
       const TuneKey key = tune_key(true, s, valid, mma_rows_aligned(s.dh, q, k, v, dout, dq, dk, dv), want);
-      if (!decided(key, kBwdCandidates, &kern)) {
-        const std::vector<BwdKernel> cands = may_try(kBwdCandidates);
-        std::vector<TuneOutput> outs;
-        for (int64_t l = 0; l < s.L; ++l) {
-          const int64_t n = level_elems(s, l);
-          if (!dq.empty()) outs.push_back({static_cast<const float*>(dq[size_t(l)]), n});
-          if (!dk.empty()) outs.push_back({static_cast<const float*>(dk[size_t(l)]), n});
-        }
-        if (dv) outs.push_back({static_cast<const float*>(dv), level_elems(s, 0)});
-        if (dlambda) outs.push_back({static_cast<const float*>(dlambda), s.H * s.L});
-        kern = cands[size_t(autotune(
-            key, names_of(cands),
-            [&](int i) {
-              return backward_with<float>(cands[size_t(i)], s, q, k, v, lambda, valid, o, lse, dout, dq, dk, dv,
-                                          dlambda);
-            },
-            outs))];
-      }
+      static const std::vector<std::string> names = names_of(kBwdCandidates);
+      kern = kBwdCandidates[autotune(
+          key, names,
+          [&](int i) {
+            return backward_with<float>(kBwdCandidates[i], s, q, k, v, lambda, valid, o, lse, dout, dq, dk, dv,
+                                        dlambda);
+          },
+          [&] {
+            std::vector<TuneOutput> outs;
+            for (int64_t l = 0; l < s.L; ++l) {
+              const int64_t n = level_elems(s, l);
+              if (!dq.empty()) outs.push_back({static_cast<const float*>(dq[size_t(l)]), n});
+              if (!dk.empty()) outs.push_back({static_cast<const float*>(dk[size_t(l)]), n});
+            }
+            if (dv) outs.push_back({static_cast<const float*>(dv), level_elems(s, 0)});
+            if (dlambda) outs.push_back({static_cast<const float*>(dlambda), s.H * s.L});
+            return outs;
+          })];
     }
   }
   if (backward_with<T>(kern, s, q, k, v, lambda, valid, o, lse, dout, dq, dk, dv, dlambda)) return;

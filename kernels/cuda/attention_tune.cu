@@ -186,16 +186,18 @@ std::string describe(const TuneKey& k) {
   return s;
 }
 
-int attention_autotune_mode() {
-  {
-    std::lock_guard lock(cache().mu);
-    if (g_api_mode >= 0) return g_api_mode;
-  }
+// The mode, the caller holding cache().mu.
+int autotune_mode_locked() {
+  if (g_api_mode >= 0) return g_api_mode;
   const char* e = std::getenv("HKT_CUDA_ATTN_AUTOTUNE");
   if (!e || !*e || std::string_view(e) == "0") return 0;
   if (std::string_view(e) == "1") return 1;
   if (std::string_view(e) == "verbose") return 2;
   throw Error(str_cat("hkt_attention: HKT_CUDA_ATTN_AUTOTUNE=", e, " is not 0, 1 or verbose"));
+}
+int attention_autotune_mode() {
+  std::lock_guard lock(cache().mu);
+  return autotune_mode_locked();
 }
 void set_attention_autotune(int mode) {
   HKT_CHECK(mode >= -1 && mode <= 2, "cuda_attention_autotune: mode ", mode, " is not -1 (the variable), 0, 1 or 2");
@@ -231,18 +233,23 @@ void set_attention_autotune_listener(std::function<void()> f) {
 }
 
 int autotune(const TuneKey& key, const std::vector<std::string>& names, const std::function<bool(int)>& run,
-             const std::vector<TuneOutput>& outputs) {
+             const std::function<std::vector<TuneOutput>()>& outputs) {
   HKT_CHECK(!names.empty(), "autotune: no candidates for ", describe(key));
-  const bool verbose = attention_autotune_mode() == 2;
   Cache& c = cache();
   // Held through the trials: two threads tuning at once would time each other.
   std::unique_lock lock(c.mu);
   if (auto it = c.index.find(key); it != c.index.end()) {
     const std::string& chosen = c.results[it->second].chosen;
     for (size_t i = 0; i < names.size(); ++i)
-      if (names[i] == chosen) return static_cast<int>(i);
-    // A preset kernel this build does not have: tuned below, replacing it.
+      if (names[i] == chosen && (i == 0 || autotune_may_try(chosen))) return static_cast<int>(i);
+    // Skipped now, or a preset kernel this build does not have: tuned below, replacing it.
   }
+  // Which candidates run: the reference, and those the skip variable does not name.
+  std::vector<size_t> tried{0};
+  for (size_t i = 1; i < names.size(); ++i)
+    if (autotune_may_try(names[i])) tried.push_back(i);
+  const bool verbose = autotune_mode_locked() == 2;
+  const std::vector<TuneOutput> outs = outputs();
   TuneResult res{key, names[0], {}};
   // The reference's outputs, kept.
   bool ref_ran = false;
@@ -253,13 +260,14 @@ int autotune(const TuneKey& key, const std::vector<std::string>& names, const st
   }
   HKT_CHECK(ref_ran, "autotune: the reference kernel ", names[0], " cannot take ", describe(key));
   std::vector<std::unique_ptr<Scratch>> ref;
-  for (const TuneOutput& o : outputs) {
+  for (const TuneOutput& o : outs) {
     ref.push_back(std::make_unique<Scratch>(std::max<size_t>(1, size_t(o.n) * sizeof(float))));
     CUDA_CHECK(cudaMemcpyAsync(ref.back()->as<float>(), o.data, size_t(o.n) * sizeof(float),
                                cudaMemcpyDeviceToDevice, stream()));
   }
-  int best = -1;
-  for (size_t i = 0; i < names.size(); ++i) {
+  int best = -1;          // into names
+  size_t best_trial = 0;  // into res.trials
+  for (size_t i : tried) {
     TuneTrial t{names[i], -1, 0, ""};
     try {
       if (i > 0 && !run(static_cast<int>(i))) {
@@ -267,13 +275,16 @@ int autotune(const TuneKey& key, const std::vector<std::string>& names, const st
         res.trials.push_back(t);
         continue;
       }
-      for (size_t o = 0; o < outputs.size(); ++o)
-        t.rel_error = std::max(t.rel_error, rel_error(outputs[o].data, ref[o]->as<float>(), outputs[o].n));
+      for (size_t o = 0; o < outs.size(); ++o)
+        t.rel_error = std::max(t.rel_error, rel_error(outs[o].data, ref[o]->as<float>(), outs[o].n));
       if (!(t.rel_error <= kTuneRelTol)) {
         t.outcome = "wrong results";
       } else {
         t.ms = std::min(run_ms(run, static_cast<int>(i)), run_ms(run, static_cast<int>(i)));
-        if (best < 0 || t.ms < res.trials[size_t(best)].ms) best = static_cast<int>(i);
+        if (best < 0 || t.ms < res.trials[best_trial].ms) {
+          best = static_cast<int>(i);
+          best_trial = res.trials.size();
+        }
         t.outcome = "slower";
       }
     } catch (const Error& e) {
@@ -284,7 +295,7 @@ int autotune(const TuneKey& key, const std::vector<std::string>& names, const st
   }
   HKT_CHECK(best >= 0, "autotune: no kernel matched the reference on ", describe(key));
   res.chosen = names[size_t(best)];
-  res.trials[size_t(best)].outcome = "chosen";
+  res.trials[best_trial].outcome = "chosen";
   if (verbose) {
     std::string line = str_cat("hkt: attention autotune, ", describe(key), ":");
     for (const TuneTrial& t : res.trials) {

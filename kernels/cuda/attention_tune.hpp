@@ -78,8 +78,7 @@ void clear_attention_autotune();
 // calls run `kernel` from now on, unless the kernel is not among a call's
 // candidates (another build), which is then tuned. Replaces a decision made.
 void set_attention_decision(const TuneKey& key, const std::string& kernel);
-// The kernel decided for `key` ("" when none is): what autotune() looks up
-// first, for a caller that would rather not build its candidates then.
+// The kernel decided for `key` ("" when none is).
 std::string attention_decision(const TuneKey& key);
 // Called after each new decision of the tuner (outside its lock), e.g. to
 // save the decisions; an empty function removes it.
@@ -89,15 +88,20 @@ void set_attention_autotune_listener(std::function<void()> f);
 // tested to against the CPU (docs/cuda.md).
 constexpr double kTuneRelTol = 1e-4;
 
-// The index of the candidate to use for `key`. The first call for a key runs
-// candidate 0 (the reference: it must take the call), keeps its outputs, then
-// runs every other candidate i: run(i) returns false when i cannot take the
-// call; otherwise its outputs must match the reference's within kTuneRelTol
-// (an exact match for non-finite values), and a candidate that throws
-// hkt::Error is passed over. The matching ones are timed (best of 2 runs after
-// the checked one) and the fastest is cached. Later calls only look it up.
-// The outputs hold whatever ran last: the caller runs the chosen kernel.
+// The index among `names` (every candidate of the pass, the reference
+// first) of the kernel to use for `key`. A decided key returns its kernel's
+// index at once, running nothing and calling neither `run` nor `outputs`,
+// unless HKT_CUDA_ATTN_AUTOTUNE_SKIP names that kernel or `names` lacks it (a
+// decision preset by another build): such a key is tuned again, as a new one
+// is. Tuning runs candidate 0 (the reference: it must take the call, and is
+// never skipped), keeps its outputs, then runs every other candidate i that
+// the skip variable does not name: run(i) returns false when i cannot take
+// the call; otherwise its outputs must match the reference's within
+// kTuneRelTol (an exact match for non-finite values), and a candidate that
+// throws hkt::Error is passed over. The matching ones are timed (best of 2
+// runs after the checked one) and the fastest is cached. The outputs hold
+// whatever ran last: the caller runs the chosen kernel.
 int autotune(const TuneKey& key, const std::vector<std::string>& names, const std::function<bool(int)>& run,
-             const std::vector<TuneOutput>& outputs);
+             const std::function<std::vector<TuneOutput>()>& outputs);
 
 }  // namespace hkt::cuda
