@@ -262,6 +262,31 @@ TEST_CASE("cuda ops: optimizer updates") {
   scale_(p, 0.5);
   scale_(pg, 0.5);
   check_close(pg, p, "scale_");
+
+  // Many tensors at once (gradient clipping): 150 of them, so three launches of
+  // 64, sizes around a kernel chunk (16384) and empty ones, both dtypes. Each
+  // sum is the one-tensor op's to the bit, and close to the CPU's.
+  std::vector<Tensor> cpu_ts, gpu_ts;
+  for (int i = 0; i < 150; ++i) {
+    const int64_t n = i % 7 == 3 ? 0 : (i * 2731) % 40000 + (i % 5 == 0 ? 16384 : 1);
+    cpu_ts.push_back(rnd({n}, -1, 1, uint64_t(100 + i), i % 3 == 0 ? DType::Float64 : DType::Float32));
+    gpu_ts.push_back(gpu(cpu_ts.back()));
+  }
+  const std::vector<double> sums = sum_of_squares_multi(gpu_ts), cpu_sums = sum_of_squares_multi(cpu_ts);
+  REQUIRE(sums.size() == gpu_ts.size());
+  for (size_t i = 0; i < gpu_ts.size(); ++i) {
+    INFO("tensor " << i << " of " << gpu_ts[i].numel());
+    CHECK(sums[i] == sum_of_squares(gpu_ts[i]));
+    CHECK(sums[i] == doctest::Approx(cpu_sums[i]).epsilon(1e-12));
+  }
+  std::vector<Tensor> one_by_one;
+  for (const Tensor& t : gpu_ts) one_by_one.push_back(clone(t));
+  scale_multi_(gpu_ts, 0.3);
+  for (size_t i = 0; i < gpu_ts.size(); ++i) {
+    scale_(one_by_one[i], 0.3);
+    CHECK(to_dtype(gpu_ts[i], DType::Float64).to_vector<double>() ==
+          to_dtype(one_by_one[i], DType::Float64).to_vector<double>());
+  }
 }
 
 TEST_CASE("cuda ops: a classifier trains on the GPU like on the CPU (model.to, nn::AdamW)") {

@@ -321,6 +321,52 @@ TEST_CASE("clip_grad_norm_") {
   check_error([&] { clip_grad_norm_(ps, 0.0); }, "max_norm must be positive");
 }
 
+TEST_CASE("sum_of_squares_multi and scale_multi_: each tensor as the one-tensor ops, checked before any write") {
+  // Mixed dtypes, an empty tensor, a non-contiguous one (copied first, as
+  // sum_of_squares copies it) and one above a kernel chunk (16384 elements).
+  Generator g(4);
+  const Tensor a = uniform({3, 5}, -1, 1, {DType::Float32}, &g);
+  const Tensor b = uniform({7}, -2, 2, {DType::Float64}, &g);
+  const Tensor e = zeros({0});
+  const Tensor big = uniform({40000}, -1, 1, {DType::Float32}, &g);
+  const Tensor nc = transpose(uniform({4, 6}, -1, 1, {DType::Float64}, &g), 0, 1);
+  const std::vector<Tensor> ts{a, b, e, big, nc};
+  const std::vector<double> s = sum_of_squares_multi(ts);
+  REQUIRE(s.size() == ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) CHECK(s[i] == sum_of_squares(ts[i]));
+  CHECK(s[2] == 0.0);
+  CHECK(sum_of_squares_multi({}).empty());
+
+  // scale_multi_ writes what scale_ writes, bumping each storage's version once.
+  std::vector<Tensor> x{clone(a), clone(b), clone(e), clone(big)}, y{clone(a), clone(b), clone(e), clone(big)};
+  std::vector<uint64_t> ver;
+  for (const Tensor& t : x) ver.push_back(t.storage()->version());
+  scale_multi_(x, 0.37);
+  for (size_t i = 0; i < y.size(); ++i) {
+    scale_(y[i], 0.37);
+    CHECK(vals(x[i]) == vals(y[i]));
+    CHECK(x[i].storage()->version() == ver[i] + 1);
+  }
+  scale_multi_({}, 2.0);
+
+  // Bad input names the tensor, and nothing is written.
+  const Vec before = vals(x[0]);
+  check_error([&] { sum_of_squares_multi({a, Tensor()}); }, "sum_of_squares_multi: tensor 1 is undefined");
+  check_error([&] { sum_of_squares_multi({a, zeros({2}, {DType::Int64})}); },
+              "sum_of_squares_multi: tensor 1 must be float32 or float64");
+  check_error([&] { scale_multi_({x[0], Tensor()}, 2.0); }, "scale_multi_: tensor 1 is undefined");
+  check_error([&] { scale_multi_({x[0], nc}, 2.0); }, "scale_multi_: tensor 1 (");
+  check_error([&] { scale_multi_({x[0], zeros({2}, {DType::Int64})}, 2.0); },
+              "scale_multi_: expected a float32 or float64 tensor 1");
+  const Tensor whole = zeros({10});
+  check_error([&] { scale_multi_({x[0], narrow(whole, 0, 0, 6), narrow(whole, 0, 4, 6)}, 2.0); },
+              "scale_multi_: tensors 1 and 2 overlap in memory");
+  scale_multi_({narrow(whole, 0, 0, 5), narrow(whole, 0, 5, 5)}, 2.0);  // adjacent views are fine
+  const Tensor w = zeros({3}).set_requires_grad(true);
+  check_error([&] { scale_multi_({x[0], w}, 2.0); }, "scale_multi_: in-place write to a tensor 1 that requires grad");
+  CHECK(vals(x[0]) == before);
+}
+
 TEST_CASE("lr schedules") {
   const LRSchedule c = LRSchedule::constant(4);
   CHECK(c.factor(0) == 0.25);

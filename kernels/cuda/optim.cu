@@ -59,6 +59,60 @@ __global__ void sum_in_order(const double* part, int64_t n, double* out) {
   *out = s;
 }
 
+// Up to 64 tensors of a multi-tensor launch, passed by value (no table to
+// copy to the device first). first[i]: tensor i's first chunk among the
+// launch's chunks (sum of squares), first[count] their number.
+constexpr int kMultiPerLaunch = 64;
+struct MultiTable {
+  void* x[kMultiPerLaunch];
+  int64_t n[kMultiPerLaunch];
+  int64_t first[kMultiPerLaunch + 1];
+  int count;
+};
+// sum_squares_partial on chunk blockIdx.x of the launch: the same chunk of
+// the same tensor, the same threads, so the same partial to the bit.
+template <class T>
+__global__ void sum_squares_partial_multi(const MultiTable tab, double* part) {
+  const int64_t c = blockIdx.x;
+  int i = 0;
+  while (i + 1 < tab.count && tab.first[i + 1] <= c) ++i;  // empty tensors own no chunk
+  const T* x = static_cast<const T*>(tab.x[i]);
+  const int64_t lo = (c - tab.first[i]) * kChunk, hi = lo + kChunk < tab.n[i] ? lo + kChunk : tab.n[i];
+  double s = 0;
+  for (int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x) {
+    const double xj = static_cast<double>(x[j]);
+    s += xj * xj;
+  }
+  s = block_reduce(s, 0.0, SumOp{});
+  if (threadIdx.x == 0) part[c] = s;
+}
+// Thread i: tensor i's partials in order, as sum_in_order.
+__global__ void sum_in_order_multi(const MultiTable tab, const double* part, double* out) {
+  const int i = static_cast<int>(threadIdx.x);
+  if (i >= tab.count) return;
+  double s = 0;
+  for (int64_t c = tab.first[i]; c < tab.first[i + 1]; ++c) s += part[c];
+  out[i] = s;
+}
+// blockIdx.y picks the tensor, the grid-stride loop over x covers it.
+template <class T>
+__global__ void scale_multi_kernel(const MultiTable tab, double f) {
+  T* x = static_cast<T*>(tab.x[blockIdx.y]);
+  HKT_CUDA_LOOP(i, tab.n[blockIdx.y]) x[i] = static_cast<T>(static_cast<double>(x[i]) * f);
+}
+// The table of ts[first, first + 64).
+MultiTable multi_table(const std::vector<MultiTensor>& ts, size_t first) {
+  MultiTable tab{};
+  tab.count = static_cast<int>(std::min<size_t>(kMultiPerLaunch, ts.size() - first));
+  for (int i = 0; i < tab.count; ++i) {
+    const MultiTensor& t = ts[first + size_t(i)];
+    tab.x[i] = t.x;
+    tab.n[i] = t.n;
+    tab.first[i + 1] = tab.first[i] + (t.n + kChunk - 1) / kChunk;
+  }
+  return tab;
+}
+
 }  // namespace
 
 template <class T>
@@ -116,6 +170,38 @@ double sum_squares(const void* x, int64_t n) {
 }
 
 template <class T>
+void sum_squares_multi(const std::vector<MultiTensor>& ts, double* out) {
+  if (ts.empty()) return;
+  Scratch sums(ts.size() * sizeof(double));
+  for (size_t first = 0; first < ts.size(); first += kMultiPerLaunch) {
+    const MultiTable tab = multi_table(ts, first);
+    const int64_t chunks = tab.first[tab.count];
+    HKT_CHECK(chunks < (int64_t{1} << 31), "sum_of_squares: tensors too large for the CUDA kernel");
+    Scratch part(static_cast<size_t>(std::max<int64_t>(chunks, 1)) * sizeof(double));
+    if (chunks > 0) {
+      HKT_LAUNCH(static_cast<unsigned>(chunks), kThreads, 0, sum_squares_partial_multi<T>)(tab, part.as<double>());
+      CUDA_CHECK_LAUNCH();
+    }
+    HKT_LAUNCH(1, kMultiPerLaunch, 0, sum_in_order_multi)(tab, part.as<double>(), sums.as<double>() + first);
+    CUDA_CHECK_LAUNCH();
+  }
+  copy_device_to_host(out, sums.as<double>(), ts.size() * sizeof(double));
+}
+
+template <class T>
+void scale_multi(const std::vector<MultiTensor>& ts, double factor) {
+  for (size_t first = 0; first < ts.size(); first += kMultiPerLaunch) {
+    const MultiTable tab = multi_table(ts, first);
+    int64_t most = 0;
+    for (int i = 0; i < tab.count; ++i) most = std::max(most, tab.n[i]);
+    if (most == 0) continue;
+    const dim3 grid(std::min(blocks_for(most), 1024u), static_cast<unsigned>(tab.count));
+    HKT_LAUNCH(grid, kThreads, 0, scale_multi_kernel<T>)(tab, factor);
+    CUDA_CHECK_LAUNCH();
+  }
+}
+
+template <class T>
 void scale(void* x, int64_t n, double factor) {
   if (n == 0) return;
   HKT_LAUNCH(blocks_for(n), kThreads, 0, scale_kernel<T>)(static_cast<T*>(x), n, factor);
@@ -128,6 +214,8 @@ void scale(void* x, int64_t n, double factor) {
                                 double, double);                                                              \
   template void adamw_update_multi<T>(const std::vector<AdamWTensor>&, double, double, double);               \
   template double sum_squares<T>(const void*, int64_t);                                                       \
+  template void sum_squares_multi<T>(const std::vector<MultiTensor>&, double*);                               \
+  template void scale_multi<T>(const std::vector<MultiTensor>&, double);                                      \
   template void scale<T>(void*, int64_t, double);
 HKT_INST(float)
 HKT_INST(double)

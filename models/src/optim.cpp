@@ -261,25 +261,28 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
   NoGradGuard no_grad;
   std::vector<Tensor> grads;
   std::set<const TensorImpl*> seen;  // a parameter listed twice counts once
-  double total = 0.0;
   for (size_t i = 0; i < params.size(); ++i) {
     HKT_CHECK(params[i].defined(), "clip_grad_norm_: parameter ", i, " is undefined");
     if (!seen.insert(params[i].unsafe_impl()).second) continue;
     Tensor g = params[i].grad();
-    if (!g.defined()) continue;
-    total += sum_of_squares(g);
-    grads.push_back(g);
+    if (g.defined()) grads.push_back(g);
   }
+  // All the squared norms at once (on a GPU one wait for all, not one per
+  // parameter), added in the parameters' order.
+  double total = 0.0;
+  for (double s : sum_of_squares_multi(grads)) total += s;
   const double norm = std::sqrt(total);
   if (!std::isfinite(norm) || norm <= max_norm) return norm;
   const double f = max_norm / (norm + 1e-6);
+  std::vector<Tensor> contiguous_grads;
   for (Tensor& g : grads) {
     if (g.is_contiguous()) {
-      scale_(g, f);
+      contiguous_grads.push_back(g);
     } else {
       copy_(g, g * f);
     }
   }
+  scale_multi_(contiguous_grads, f);
   return norm;
 }
 

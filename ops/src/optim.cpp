@@ -1,7 +1,13 @@
 // In-place optimizer updates: argument checks here, loops in kernels/cpu/optim.hpp.
 #include "hkt/ops/optim.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
 
 #include "hkt/core/grad_mode.hpp"
 #include "hkt/core/kernel_table.hpp"
@@ -21,11 +27,17 @@ using AdamWSig = void(void* p, const void* g, void* m, void* v, int64_t n, doubl
                       double decay, double step_size, double bc2_sqrt);
 using SumSquaresSig = double(const void* x, int64_t n);
 using ScaleSig = void(void* x, int64_t n, double factor);
+// Many tensors of one device type and dtype: (data, elements) each.
+using MultiTensors = std::vector<std::pair<void*, int64_t>>;
+using SumSquaresMultiSig = void(const MultiTensors& ts, double* out);
+using ScaleMultiSig = void(const MultiTensors& ts, double factor);
 
 KernelTable<SgdSig> sgd_kernels{"sgd_update_"};
 KernelTable<AdamWSig> adamw_kernels{"adamw_update_"};
 KernelTable<SumSquaresSig> sum_squares_kernels{"sum_of_squares"};
 KernelTable<ScaleSig> scale_kernels{"scale_"};
+KernelTable<SumSquaresMultiSig> sum_squares_multi_kernels{"sum_of_squares_multi"};
+KernelTable<ScaleMultiSig> scale_multi_kernels{"scale_multi_"};
 
 template <class T>
 void cpu_sgd(void* p, const void* g, void* buf, int64_t n, double lr, double momentum, double dampening, double wd,
@@ -47,6 +59,29 @@ template <class T>
 void cpu_scale(void* x, int64_t n, double factor) {
   cpu::scale<T>(static_cast<T*>(x), n, factor);
 }
+template <class T>
+void cpu_sum_squares_multi(const MultiTensors& ts, double* out) {
+  for (size_t i = 0; i < ts.size(); ++i) out[i] = cpu::sum_squares<T>(static_cast<const T*>(ts[i].first), ts[i].second);
+}
+template <class T>
+void cpu_scale_multi(const MultiTensors& ts, double factor) {
+  for (const auto& [x, n] : ts) cpu::scale<T>(static_cast<T*>(x), n, factor);
+}
+#if HKT_WITH_CUDA
+std::vector<cuda::MultiTensor> cuda_multi(const MultiTensors& ts) {
+  std::vector<cuda::MultiTensor> m;
+  for (const auto& [x, n] : ts) m.push_back({x, n});
+  return m;
+}
+template <class T>
+void cuda_sum_squares_multi(const MultiTensors& ts, double* out) {
+  cuda::sum_squares_multi<T>(cuda_multi(ts), out);
+}
+template <class T>
+void cuda_scale_multi(const MultiTensors& ts, double factor) {
+  cuda::scale_multi<T>(cuda_multi(ts), factor);
+}
+#endif
 
 const bool kRegistered = [] {
   constexpr auto C = DeviceType::CPU;
@@ -58,6 +93,10 @@ const bool kRegistered = [] {
   sum_squares_kernels.set(C, DType::Float64, &cpu_sum_squares<double>);
   scale_kernels.set(C, DType::Float32, &cpu_scale<float>);
   scale_kernels.set(C, DType::Float64, &cpu_scale<double>);
+  sum_squares_multi_kernels.set(C, DType::Float32, &cpu_sum_squares_multi<float>);
+  sum_squares_multi_kernels.set(C, DType::Float64, &cpu_sum_squares_multi<double>);
+  scale_multi_kernels.set(C, DType::Float32, &cpu_scale_multi<float>);
+  scale_multi_kernels.set(C, DType::Float64, &cpu_scale_multi<double>);
 #if HKT_WITH_CUDA
   constexpr auto G = DeviceType::CUDA;
   sgd_kernels.set(G, DType::Float32, &cuda::sgd_update<float>);
@@ -68,6 +107,10 @@ const bool kRegistered = [] {
   sum_squares_kernels.set(G, DType::Float64, &cuda::sum_squares<double>);
   scale_kernels.set(G, DType::Float32, &cuda::scale<float>);
   scale_kernels.set(G, DType::Float64, &cuda::scale<double>);
+  sum_squares_multi_kernels.set(G, DType::Float32, &cuda_sum_squares_multi<float>);
+  sum_squares_multi_kernels.set(G, DType::Float64, &cuda_sum_squares_multi<double>);
+  scale_multi_kernels.set(G, DType::Float32, &cuda_scale_multi<float>);
+  scale_multi_kernels.set(G, DType::Float64, &cuda_scale_multi<double>);
 #endif
   return true;
 }();
@@ -202,14 +245,75 @@ double sum_of_squares(const Tensor& t) {
   return sum_squares_kernels.get(c.device(), c.dtype())(c.raw_data(), c.numel());
 }
 
+namespace {
+// Tensors that one multi-tensor kernel call takes: same device, same dtype.
+std::tuple<int, int, int> group_key(const Tensor& t) {
+  return {static_cast<int>(t.device().type), t.device().index, static_cast<int>(t.dtype())};
+}
+}  // namespace
+
+std::vector<double> sum_of_squares_multi(const std::vector<Tensor>& ts) {
+  NoGradGuard no_grad;
+  std::vector<Tensor> c(ts.size());
+  // The tensors by (device, dtype), in order: one kernel call per group.
+  std::map<std::tuple<int, int, int>, std::vector<size_t>> groups;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    HKT_CHECK(ts[i].defined(), "sum_of_squares_multi: tensor ", i, " is undefined");
+    HKT_CHECK(is_floating(ts[i].dtype()), "sum_of_squares_multi: tensor ", i,
+              " must be float32 or float64, got ", meta_str(ts[i].meta()));
+    c[i] = contiguous(ts[i].detach());
+    groups[group_key(c[i])].push_back(i);
+  }
+  std::vector<double> out(ts.size());
+  for (const auto& [key, idx] : groups) {
+    MultiTensors m;
+    for (size_t i : idx) m.emplace_back(c[i].raw_data(), c[i].numel());
+    std::vector<double> sums(idx.size());
+    sum_squares_multi_kernels.get(c[idx[0]].device(), c[idx[0]].dtype())(m, sums.data());
+    for (size_t j = 0; j < idx.size(); ++j) out[idx[j]] = sums[j];
+  }
+  return out;
+}
+
+namespace {
+void check_scale(const char* op, const Tensor& t, const std::string& which) {
+  HKT_CHECK(t.defined(), op, ": tensor", which, " is undefined");
+  HKT_CHECK(is_floating(t.dtype()), op, ": expected a float32 or float64 tensor", which, ", got ", meta_str(t.meta()));
+  HKT_CHECK(t.is_contiguous(), op, ": tensor", which, " (", meta_str(t.meta()), ") must be contiguous");
+  HKT_CHECK(!(t.requires_grad() && GradMode::is_enabled()), op, ": in-place write to a tensor", which,
+            " that requires grad; do it under NoGradGuard");
+}
+}  // namespace
+
 void scale_(Tensor& t, double factor) {
-  HKT_CHECK(t.defined(), "scale_: tensor is undefined");
-  HKT_CHECK(is_floating(t.dtype()), "scale_: expected a float32 or float64 tensor, got ", meta_str(t.meta()));
-  HKT_CHECK(t.is_contiguous(), "scale_: tensor (", meta_str(t.meta()), ") must be contiguous");
-  HKT_CHECK(!(t.requires_grad() && GradMode::is_enabled()),
-            "scale_: in-place write to a tensor that requires grad; do it under NoGradGuard");
+  check_scale("scale_", t, "");
   scale_kernels.get(t.device(), t.dtype())(t.raw_data(), t.numel(), factor);
   t.storage()->bump_version();
+}
+
+void scale_multi_(const std::vector<Tensor>& ts, double factor) {
+  std::map<std::tuple<int, int, int>, std::vector<size_t>> groups;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    check_scale("scale_multi_", ts[i], str_cat(" ", i));
+    groups[group_key(ts[i])].push_back(i);
+  }
+  // No element may be scaled twice: the tensors' memory must not overlap.
+  std::vector<std::tuple<uintptr_t, uintptr_t, size_t>> spans;  // [begin, end), index
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const auto b = reinterpret_cast<uintptr_t>(ts[i].raw_data());
+    if (ts[i].numel() > 0) spans.emplace_back(b, b + static_cast<uintptr_t>(ts[i].numel()) * dtype_size(ts[i].dtype()), i);
+  }
+  std::sort(spans.begin(), spans.end());
+  for (size_t k = 1; k < spans.size(); ++k)
+    HKT_CHECK(std::get<0>(spans[k]) >= std::get<1>(spans[k - 1]), "scale_multi_: tensors ",
+              std::min(std::get<2>(spans[k - 1]), std::get<2>(spans[k])), " and ",
+              std::max(std::get<2>(spans[k - 1]), std::get<2>(spans[k])), " overlap in memory (an element would be scaled twice)");
+  for (const auto& [key, idx] : groups) {
+    MultiTensors m;
+    for (size_t i : idx) m.emplace_back(ts[i].raw_data(), ts[i].numel());
+    scale_multi_kernels.get(ts[idx[0]].device(), ts[idx[0]].dtype())(m, factor);
+  }
+  for (const Tensor& t : ts) t.storage()->bump_version();
 }
 
 }  // namespace hkt

@@ -433,7 +433,8 @@ struct Run {
       }
       const int64_t lo = pos * cfg.batch_size, hi = std::min(lo + cfg.batch_size, data.train.size());
       const std::vector<int64_t> idx(order.begin() + lo, order.begin() + hi);
-      const Batch b = on_device(data.train.batch(idx), ropt.device);
+      const Batch hb = data.train.batch(idx);  // on the host: its labels need no copy back
+      const Batch b = on_device(hb, ropt.device);
       const Tensor logits = model->forward(b.inputs, b.valid);
       const Tensor loss = cross_entropy(logits, b.labels);
       const double lv = loss.item_double();
@@ -446,7 +447,7 @@ struct Run {
       const double lr_now = opt->lr(0);
       opt->step();
       ++step;
-      const int64_t correct = count_correct(logits, b.labels.to_vector<int64_t>());
+      const int64_t correct = count_correct(logits, hb.labels.to_vector<int64_t>());
       const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
       seg_train += dt;
       ++seg_steps;
@@ -706,12 +707,13 @@ EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t 
   for (int64_t lo = 0; lo < m; lo += batch_size) {
     const int64_t hi = std::min(lo + batch_size, m);
     const std::vector<int64_t> idx(order.begin() + lo, order.begin() + hi);
-    const Batch b = on_device(data.batch(idx), device);
+    const Batch hb = data.batch(idx);
+    const Batch b = on_device(hb, device);
     const Tensor logits = model.forward(b.inputs, b.valid);
     HKT_CHECK(logits.size(1) == data.classes, "evaluate: the model has ", logits.size(1), " classes but ",
               data.name, " has ", data.classes);
     loss_sum += cross_entropy(logits, b.labels, -100, Reduction::Sum).item_double();
-    correct += count_correct(logits, b.labels.to_vector<int64_t>(), &r.confusion);
+    correct += count_correct(logits, hb.labels.to_vector<int64_t>(), &r.confusion);
     r.examples += hi - lo;
   }
   model.train(was_training);

@@ -54,4 +54,18 @@ uint64_t wgmma_count();
 // instantiation its own), for a test that tells which kernels a call ran.
 std::set<const void*> launched_kernels();
 void clear_launched_kernels();
+// What the host asked of the device since the last clear_work_counts: each is
+// a call a GPU pays for on the host (a launch, a cuBLAS product, a copy or a
+// memset: a few microseconds each), and a copy to the host also waits for
+// the work queued before it. hkt-bench-launches prints them per training step.
+struct WorkCounts {
+  uint64_t launches = 0;  // kernel launches (HKT_LAUNCH)
+  uint64_t gemms = 0;     // cuBLAS products (one per call, batched or not)
+  uint64_t copies = 0;    // cudaMemcpy(Async) calls, every direction
+  uint64_t to_host = 0;   // of those, device to host
+  uint64_t memsets = 0;   // cudaMemset(Async) calls
+};
+WorkCounts work_counts();
+void clear_work_counts();
+WorkCounts& work_counts_mut();  // the emulator's own (runtime, cuBLAS, launches)
 }  // namespace hkt_emu

@@ -563,6 +563,12 @@ std::set<const void*>& launched() {
 }  // namespace
 std::set<const void*> launched_kernels() { return launched(); }
 void clear_launched_kernels() { launched().clear(); }
+WorkCounts& work_counts_mut() {
+  static WorkCounts w;
+  return w;
+}
+WorkCounts work_counts() { return work_counts_mut(); }
+void clear_work_counts() { work_counts_mut() = WorkCounts{}; }
 
 int run_grid(const void* kernel_key, dim3 grid, dim3 block, size_t smem, const std::function<void()>& body) {
   if (t_in_kernel)
@@ -572,6 +578,7 @@ int run_grid(const void* kernel_key, dim3 grid, dim3 block, size_t smem, const s
   static std::mutex one_grid;
   const std::lock_guard<std::mutex> lock(one_grid);
   launched().insert(kernel_key);
+  ++work_counts_mut().launches;
   const size_t threads = size_t(block.x) * block.y * block.z;
   if (threads == 0 || threads > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
       grid.z > 65535)

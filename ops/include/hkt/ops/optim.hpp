@@ -50,8 +50,17 @@ void adamw_update_multi_(const std::vector<AdamWItem>& items, double beta1, doub
 // same bits for any thread count). A non-contiguous t is copied first.
 double sum_of_squares(const Tensor& t);
 
+// sum_of_squares of every tensor, each to the bit what sum_of_squares gives:
+// on CUDA in a few launches for all of them and one copy to the host, where
+// a loop of sum_of_squares waits for the GPU once per tensor (gradient
+// clipping: nn::clip_grad_norm_). Tensors may differ in device and dtype.
+std::vector<double> sum_of_squares_multi(const std::vector<Tensor>& ts);
+
 // t *= factor in place (floating, contiguous; bumps the storage version).
 // Refuses a tensor that requires grad while grad mode is on, like copy_.
 void scale_(Tensor& t, double factor);
+// scale_ of every tensor (each checked as scale_ checks it, all before any is
+// written); on CUDA one launch per dtype and 64 tensors.
+void scale_multi_(const std::vector<Tensor>& ts, double factor);
 
 }  // namespace hkt
