@@ -14,13 +14,19 @@
 // both), divided by N: the trainer's own step (forward, loss, backward,
 // gradient clipping, AdamW, accuracy), nothing else.
 //
-//   hkt-bench-launches [--steps N] [--max-to-host K]
-// Prints one markdown table. --max-to-host K exits 1 when a model's step
-// copies to the host more than K times (CTest device_syncs_per_step).
+//   hkt-bench-launches [--steps N] [--max-to-host K] [--by-kernel]
+// Prints one markdown table; --by-kernel then a table per model of the
+// launches per step by kernel (as HKT_LAUNCH names it), most first.
+// --max-to-host K exits 1 when a model's step copies to the host more than
+// K times (CTest device_syncs_per_step).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cuda_emu/emulated.hpp"
 #include "hkt/hkt.hpp"
@@ -30,7 +36,12 @@ using namespace hkt;
 
 namespace {
 
-hkt_emu::WorkCounts run_counts(const std::string& model, int64_t steps) {
+struct Counts {
+  hkt_emu::WorkCounts work;
+  std::map<std::string, uint64_t> by_kernel;
+};
+
+Counts run_counts(const std::string& model, int64_t steps) {
   tasks::TrainConfig cfg;
   cfg.task = "synthetic";
   cfg.model = model;
@@ -48,20 +59,36 @@ hkt_emu::WorkCounts run_counts(const std::string& model, int64_t steps) {
   opt.device = Device::cuda();
   hkt_emu::clear_work_counts();
   tasks::train(cfg, opt);
-  return hkt_emu::work_counts();
+  return {hkt_emu::work_counts(), hkt_emu::launches_by_kernel()};
+}
+
+// Launches per step by kernel: b's minus a's, over n steps, most first.
+void print_by_kernel(const char* model, const Counts& a, const Counts& b, int64_t n) {
+  std::vector<std::pair<double, std::string>> rows;
+  for (const auto& [name, hi] : b.by_kernel) {
+    const auto it = a.by_kernel.find(name);
+    const uint64_t lo = it == a.by_kernel.end() ? 0 : it->second;
+    if (hi > lo) rows.emplace_back(static_cast<double>(hi - lo) / static_cast<double>(n), name);
+  }
+  std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::printf("\n| %s: kernel | launches per step |\n|---|--:|\n", model);
+  for (const auto& [per, name] : rows) std::printf("| `%s` | %.1f |\n", name.c_str(), per);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int64_t n = 2, max_to_host = -1;
+  bool by_kernel = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) {
       n = std::atoll(argv[++i]);
     } else if (!std::strcmp(argv[i], "--max-to-host") && i + 1 < argc) {
       max_to_host = std::atoll(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--by-kernel")) {
+      by_kernel = true;
     } else {
-      std::fprintf(stderr, "usage: hkt-bench-launches [--steps N] [--max-to-host K]\n");
+      std::fprintf(stderr, "usage: hkt-bench-launches [--steps N] [--max-to-host K] [--by-kernel]\n");
       return 2;
     }
   }
@@ -73,8 +100,11 @@ int main(int argc, char** argv) {
     std::printf("| model | launches | cuBLAS calls | copies | to host | memsets | per step of hkt-train, "
                 "emulated device |\n|---|--:|--:|--:|--:|--:|---|\n");
     bool over = false;
-    for (const char* model : {"hkt-small", "mha-small"}) {
-      const hkt_emu::WorkCounts a = run_counts(model, 2), b = run_counts(model, 2 + n);
+    std::vector<std::pair<Counts, Counts>> runs;
+    const char* models[] = {"hkt-small", "mha-small"};
+    for (const char* model : models) {
+      runs.emplace_back(run_counts(model, 2), run_counts(model, 2 + n));
+      const hkt_emu::WorkCounts &a = runs.back().first.work, &b = runs.back().second.work;
       const auto per = [&](uint64_t hi, uint64_t lo) { return static_cast<double>(hi - lo) / static_cast<double>(n); };
       const double to_host = per(b.to_host, a.to_host);
       std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.1f | B = 2, T = 16, clipping |\n", model,
@@ -86,6 +116,8 @@ int main(int argc, char** argv) {
         over = true;
       }
     }
+    if (by_kernel)
+      for (size_t m = 0; m < runs.size(); ++m) print_by_kernel(models[m], runs[m].first, runs[m].second, n);
     return over ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hkt-bench-launches: error: %s\n", e.what());

@@ -11,7 +11,9 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <set>
+#include <string>
 
 #ifndef HKT_EMULATED_BACKEND
 namespace hkt {
@@ -67,5 +69,7 @@ struct WorkCounts {
 };
 WorkCounts work_counts();
 void clear_work_counts();
+// The launches since clear_work_counts by kernel, named as HKT_LAUNCH names it.
+std::map<std::string, uint64_t> launches_by_kernel();
 WorkCounts& work_counts_mut();  // the emulator's own (runtime, cuBLAS, launches)
 }  // namespace hkt_emu

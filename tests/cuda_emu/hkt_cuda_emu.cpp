@@ -567,8 +567,30 @@ WorkCounts& work_counts_mut() {
   static WorkCounts w;
   return w;
 }
+namespace {
+std::map<std::string, uint64_t>& by_kernel() {
+  static std::map<std::string, uint64_t> m;
+  return m;
+}
+std::mutex& by_kernel_mu() {
+  static std::mutex mu;
+  return mu;
+}
+}  // namespace
+void count_launch(const char* name) {
+  const std::lock_guard<std::mutex> lock(by_kernel_mu());
+  ++by_kernel()[name];
+}
+std::map<std::string, uint64_t> launches_by_kernel() {
+  const std::lock_guard<std::mutex> lock(by_kernel_mu());
+  return by_kernel();
+}
 WorkCounts work_counts() { return work_counts_mut(); }
-void clear_work_counts() { work_counts_mut() = WorkCounts{}; }
+void clear_work_counts() {
+  work_counts_mut() = WorkCounts{};
+  const std::lock_guard<std::mutex> lock(by_kernel_mu());
+  by_kernel().clear();
+}
 
 int run_grid(const void* kernel_key, dim3 grid, dim3 block, size_t smem, const std::function<void()>& body) {
   if (t_in_kernel)

@@ -70,7 +70,7 @@
 #define __shared__ static
 // kernels/cuda/common.cuh defines these for nvcc.
 #define HKT_DYNAMIC_SHARED(name) unsigned char* name = ::hkt_emu::dynamic_shared()
-#define HKT_LAUNCH(grid, block, smem, ...) ::hkt_emu::launcher(__VA_ARGS__, (grid), (block), (smem))
+#define HKT_LAUNCH(grid, block, smem, ...) ::hkt_emu::launcher(__VA_ARGS__, (grid), (block), (smem), #__VA_ARGS__)
 
 struct dim3 {
   unsigned x, y, z;
@@ -111,11 +111,15 @@ void allow_dynamic_shared(const void* kernel_key, int bytes);
 // The dynamic shared memory a kernel may take: 48 KiB unless allow_dynamic_shared raised it.
 size_t dynamic_shared_limit(const void* kernel_key);
 
+// Counts a launch of the kernel named `name` (the launch's text, e.g. "attn_fwd<T, 64>").
+void count_launch(const char* name);
+
 template <class... P>
 struct Launcher {
   void (*kernel)(P...);
   dim3 grid, block;
   size_t smem;
+  const char* name;
   template <class... A>
   void operator()(A&&... args) const {
     static_assert(sizeof...(A) == sizeof...(P), "hkt_emu: wrong number of kernel arguments");
@@ -123,13 +127,14 @@ struct Launcher {
     auto bound = [k = kernel, tup = std::tuple<std::decay_t<P>...>(std::forward<A>(args)...)]() {
       std::apply(k, tup);
     };
+    count_launch(name);
     const int e = run_grid(reinterpret_cast<const void*>(kernel), grid, block, smem, bound);
     if (e != 0) set_last_error(e);
   }
 };
 template <class... P>
-Launcher<P...> launcher(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem) {
-  return {kernel, grid, block, smem};
+Launcher<P...> launcher(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, const char* name = "?") {
+  return {kernel, grid, block, smem, name};
 }
 
 inline unsigned lane_id() {
