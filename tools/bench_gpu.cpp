@@ -3,7 +3,8 @@
 // Fused attention forward and forward+backward on the GPU, D = 512, H = 8
 // (dh = 64), B = max(1, 16384 / T) sequences of T = 1024 .. 16384: MHA (the
 // L = 1 kernel) and HKT with L = 1..4 (bidirectional); then one training
-// step (forward, backward, AdamW) of the hkt-small classifier, and the
+// step (forward, backward, AdamW) of the hkt-small classifier and hkt-train's step
+// (the loss read, the gradients clipped), and the
 // kernel variants behind benchmark knobs (bench_variants), and MHA and HKT
 // L = 3 with autotuning on (bench_autotuned). Times are the best of --reps
 // calls after one warm-up, in milliseconds.
@@ -359,7 +360,11 @@ int probe() {
   return worst <= 1e-4 ? 0 : 3;
 }
 
-void bench_train_step(int reps, const char* impl = "hkt") {
+// One training step of hkt-small: forward, cross-entropy, backward, AdamW;
+// with `as_trainer`, hkt-train's step (tasks/src/train.cpp): the loss read
+// on the host and the gradients clipped to norm 1 as well, whose waits for
+// the GPU hkt-bench-launches counts (docs/cuda.md, "Host work per training step").
+void bench_train_step(int reps, const char* impl = "hkt", bool as_trainer = false) {
   nn::ClassifierConfig cfg = nn::ClassifierConfig::preset("hkt-small");
   const int64_t B = 32, T = 512;
   cfg.vocab = 20;
@@ -372,13 +377,21 @@ void bench_train_step(int reps, const char* impl = "hkt") {
   nn::AdamW opt(nn::decay_groups(model, 1e-4, 0.01));
   const Tensor x = to_device(to_dtype(mul(rand({B, T}, {}, &g), 19.99), DType::Int64), Device::cuda());
   const Tensor y = to_device(to_dtype(mul(rand({B}, {}, &g), 9.99), DType::Int64), Device::cuda());
+  const std::vector<Tensor> params = model.parameters();
+  double seen = 0;
   const double ms = time_ms([&] {
+    const Tensor loss = cross_entropy(model.forward(x), y);
+    if (as_trainer) seen += loss.item_double();
     opt.zero_grad();
-    cross_entropy(model.forward(x), y).backward();
+    loss.backward();
+    if (as_trainer) seen += nn::clip_grad_norm_(params, 1.0);
     opt.step();
   }, reps);
-  row(std::to_string(T), std::to_string(B), "hkt-small train step", impl, 0, ms,
-      std::to_string(model.num_parameters()) + " params, fwd+bwd+AdamW");
+  row(std::to_string(T), std::to_string(B), as_trainer ? "hkt-small hkt-train step" : "hkt-small train step", impl,
+      0, ms,
+      std::to_string(model.num_parameters()) +
+          (as_trainer ? " params, fwd+bwd+clip+AdamW, loss and norm read" : " params, fwd+bwd+AdamW") +
+          (std::isfinite(seen) ? "" : " (non-finite loss or norm)"));
 }
 
 }  // namespace
@@ -413,6 +426,7 @@ int main(int argc, char** argv) {
     std::printf("| T | B | what | impl | fwd ms | fwd+bwd ms | notes |\n|--:|--:|---|---|--:|--:|---|\n");
     for (int64_t T = 1024; T <= max_t; T *= 2) bench_attention(T, reps);
     bench_train_step(reps);
+    bench_train_step(reps, "hkt", true);
     if (!knobs.empty()) {
       // The table above is the knobs' (tools/gpu-session's knob stages); variant rows would
       // mix the caller's knobs with their own, and the tuner does not run where knobs are set.
