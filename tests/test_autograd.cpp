@@ -121,3 +121,63 @@ TEST_CASE("a forward that breaks its own shape rule is rejected") {
   };
   check_error([&] { (void)apply_op<Liar>({zeros({2})}); }, "liar: forward output 0 is float32[5]");
 }
+
+TEST_CASE("a leaf takes a gradient nothing else holds without copying it, and copies every other") {
+  // The op's backward returns `fresh` (its own new buffer), `kept` (a tensor
+  // the op also keeps), or a view of a larger buffer.
+  struct Grad : Function {
+    int mode;
+    const void** seen;
+    Tensor* kept;
+    Grad(int m, const void** s, Tensor* k) : mode(m), seen(s), kept(k) {}
+    const char* name() const override { return "grad_source"; }
+    std::vector<TensorMeta> infer(const std::vector<Tensor>& in) const override { return {in[0].meta()}; }
+    std::vector<Tensor> forward(const std::vector<Tensor>& in, const std::vector<TensorMeta>&) override {
+      return {clone(in[0])};
+    }
+    std::vector<Tensor> backward(const std::vector<Tensor>& g) override {
+      Tensor out;
+      if (mode == 0) {
+        out = clone(g[0]) * 2.0;
+      } else if (mode == 1) {
+        out = *kept = clone(g[0]);
+      } else {
+        out = narrow(full({2 * g[0].numel()}, 5.0, {DType::Float64}), 0, 1, g[0].numel());
+      }
+      *seen = out.raw_data();
+      return {out};
+    }
+  };
+  for (int mode = 0; mode < 3; ++mode) {
+    INFO("mode " << mode);
+    Tensor x = leaf({4});
+    const void* seen = nullptr;
+    Tensor kept;
+    sum(apply_op<Grad>({x}, mode, &seen, &kept)).backward();
+    const Tensor g = x.grad();
+    REQUIRE(g.defined());
+    CHECK(g.is_contiguous());
+    CHECK((g.raw_data() == seen) == (mode == 0));  // taken as it is only when nothing else holds it
+    if (mode == 1) {
+      const double before = kept.to_vector<double>()[0];
+      scale_(kept, 3.0);  // the op's own tensor changes; the gradient does not
+      CHECK(g.to_vector<double>()[0] == before);
+    }
+    if (mode == 2) CHECK(g.to_vector<double>() == std::vector<double>(4, 5.0));
+  }
+
+  // One tensor that flows to two leaves (the backward of a + b): each leaf
+  // gets a buffer of its own, so that updating one in place leaves the other.
+  Tensor a = leaf({3}), b = leaf({3});
+  sum(a + b).backward();
+  CHECK(a.grad().raw_data() != b.grad().raw_data());
+  Tensor ga = a.grad();
+  scale_(ga, 0.5);
+  CHECK(b.grad().to_vector<double>() == std::vector<double>(3, 1.0));
+
+  // A seed the caller holds is never taken.
+  Tensor w = leaf({2});
+  const Tensor seed = full({2}, 4.0, {DType::Float64});
+  w.backward(seed);
+  CHECK(w.grad().raw_data() != seed.raw_data());
+}

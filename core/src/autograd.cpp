@@ -41,13 +41,32 @@ AccumulateGrad::AccumulateGrad(const std::shared_ptr<TensorImpl>& leaf) : leaf_(
   output_meta = {t.meta()};
 }
 
+namespace {
+// Whether the incoming gradient can become the leaf's gradient as it is: the
+// engine holds the only reference to it (it drops it after this call), no
+// other tensor shares its storage, it fills that storage exactly in
+// row-major order, and it belongs to no graph. PyTorch's AccumulateGrad
+// takes such a gradient the same way instead of copying it; here that saves
+// a copy per parameter and step (on a GPU a launch each).
+bool can_adopt(const Tensor& g) {
+  const std::shared_ptr<TensorImpl>& impl = g.impl_ptr();
+  if (impl.use_count() != 1 || !impl->storage || impl->storage.use_count() != 1) return false;
+  if (impl->grad_fn || impl->requires_grad || impl->offset != 0 || !g.is_contiguous()) return false;
+  return impl->storage->nbytes() == static_cast<size_t>(g.numel()) * dtype_size(g.dtype());
+}
+}  // namespace
+
 std::vector<Tensor> AccumulateGrad::apply(const std::vector<Tensor>& g) {
   auto leaf = leaf_.lock();
   if (!leaf) return {};
   const auto& m = math_checked();
-  // The stored gradient is always a fresh contiguous tensor, never a view of
-  // some other buffer, so that optimisers may update it in place.
-  leaf->grad = leaf->grad ? m.add(Tensor(leaf->grad), g[0]).impl_ptr() : m.clone(g[0]).impl_ptr();
+  // The stored gradient is always a contiguous tensor that owns its storage
+  // alone, never a view of some other buffer, so that optimisers may update
+  // it in place: the incoming one when it is such (can_adopt), else a copy.
+  if (leaf->grad)
+    leaf->grad = m.add(Tensor(leaf->grad), g[0]).impl_ptr();
+  else
+    leaf->grad = can_adopt(g[0]) ? g[0].impl_ptr() : m.clone(g[0]).impl_ptr();
   return {};
 }
 
