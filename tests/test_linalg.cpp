@@ -192,6 +192,11 @@ TEST_CASE("matmul: gradcheck (float64)") {
                              {rnd({3, 2, 4}), rnd({3, 4, 2})}); }
   SUBCASE("broadcast batch [2,1,3,4] @ [5,4,2]") { gradcheck(mm_fn, {rnd({2, 1, 3, 4}), rnd({5, 4, 2})}); }
   SUBCASE("3-D @ 2-D (shared weight)") { gradcheck(mm_fn, {rnd({4, 3, 5}), rnd({5, 2})}); }
+  SUBCASE("3-D @ transposed 2-D (a Linear layer's weight^T)") {
+    const Tensor wt = rnd_t(5, 2);
+    REQUIRE(!wt.is_contiguous());
+    gradcheck(mm_fn, {rnd({4, 3, 5}), wt});
+  }
   SUBCASE("2-D @ 3-D") { gradcheck(mm_fn, {rnd({3, 5}), rnd({4, 5, 2})}); }
   SUBCASE("transposed (non-contiguous) operands") {
     const Tensor a = rnd_t(5, 4), b = rnd_t(4, 3);

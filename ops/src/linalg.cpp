@@ -152,10 +152,18 @@ class MatmulFn final : public Function {
     // Transpose views reach BLAS as flags; sum_to folds broadcast batch dims.
     if (needs_input_grad(0)) ga = sum_to(matmul(g, mT(b)), a.shape());
     if (needs_input_grad(1)) {
+      // b a transposed 2-D view (a Linear layer's weight^T): its gradient is
+      // computed in the layout of the tensor b views, as (g^T a)^T, so that
+      // the weight's gradient arrives contiguous and AccumulateGrad takes it
+      // without a copy. The same sums, BLAS reading other flags.
+      const bool bt = b.dim() == 2 && b.strides()[0] == 1 && b.strides()[1] == b.shape()[0] && b.shape()[0] > 1;
       if (b.dim() == 2 && a.dim() > 2) {
         // b shared by every batch entry: one product over all rows, no batched sum.
         const int64_t k = a.shape().back(), n = b.shape().back();
-        gb = matmul(mT(reshape(a, {-1, k})), reshape(g, {-1, n}));
+        const Tensor a2 = reshape(a, {-1, k}), g2 = reshape(g, {-1, n});
+        gb = bt ? mT(matmul(mT(g2), a2)) : matmul(mT(a2), g2);
+      } else if (bt && a.dim() == 2) {
+        gb = mT(matmul(mT(g), a));
       } else {
         gb = sum_to(matmul(mT(a), g), b.shape());
       }
