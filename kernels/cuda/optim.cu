@@ -37,27 +37,39 @@ __global__ void adamw_multi_kernel(const AdamWTensor* ts, double beta1, double b
 }
 
 template <class T>
+__device__ __forceinline__ void scale_one(T* x, int64_t i, double f) {
+  x[i] = static_cast<T>(static_cast<double>(x[i]) * f);
+}
+template <class T>
 __global__ void scale_kernel(T* x, int64_t n, double f) {
-  HKT_CUDA_LOOP(i, n) x[i] = static_cast<T>(static_cast<double>(x[i]) * f);
+  HKT_CUDA_LOOP(i, n) scale_one(x, i, f);
 }
 
 constexpr int64_t kChunk = 1 << 14;
+// The sum of x[lo, hi)^2 over the block (one chunk's partial; every thread
+// gets it). Both sum-of-squares kernels use it, so their partials agree to the bit.
 template <class T>
-__global__ void sum_squares_partial(const T* x, int64_t n, double* part) {
-  const int64_t lo = blockIdx.x * kChunk, hi = lo + kChunk < n ? lo + kChunk : n;
+__device__ double chunk_sum_squares(const T* x, int64_t lo, int64_t hi) {
   double s = 0;
   for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
     const double xi = static_cast<double>(x[i]);
     s += xi * xi;
   }
-  s = block_reduce(s, 0.0, SumOp{});
+  return block_reduce(s, 0.0, SumOp{});
+}
+// part[lo, hi) added in order.
+__device__ inline double sum_range(const double* part, int64_t lo, int64_t hi) {
+  double s = 0;
+  for (int64_t i = lo; i < hi; ++i) s += part[i];
+  return s;
+}
+template <class T>
+__global__ void sum_squares_partial(const T* x, int64_t n, double* part) {
+  const int64_t lo = blockIdx.x * kChunk, hi = lo + kChunk < n ? lo + kChunk : n;
+  const double s = chunk_sum_squares(x, lo, hi);
   if (threadIdx.x == 0) part[blockIdx.x] = s;
 }
-__global__ void sum_in_order(const double* part, int64_t n, double* out) {
-  double s = 0;
-  for (int64_t i = 0; i < n; ++i) s += part[i];
-  *out = s;
-}
+__global__ void sum_in_order(const double* part, int64_t n, double* out) { *out = sum_range(part, 0, n); }
 
 // Up to 64 tensors of a multi-tensor launch, passed by value (no table to
 // copy to the device first). first[i]: tensor i's first chunk among the
@@ -76,29 +88,20 @@ __global__ void sum_squares_partial_multi(const MultiTable tab, double* part) {
   const int64_t c = blockIdx.x;
   int i = 0;
   while (i + 1 < tab.count && tab.first[i + 1] <= c) ++i;  // empty tensors own no chunk
-  const T* x = static_cast<const T*>(tab.x[i]);
   const int64_t lo = (c - tab.first[i]) * kChunk, hi = lo + kChunk < tab.n[i] ? lo + kChunk : tab.n[i];
-  double s = 0;
-  for (int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x) {
-    const double xj = static_cast<double>(x[j]);
-    s += xj * xj;
-  }
-  s = block_reduce(s, 0.0, SumOp{});
+  const double s = chunk_sum_squares(static_cast<const T*>(tab.x[i]), lo, hi);
   if (threadIdx.x == 0) part[c] = s;
 }
 // Thread i: tensor i's partials in order, as sum_in_order.
 __global__ void sum_in_order_multi(const MultiTable tab, const double* part, double* out) {
   const int i = static_cast<int>(threadIdx.x);
-  if (i >= tab.count) return;
-  double s = 0;
-  for (int64_t c = tab.first[i]; c < tab.first[i + 1]; ++c) s += part[c];
-  out[i] = s;
+  if (i < tab.count) out[i] = sum_range(part, tab.first[i], tab.first[i + 1]);
 }
 // blockIdx.y picks the tensor, the grid-stride loop over x covers it.
 template <class T>
 __global__ void scale_multi_kernel(const MultiTable tab, double f) {
   T* x = static_cast<T*>(tab.x[blockIdx.y]);
-  HKT_CUDA_LOOP(i, tab.n[blockIdx.y]) x[i] = static_cast<T>(static_cast<double>(x[i]) * f);
+  HKT_CUDA_LOOP(i, tab.n[blockIdx.y]) scale_one(x, i, f);
 }
 // The table of ts[first, first + 64).
 MultiTable multi_table(const std::vector<MultiTensor>& ts, size_t first) {
