@@ -26,7 +26,7 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
                     const T* alpha, const T* A, int lda, long long sa, const T* B, int ldb, long long sb,
                     const T* beta, T* C, int ldc, long long sc, int batch) {
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
-  ++hkt_emu::work_counts_mut().gemms;
+  hkt_emu::count_work(hkt_emu::Work::gemm);
   const auto op_ok = [](cublasOperation_t o) { return o == CUBLAS_OP_N || o == CUBLAS_OP_T || o == CUBLAS_OP_C; };
   if (!op_ok(ta) || !op_ok(tb) || m < 0 || n < 0 || k < 0 || batch < 0 || !alpha || !beta)
     return CUBLAS_STATUS_INVALID_VALUE;

@@ -71,5 +71,7 @@ WorkCounts work_counts();
 void clear_work_counts();
 // The launches since clear_work_counts by kernel, named as HKT_LAUNCH names it.
 std::map<std::string, uint64_t> launches_by_kernel();
-WorkCounts& work_counts_mut();  // the emulator's own (runtime, cuBLAS, launches)
+// The emulator's own counting (runtime, cuBLAS, launches), thread-safe.
+enum class Work { launch, gemm, copy, to_host, memset };
+void count_work(Work w);
 }  // namespace hkt_emu

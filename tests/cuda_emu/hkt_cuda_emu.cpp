@@ -563,10 +563,10 @@ std::set<const void*>& launched() {
 }  // namespace
 std::set<const void*> launched_kernels() { return launched(); }
 void clear_launched_kernels() { launched().clear(); }
-WorkCounts& work_counts_mut() {
-  static WorkCounts w;
-  return w;
-}
+namespace {
+std::atomic<uint64_t> g_work[5];  // by Work
+}  // namespace
+void count_work(Work w) { g_work[static_cast<int>(w)].fetch_add(1, std::memory_order_relaxed); }
 namespace {
 std::map<std::string, uint64_t>& by_kernel() {
   static std::map<std::string, uint64_t> m;
@@ -585,9 +585,12 @@ std::map<std::string, uint64_t> launches_by_kernel() {
   const std::lock_guard<std::mutex> lock(by_kernel_mu());
   return by_kernel();
 }
-WorkCounts work_counts() { return work_counts_mut(); }
+WorkCounts work_counts() {
+  const auto n = [](Work w) { return g_work[static_cast<int>(w)].load(std::memory_order_relaxed); };
+  return {n(Work::launch), n(Work::gemm), n(Work::copy), n(Work::to_host), n(Work::memset)};
+}
 void clear_work_counts() {
-  work_counts_mut() = WorkCounts{};
+  for (std::atomic<uint64_t>& w : g_work) w.store(0, std::memory_order_relaxed);
   const std::lock_guard<std::mutex> lock(by_kernel_mu());
   by_kernel().clear();
 }
@@ -600,7 +603,7 @@ int run_grid(const void* kernel_key, dim3 grid, dim3 block, size_t smem, const s
   static std::mutex one_grid;
   const std::lock_guard<std::mutex> lock(one_grid);
   launched().insert(kernel_key);
-  ++work_counts_mut().launches;
+  count_work(Work::launch);
   const size_t threads = size_t(block.x) * block.y * block.z;
   if (threads == 0 || threads > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
       grid.z > 65535)

@@ -111,8 +111,8 @@ cudaError_t cudaFree(void* p) {
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t) {
-  ++hkt_emu::work_counts_mut().copies;
-  if (kind == cudaMemcpyDeviceToHost) ++hkt_emu::work_counts_mut().to_host;
+  hkt_emu::count_work(hkt_emu::Work::copy);
+  if (kind == cudaMemcpyDeviceToHost) hkt_emu::count_work(hkt_emu::Work::to_host);
   if (n == 0) return cudaSuccess;
   if (!dst || !src || !hkt_emu::copy_ok(dst, src, n, kind)) return cudaErrorInvalidValue;
   std::memmove(dst, src, n);
@@ -123,7 +123,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind
 }
 
 cudaError_t cudaMemsetAsync(void* p, int value, size_t n, cudaStream_t) {
-  ++hkt_emu::work_counts_mut().memsets;
+  hkt_emu::count_work(hkt_emu::Work::memset);
   if (n == 0) return cudaSuccess;
   if (!hkt_emu::device_ok(p, n)) return cudaErrorInvalidValue;
   std::memset(p, value, n);
