@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "hkt/core/shape.hpp"
+#include "hkt/kernels/optim_defs.hpp"  // opt::MultiTensor
 
 namespace hkt::cuda {
 
@@ -57,18 +58,13 @@ template <class T>
 double sum_squares(const void* x, int64_t n);
 template <class T>
 void scale(void* x, int64_t n, double factor);
-// A tensor of a multi-tensor sum of squares or scale (device pointer, elements).
-struct MultiTensor {
-  void* x;
-  int64_t n;
-};
 // out[i] = sum_squares<T>(ts[i]) to the bit (the same chunks, merged in the
 // same order), in two launches per 64 tensors and one copy to the host for all.
 template <class T>
-void sum_squares_multi(const std::vector<MultiTensor>& ts, double* out);
+void sum_squares_multi(const std::vector<opt::MultiTensor>& ts, double* out);
 // scale<T> of every tensor, one launch per 64 tensors.
 template <class T>
-void scale_multi(const std::vector<MultiTensor>& ts, double factor);
+void scale_multi(const std::vector<opt::MultiTensor>& ts, double factor);
 
 // --- index.cu (signatures of ops/src/index.cpp's tables) ---------------------
 int64_t first_out_of_range(const int64_t* idx, const Strides& is, const Shape& shape, int64_t size, int64_t* bad);

@@ -104,11 +104,11 @@ __global__ void scale_multi_kernel(const MultiTable tab, double f) {
   HKT_CUDA_LOOP(i, tab.n[blockIdx.y]) scale_one(x, i, f);
 }
 // The table of ts[first, first + 64).
-MultiTable multi_table(const std::vector<MultiTensor>& ts, size_t first) {
+MultiTable multi_table(const std::vector<opt::MultiTensor>& ts, size_t first) {
   MultiTable tab{};
   tab.count = static_cast<int>(std::min<size_t>(kMultiPerLaunch, ts.size() - first));
   for (int i = 0; i < tab.count; ++i) {
-    const MultiTensor& t = ts[first + size_t(i)];
+    const opt::MultiTensor& t = ts[first + size_t(i)];
     tab.x[i] = t.x;
     tab.n[i] = t.n;
     tab.first[i + 1] = tab.first[i] + (t.n + kChunk - 1) / kChunk;
@@ -173,7 +173,7 @@ double sum_squares(const void* x, int64_t n) {
 }
 
 template <class T>
-void sum_squares_multi(const std::vector<MultiTensor>& ts, double* out) {
+void sum_squares_multi(const std::vector<opt::MultiTensor>& ts, double* out) {
   if (ts.empty()) return;
   Scratch sums(ts.size() * sizeof(double));
   for (size_t first = 0; first < ts.size(); first += kMultiPerLaunch) {
@@ -192,7 +192,7 @@ void sum_squares_multi(const std::vector<MultiTensor>& ts, double* out) {
 }
 
 template <class T>
-void scale_multi(const std::vector<MultiTensor>& ts, double factor) {
+void scale_multi(const std::vector<opt::MultiTensor>& ts, double factor) {
   for (size_t first = 0; first < ts.size(); first += kMultiPerLaunch) {
     const MultiTable tab = multi_table(ts, first);
     int64_t most = 0;
@@ -217,8 +217,8 @@ void scale(void* x, int64_t n, double factor) {
                                 double, double);                                                              \
   template void adamw_update_multi<T>(const std::vector<AdamWTensor>&, double, double, double);               \
   template double sum_squares<T>(const void*, int64_t);                                                       \
-  template void sum_squares_multi<T>(const std::vector<MultiTensor>&, double*);                               \
-  template void scale_multi<T>(const std::vector<MultiTensor>&, double);                                      \
+  template void sum_squares_multi<T>(const std::vector<opt::MultiTensor>&, double*);                          \
+  template void scale_multi<T>(const std::vector<opt::MultiTensor>&, double);                                 \
   template void scale<T>(void*, int64_t, double);
 HKT_INST(float)
 HKT_INST(double)

@@ -12,6 +12,7 @@
 #include "hkt/core/grad_mode.hpp"
 #include "hkt/core/kernel_table.hpp"
 #include "hkt/ops/factory.hpp"
+#include "hkt/kernels/optim_defs.hpp"
 #include "kernels/cpu/optim.hpp"
 #if HKT_WITH_CUDA
 #include "kernels/cuda/kernels.hpp"
@@ -27,8 +28,8 @@ using AdamWSig = void(void* p, const void* g, void* m, void* v, int64_t n, doubl
                       double decay, double step_size, double bc2_sqrt);
 using SumSquaresSig = double(const void* x, int64_t n);
 using ScaleSig = void(void* x, int64_t n, double factor);
-// Many tensors of one device type and dtype: (data, elements) each.
-using MultiTensors = std::vector<std::pair<void*, int64_t>>;
+// Many tensors of one device type and dtype.
+using MultiTensors = std::vector<opt::MultiTensor>;
 using SumSquaresMultiSig = void(const MultiTensors& ts, double* out);
 using ScaleMultiSig = void(const MultiTensors& ts, double factor);
 
@@ -61,27 +62,12 @@ void cpu_scale(void* x, int64_t n, double factor) {
 }
 template <class T>
 void cpu_sum_squares_multi(const MultiTensors& ts, double* out) {
-  for (size_t i = 0; i < ts.size(); ++i) out[i] = cpu::sum_squares<T>(static_cast<const T*>(ts[i].first), ts[i].second);
+  for (size_t i = 0; i < ts.size(); ++i) out[i] = cpu::sum_squares<T>(static_cast<const T*>(ts[i].x), ts[i].n);
 }
 template <class T>
 void cpu_scale_multi(const MultiTensors& ts, double factor) {
-  for (const auto& [x, n] : ts) cpu::scale<T>(static_cast<T*>(x), n, factor);
+  for (const opt::MultiTensor& t : ts) cpu::scale<T>(static_cast<T*>(t.x), t.n, factor);
 }
-#if HKT_WITH_CUDA
-std::vector<cuda::MultiTensor> cuda_multi(const MultiTensors& ts) {
-  std::vector<cuda::MultiTensor> m;
-  for (const auto& [x, n] : ts) m.push_back({x, n});
-  return m;
-}
-template <class T>
-void cuda_sum_squares_multi(const MultiTensors& ts, double* out) {
-  cuda::sum_squares_multi<T>(cuda_multi(ts), out);
-}
-template <class T>
-void cuda_scale_multi(const MultiTensors& ts, double factor) {
-  cuda::scale_multi<T>(cuda_multi(ts), factor);
-}
-#endif
 
 const bool kRegistered = [] {
   constexpr auto C = DeviceType::CPU;
@@ -107,10 +93,10 @@ const bool kRegistered = [] {
   sum_squares_kernels.set(G, DType::Float64, &cuda::sum_squares<double>);
   scale_kernels.set(G, DType::Float32, &cuda::scale<float>);
   scale_kernels.set(G, DType::Float64, &cuda::scale<double>);
-  sum_squares_multi_kernels.set(G, DType::Float32, &cuda_sum_squares_multi<float>);
-  sum_squares_multi_kernels.set(G, DType::Float64, &cuda_sum_squares_multi<double>);
-  scale_multi_kernels.set(G, DType::Float32, &cuda_scale_multi<float>);
-  scale_multi_kernels.set(G, DType::Float64, &cuda_scale_multi<double>);
+  sum_squares_multi_kernels.set(G, DType::Float32, &cuda::sum_squares_multi<float>);
+  sum_squares_multi_kernels.set(G, DType::Float64, &cuda::sum_squares_multi<double>);
+  scale_multi_kernels.set(G, DType::Float32, &cuda::scale_multi<float>);
+  scale_multi_kernels.set(G, DType::Float64, &cuda::scale_multi<double>);
 #endif
   return true;
 }();
@@ -267,7 +253,7 @@ std::vector<double> sum_of_squares_multi(const std::vector<Tensor>& ts) {
   std::vector<double> out(ts.size());
   for (const auto& [key, idx] : groups) {
     MultiTensors m;
-    for (size_t i : idx) m.emplace_back(c[i].raw_data(), c[i].numel());
+    for (size_t i : idx) m.push_back({c[i].raw_data(), c[i].numel()});
     std::vector<double> sums(idx.size());
     sum_squares_multi_kernels.get(c[idx[0]].device(), c[idx[0]].dtype())(m, sums.data());
     for (size_t j = 0; j < idx.size(); ++j) out[idx[j]] = sums[j];
@@ -301,7 +287,8 @@ void scale_multi_(const std::vector<Tensor>& ts, double factor) {
   std::vector<std::tuple<uintptr_t, uintptr_t, size_t>> spans;  // [begin, end), index
   for (size_t i = 0; i < ts.size(); ++i) {
     const auto b = reinterpret_cast<uintptr_t>(ts[i].raw_data());
-    if (ts[i].numel() > 0) spans.emplace_back(b, b + static_cast<uintptr_t>(ts[i].numel()) * dtype_size(ts[i].dtype()), i);
+    const auto bytes = static_cast<uintptr_t>(ts[i].numel()) * dtype_size(ts[i].dtype());
+    if (bytes > 0) spans.emplace_back(b, b + bytes, i);
   }
   std::sort(spans.begin(), spans.end());
   for (size_t k = 1; k < spans.size(); ++k)
@@ -310,7 +297,7 @@ void scale_multi_(const std::vector<Tensor>& ts, double factor) {
               std::max(std::get<2>(spans[k - 1]), std::get<2>(spans[k])), " overlap in memory (an element would be scaled twice)");
   for (const auto& [key, idx] : groups) {
     MultiTensors m;
-    for (size_t i : idx) m.emplace_back(ts[i].raw_data(), ts[i].numel());
+    for (size_t i : idx) m.push_back({ts[i].raw_data(), ts[i].numel()});
     scale_multi_kernels.get(ts[idx[0]].device(), ts[idx[0]].dtype())(m, factor);
   }
   for (const Tensor& t : ts) t.storage()->bump_version();

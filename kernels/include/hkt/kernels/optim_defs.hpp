@@ -9,6 +9,13 @@
 
 namespace hkt::opt {
 
+// One tensor of a multi-tensor sum of squares or scale (gradient clipping):
+// its data (host or device, as the backend's) and its element count.
+struct MultiTensor {
+  void* x;
+  int64_t n;
+};
+
 // SGD with momentum, dampening, weight decay and Nesterov (torch.optim.SGD):
 //   d = g + wd p;  b = first ? d : momentum b + (1 - dampening) d;  d = nesterov ? d + momentum b : b
 //   p = p - lr d
