@@ -363,7 +363,7 @@ TEST_CASE("classifier: whole-model gradients in float64") {
     // backward() reaches every parameter.
     m.zero_grad();
     cross_entropy(m.forward(ids, valid), y).backward();
-    for (auto& [n, t] : m.named_parameters()) CHECK_MESSAGE(t.grad().defined(), n);
+    for (auto& p : m.named_parameters()) CHECK_MESSAGE(p.second.grad().defined(), p.first);
   }
   // Real-valued inputs: gradients reach the input map and the features themselves.
   ClassifierConfig f = tiny("hkt", 0, 3, 7);

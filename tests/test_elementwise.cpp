@@ -62,7 +62,8 @@ TEST_CASE("unary gradients (float64 central differences)") {
   const std::vector<std::pair<const char*, UF>> fns = {
       {"neg", neg},   {"exp", exp},         {"tanh", tanh},         {"sigmoid", sigmoid}, {"relu", relu},
       {"abs", abs},   {"gelu_tanh", gelu_tanh}, {"gelu_erf", gelu_erf}, {"square", square}};
-  for (auto [name, f] : fns) {
+  for (const auto& [name, fn] : fns) {
+    const UF f = fn;  // a copy: clang 14 cannot capture a structured binding
     SUBCASE(name) {
       gradcheck([f](const std::vector<Tensor>& in) { return f(in[0]); }, {leaf({3, 5})});
       gradcheck([f](const std::vector<Tensor>& in) { return f(in[0]); }, {transposed_leaf({4, 3})});
@@ -83,7 +84,8 @@ TEST_CASE("binary gradients with broadcasting and non-contiguous operands") {
   using BF = Tensor (*)(const Tensor&, const Tensor&);
   const std::vector<std::pair<const char*, BF>> fns = {{"add", add}, {"sub", sub}, {"mul", mul},
                                                        {"div", div}, {"maximum", maximum}, {"minimum", minimum}};
-  for (auto [name, f] : fns) {
+  for (const auto& [name, fn] : fns) {
+    const BF f = fn;  // a copy: clang 14 cannot capture a structured binding
     SUBCASE(name) {
       auto F = [f](const std::vector<Tensor>& in) { return f(in[0], in[1]); };
       gradcheck(F, {leaf({3, 4}), leaf({3, 4}, 0.5, 2.0, 3)});        // same shape

@@ -235,7 +235,8 @@ TEST_CASE("emulated cuda attention: the mma kernels' L2 prefetches change no bit
   // or off, every output must be the same bits, for every mma kernel.
   const Inputs in = make_inputs(2, 1, 150, 24, 3, true, 67);
   const char* pairs[][2] = {{"mma", "mma"}, {"mma-lean", "fused"}, {"mma-async", "fused8"}, {"mma", "fused8-async"}};
-  for (const auto& [fwd, bwd] : pairs) {
+  for (const auto& pair : pairs) {
+    const char *fwd = pair[0], *bwd = pair[1];  // not a structured binding: clang 14 cannot capture one
     setenv("HKT_CUDA_ATTN_FWD", fwd, 1);
     setenv("HKT_CUDA_ATTN_BWD", bwd, 1);
     const uint64_t before = hkt_emu::prefetch_count();
@@ -338,7 +339,8 @@ TEST_CASE("emulated cuda attention: cp.async copies landing at issue or at the w
   // read shows), with the threads in either order.
   const Inputs in = make_inputs(2, 1, 200, 32, 3, true, 71);
   const char* pairs[][2] = {{"mma-async", "fused8-async"}};
-  for (const auto& [fwd, bwd] : pairs) {
+  for (const auto& pair : pairs) {
+    const char *fwd = pair[0], *bwd = pair[1];  // not a structured binding: clang 14 cannot capture one
     setenv("HKT_CUDA_ATTN_FWD", fwd, 1);
     setenv("HKT_CUDA_ATTN_BWD", bwd, 1);
     setenv("HKT_CUDA_ATTN_BWD_GROUPS", "2", 1);  // blocks that walk several key tiles

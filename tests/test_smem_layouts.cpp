@@ -105,8 +105,9 @@ TEST_CASE("smem layouts: a bank that serves two words in one phase is counted as
 
 TEST_CASE("smem layouts: the pair tiles' fragment reads are free of bank conflicts (pair_tile.cuh)") {
   bool match32 = true, match64 = true;
-  for (const auto& [name, ways] :
+  for (const auto& [label, ways] :
        {std::pair{"DHP = 32", pair_tile_ways<32>(match32)}, {"DHP = 64", pair_tile_ways<64>(match64)}}) {
+    const char* name = label;  // CAPTURE's lambda: clang 14 cannot capture a structured binding
     CAPTURE(name);
     CHECK(ways[0] == 1);  // column pairs
     CHECK(ways[1] == 1);  // row pairs
@@ -120,8 +121,9 @@ TEST_CASE("smem layouts: the pair tiles' fragment reads are free of bank conflic
 
 TEST_CASE("smem layouts: the split tiles' fragment reads are free of bank conflicts (pair_tile.cuh)") {
   bool match32 = true, match64 = true;
-  for (const auto& [name, ways] :
+  for (const auto& [label, ways] :
        {std::pair{"DHP = 32", split_tile_ways<32>(match32)}, {"DHP = 64", split_tile_ways<64>(match64)}}) {
+    const char* name = label;  // CAPTURE's lambda: clang 14 cannot capture a structured binding
     CAPTURE(name);
     CHECK(ways[0] == 1);  // warp_abt_split
     CHECK(ways[1] == 1);  // warp_fb_split

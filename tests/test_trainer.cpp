@@ -66,8 +66,9 @@ void check_same_tensors(const std::string& a, const std::string& b) {
   const SafetensorsFile fa = load_safetensors(a), fb = load_safetensors(b);
   REQUIRE(fa.tensors.size() == fb.tensors.size());
   for (size_t i = 0; i < fa.tensors.size(); ++i) {
-    const auto& [na, ta] = fa.tensors[i];
-    const auto& [nb, tb] = fb.tensors[i];
+    // Not structured bindings: INFO's lambda cannot capture one in clang 14.
+    const auto &na = fa.tensors[i].first, &nb = fb.tensors[i].first;
+    const auto &ta = fa.tensors[i].second, &tb = fb.tensors[i].second;
     INFO(na);
     REQUIRE(na == nb);
     REQUIRE(ta.shape() == tb.shape());
