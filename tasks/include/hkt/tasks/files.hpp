@@ -11,8 +11,9 @@
 
 namespace hkt::tasks {
 
-// Writes text to path + ".tmp", then renames it over path, so that a reader
-// (or a kill) sees either the old file or the whole new one. On failure the
+// Writes text to path + ".tmp", flushes it to the disk (fsync), then renames it
+// over path and syncs the folder, so that a reader, a kill or a power loss
+// leaves either the old file or the whole new one. On failure the
 // temporary is removed, path is left as it was, and an hkt::Error names the
 // file and the cause. The parent folder must exist unless make_parent is set.
 void write_file_atomic(const std::filesystem::path& path, std::string_view text, bool make_parent = false);
