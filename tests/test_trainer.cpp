@@ -130,6 +130,25 @@ TEST_CASE("registry: synthetic task, dimensions, unknown names") {
   CHECK(lo.train.size() == 20);
   CHECK(lo.train.classes == 10);
   CHECK(lo.train.seq_len == 64);
+  // listops-tsv (LRA's files) takes --train-size and --test-size as seeded subsets.
+  TempDir dir("tasks");
+  write_listops_dir(dir.str("listops"), generate_listops([] {
+                      ListOpsOptions o;
+                      o.seq_len = 64;
+                      o.train_size = 40;
+                      o.val_size = o.test_size = 10;
+                      return o;
+                    }()));
+  TaskOptions topt;
+  topt.data_dir = dir.str("");
+  topt.seq_len = 64;
+  CHECK(load_task("listops-tsv", topt).train.size() == 40);
+  topt.train_size = 12;
+  topt.test_size = 4;
+  const Splits tsv = load_task("listops-tsv", topt);
+  CHECK(tsv.train.size() == 12);
+  CHECK(tsv.val.size() == 10);
+  CHECK(tsv.test.size() == 4);
   // A missing data folder is an error naming it.
   TaskOptions missing;
   missing.data_dir = "/nonexistent/hkt-data";

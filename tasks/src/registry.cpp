@@ -108,6 +108,8 @@ Splits load_task(const std::string& name, const TaskOptions& opt) {
       s = make_listops(lo);
     } else {
       s = load_listops_tsv(data_folder(opt, "listops"), or_default(opt.seq_len, 2000));
+      // --train-size: a seeded subset of the training file, as for the other file tasks.
+      if (opt.train_size > 0) s.train = sample(s.train, opt.train_size, opt.seed);
     }
   } else if (name == "cifar10" || name == "cifar10-rgb" || name == "fashion-mnist") {
     const int64_t val = or_default(opt.val_size, 5000);
