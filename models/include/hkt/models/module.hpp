@@ -1,9 +1,9 @@
 // Module: the base of every layer and model.
 //
 // A module owns named parameters and buffers and named child modules. Names
-// compose with dots, in registration order: a parameter "weight" of the child
-// "wq" (itself the element "1" of a ModuleList "attn" ...) is reported as
-// "blocks.0.attn.wq.1.weight". Parameters are leaf tensors with
+// compose with dots, in registration order: a parameter "weight" of the Linear
+// "1" (an element of the ModuleList "wq" of the child "attn" of element "0" of
+// "blocks") is reported as "blocks.0.attn.wq.1.weight". Parameters are leaf tensors with
 // requires_grad; buffers are saved in checkpoints but not trained.
 #pragma once
 #include <map>
@@ -54,7 +54,8 @@ class Module {
   void zero_grad();
   // Moves every parameter and buffer to `device` in place (each tensor keeps
   // its identity, so layers and optimisers created later see the moved
-  // values; create the optimiser after the move). Gradients are dropped.
+  // values; create the optimiser after the move). The gradients of the tensors
+  // that move are dropped; tensors already on `device` are left as they are.
   void to(Device device);
   // Number of parameter elements (all, or only those with requires_grad).
   int64_t num_parameters(bool trainable_only = false) const;

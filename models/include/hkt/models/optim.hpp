@@ -74,7 +74,8 @@ class Optimizer {
   // parameters of the same shapes and dtypes. Strict: every required name
   // present, nothing unexpected, shapes and dtypes equal; a parameter's state
   // is all there or absent. Errors name the tensor; on error nothing changes.
-  // Values are copied into fresh tensors on the parameters' devices.
+  // Values are copied into fresh tensors on the devices the state lives on: the
+  // parameters' devices (AdamW's int64 `step` counters stay on the CPU).
   virtual void load_state_dict(const NamedTensors& state);
 
  protected:

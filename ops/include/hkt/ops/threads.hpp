@@ -6,7 +6,7 @@
 
 namespace hkt {
 
-// n >= 1; n = 0 restores the default.
+// n >= 1; n = 0 removes the limit (all cores), even when HKT_NUM_THREADS is set.
 void set_num_threads(int n);
 int get_num_threads();
 

@@ -7,9 +7,11 @@
 
 namespace hkt {
 
-// One dim may be -1 (inferred). Copies only if x is not contiguous.
+// One dim may be -1 (inferred). Copies only when no view of x's strides has
+// the new shape (a contiguous x always has one).
 Tensor reshape(const Tensor& x, const Shape& shape);
-// Like reshape but never copies: throws if x is not contiguous.
+// Like reshape but never copies: throws when the new shape cannot be expressed
+// with x's strides.
 Tensor view(const Tensor& x, const Shape& shape);
 Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
 Tensor unsqueeze(const Tensor& x, int64_t dim);

@@ -12,7 +12,8 @@
 // File-based tasks read from TaskOptions::data_dir (default_data_dir() when
 // empty); each looks first in a task subfolder (listops-tsv: "listops",
 // cifar*: "cifar-10-batches-bin", fashion-mnist: "fashion-mnist", imdb:
-// "aclImdb") and otherwise in data_dir itself.
+// "aclImdb") and otherwise in data_dir itself (fashion-mnist, when data_dir is
+// empty, tries /usr/share/datasets/fashion-mnist before that).
 //
 // synthetic: tokens 1..C (C = 4 classes, pad id 0), lengths uniform in
 // [T/2, T] (T = seq_len, default 32); the label is the most frequent token

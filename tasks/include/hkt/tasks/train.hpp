@@ -16,7 +16,7 @@
 //
 // The run folder (cfg.run_dir; nothing is written when it is empty):
 //   config.json        the TrainConfig, written at the start (resume reads it)
-//   metrics.jsonl      one JSON object per log / eval event ("event": "train" | "eval" | "test")
+//   metrics.jsonl      one JSON object per log / eval event ("event": "train" | "eval" | "test" | "error")
 //   checkpoint/        model.safetensors + optimizer.safetensors (save_checkpoint), every
 //                      checkpoint_every steps and at the end; written to checkpoint.tmp/ and
 //                      renamed, the previous one kept as checkpoint.old/ until then
@@ -90,7 +90,9 @@ struct TrainResult {
   double test_loss = 0.0;
   double final_val_acc = -1.0;
   double first_loss = 0.0, last_loss = 0.0;  // training loss of the first / last step of this process
-  double wall_s = 0.0;       // training time, summed over resumed segments
+  double wall_s = 0.0;       // elapsed time of the run (evaluations and checkpoints included), summed
+                             // over resumed segments up to their last checkpoint; summary.json's
+                             // train_s is the steps' time alone
   double s_per_step = 0.0;
   int64_t params = 0;
   bool completed = false;    // false when stopped by RunOptions::stop_after
