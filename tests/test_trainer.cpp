@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -208,6 +209,39 @@ TEST_CASE("train: the loss falls and the run folder is complete") {
   CHECK(s["config"]["model"] == "hkt-tiny");
   CHECK(s["s_per_step"].get<double>() > 0);
   CHECK(TrainConfig::from_json(file_bytes(c.run_dir + "/config.json")) == c);
+}
+
+TEST_CASE("train: settings refused by the set-up leave an earlier run's folder as it was") {
+  TempDir tmp("trainer_keep");
+  TrainConfig c = small_config();
+  c.steps = 10;
+  c.run_dir = tmp.str("run");
+  (void)train(c, quiet());
+  // Every file of the finished run, with its bytes.
+  std::map<std::string, std::string> before;
+  for (const auto& e : fs::recursive_directory_iterator(c.run_dir))
+    if (e.is_regular_file()) before[e.path().string()] = file_bytes(e.path().string());
+  REQUIRE(before.count(c.run_dir + "/summary.json"));
+  REQUIRE(before.count(c.run_dir + "/checkpoint/model.safetensors"));
+  TrainConfig warm = c;  // passes validate(); the step count is known only after loading the data
+  warm.steps = 0;
+  warm.epochs = 1;
+  warm.warmup = 1000;
+  TrainConfig nodata = c;  // a file task whose folder does not exist
+  nodata.task = "imdb";
+  nodata.data.data_dir = tmp.str("no-such-data");
+  for (const TrainConfig& bad : {warm, nodata}) {
+    CHECK_THROWS_AS((void)train(bad, quiet()), InputError);
+    std::map<std::string, std::string> after;
+    for (const auto& e : fs::recursive_directory_iterator(c.run_dir))
+      if (e.is_regular_file()) after[e.path().string()] = file_bytes(e.path().string());
+    CHECK(after == before);
+  }
+  // A fresh folder is not created for settings that are refused.
+  TrainConfig fresh = warm;
+  fresh.run_dir = tmp.str("fresh");
+  CHECK_THROWS_AS((void)train(fresh, quiet()), InputError);
+  CHECK(!fs::exists(fresh.run_dir));
 }
 
 TEST_CASE("train: checkpoint round trip") {

@@ -541,9 +541,25 @@ struct Run {
     return r;
   }
 
+  // A fresh run's folder, once setup() has checked the data and the settings (an
+  // input error leaves an earlier run's folder as it was): created, cleared of
+  // what an earlier run left (only the files a run writes), config.json written.
+  void start_folder() {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw InputError(str_cat("train: cannot create the run folder '", dir.string(), "': ", ec.message()));
+    for (const char* f : {"checkpoint", "checkpoint.tmp", "checkpoint.old", "checkpoint.trash", "best.safetensors",
+                          "metrics.jsonl", "summary.json", kAttentionKernelsFile})
+      fs::remove_all(dir / f);
+    write_file_atomic(dir / "config.json", cfg.to_json() + "\n");
+  }
+
   TrainResult go(bool resuming) {
     Console con(ropt);
     setup(con);
+    if (!dir.empty() && !resuming) start_folder();
+    const RunAttentionKernels kernels(dir.string(), ropt.device, resuming ? KernelsUse::resume : KernelsUse::train,
+                                      ropt.cuda_autotune);
     if (!dir.empty() && resuming) restore(con);
     const int64_t np = model->num_parameters();
     con.line("task " + cfg.task + ": train " + std::to_string(data.train.size()) + ", val " +
@@ -739,18 +755,7 @@ TrainResult train(const TrainConfig& cfg, const RunOptions& opt) {
   Run run;
   run.cfg = cfg;
   run.ropt = opt;
-  if (!cfg.run_dir.empty()) {
-    run.dir = cfg.run_dir;
-    std::error_code ec;
-    fs::create_directories(run.dir, ec);
-    HKT_CHECK(!ec, "train: cannot create the run folder '", cfg.run_dir, "': ", ec.message());
-    // A fresh run: drop what an earlier run left (only the files a run writes).
-    for (const char* f : {"checkpoint", "checkpoint.tmp", "checkpoint.old", "checkpoint.trash", "best.safetensors",
-                          "metrics.jsonl", "summary.json", kAttentionKernelsFile})
-      fs::remove_all(run.dir / f);
-    write_file_atomic(run.dir / "config.json", cfg.to_json() + "\n");
-  }
-  const RunAttentionKernels kernels(run.dir.string(), opt.device, KernelsUse::train, opt.cuda_autotune);
+  run.dir = cfg.run_dir;
   return run.go(false);
 }
 
@@ -772,7 +777,6 @@ TrainResult resume(const std::string& run_dir, const RunOptions& opt) {
   run.cfg = cfg;
   run.ropt = opt;
   run.dir = dir;
-  const RunAttentionKernels kernels(run_dir, opt.device, KernelsUse::resume, opt.cuda_autotune);
   return run.go(true);
 }
 
