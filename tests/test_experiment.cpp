@@ -85,6 +85,11 @@ TEST_CASE("experiment file: errors name the problem") {
             .find("unknown key \"colour\"") != std::string::npos);
   CHECK(err(R"({"tasks": {"synthetic": {}}, )" + ok_models + "}").find("\"seeds\"") != std::string::npos);
   CHECK(err(R"({"tasks": {}, )" + ok_models + R"(, "seeds": [1]})").find("\"tasks\"") != std::string::npos);
+  // Seeds are integers >= 0: a negative one would wrap, a fraction would be cut.
+  CHECK(err(R"({"tasks": {"synthetic": {}}, )" + ok_models + R"(, "seeds": [1, -1]})")
+            .find("\"seeds\" must hold integers >= 0, got -1") != std::string::npos);
+  CHECK(err(R"({"tasks": {"synthetic": {}}, )" + ok_models + R"(, "seeds": [1.7]})")
+            .find("got 1.7") != std::string::npos);
   CHECK(err(R"({"tasks": {"synthetic": {}}, )" + ok_models + R"(, "seeds": [1], "baseline": "x"})")
             .find("baseline \"x\"") != std::string::npos);
   // A bad training field names the run.

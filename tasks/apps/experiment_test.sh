@@ -93,4 +93,18 @@ fi
 [[ $? -eq 2 ]] || fail "--jobs 0 was accepted"
 "$bin/hkt-experiment" "$tmp/par.json" --run synthetic/hkt/seed9 >"$tmp/out" 2>&1
 [[ $? -eq 2 ]] && grep -q "no such run" "$tmp/out" || { cat "$tmp/out"; fail "--run of an unknown id was accepted"; }
+# A finished run's summary.json that cannot be read: --list says which, exit status 1 (no abort).
+cp "$tmp/par/synthetic/mha/seed1/summary.json" "$tmp/summary.keep"
+head -c 20 "$tmp/summary.keep" >"$tmp/par/synthetic/mha/seed1/summary.json"
+"$bin/hkt-experiment" "$tmp/par.json" --list >"$tmp/out" 2>&1
+rc=$?
+[[ $rc -eq 1 ]] && grep -q "hkt-experiment: --list: .*synthetic/mha/seed1/summary.json" "$tmp/out" ||
+  { cat "$tmp/out"; fail "--list on a torn summary.json gave exit status $rc"; }
+cp "$tmp/summary.keep" "$tmp/par/synthetic/mha/seed1/summary.json"
+# A started run whose config.json is malformed: the error names that file.
+printf '{"stepz": 1}\n' >"$tmp/slow/synthetic/hkt/seed1/config.json"
+"$bin/hkt-experiment" "$tmp/slow.json" --list >"$tmp/out" 2>&1
+rc=$?
+[[ $rc -eq 2 ]] && grep -q "$tmp/slow/synthetic/hkt/seed1/config.json: .*stepz" "$tmp/out" ||
+  { cat "$tmp/out"; fail "a malformed config.json of a started run was not named (exit status $rc)"; }
 echo "experiment_test: ok"

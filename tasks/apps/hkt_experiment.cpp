@@ -179,7 +179,13 @@ int main(int argc, char** argv) {
     for (const ExperimentRun& r : e.runs)
       if (run_state(r.cfg.run_dir) == RunState::Started) {
         // A started run resumes from its own config.json: it must be the one the file asks for now.
-        const TrainConfig started = TrainConfig::from_json(read_text_file(fs::path(r.cfg.run_dir) / "config.json"));
+        const fs::path started_file = fs::path(r.cfg.run_dir) / "config.json";
+        TrainConfig started;
+        try {
+          started = TrainConfig::from_json(read_text_file(started_file));
+        } catch (const hkt::Error& ex) {
+          throw hkt::Error(hkt::str_cat("hkt-experiment: ", started_file.string(), ": ", ex.what()));
+        }
         HKT_CHECK(started == r.cfg, "hkt-experiment: ", r.cfg.run_dir, "/config.json differs from what ", file,
                   " now asks for; delete that run folder to start it again");
       }
@@ -189,9 +195,15 @@ int main(int argc, char** argv) {
   }
   const fs::path self_exe = fs::canonical("/proc/self/exe"), self_dir = self_exe.parent_path();
   if (list) {
-    for (const ExperimentRun& r : e.runs) {
-      const RunState st = run_state(r.cfg.run_dir);
-      std::cout << run_id(r) << "  " << state_name(st) << "  " << r.cfg.run_dir << progress(r, st) << "\n";
+    try {
+      for (const ExperimentRun& r : e.runs) {
+        const RunState st = run_state(r.cfg.run_dir);
+        std::cout << run_id(r) << "  " << state_name(st) << "  " << r.cfg.run_dir << progress(r, st) << "\n";
+      }
+    } catch (const hkt::Error& ex) {  // a run's summary.json or metrics that cannot be read
+      std::cout.flush();
+      std::cerr << "hkt-experiment: --list: " << ex.what() << "\n";
+      return 1;
     }
     return 0;
   }

@@ -158,6 +158,8 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
     e.out_dir = out_dir_override.empty() ? j.value("out_dir", "runs/" + e.name) : out_dir_override;
     HKT_CHECK(j.contains("seeds") && j.at("seeds").is_array() && !j.at("seeds").empty(),
               "experiment: \"seeds\" must be a non-empty array of integers");
+    for (const json& s : j.at("seeds"))
+      HKT_CHECK(s.is_number_unsigned(), "experiment: \"seeds\" must hold integers >= 0, got ", s.dump());
     e.seeds = j.at("seeds").get<std::vector<uint64_t>>();
   } catch (const json::exception& ex) {
     throw Error(str_cat("experiment: a top-level field has the wrong type: ", ex.what()));
