@@ -50,8 +50,7 @@ int main(int argc, char** argv) {
     const hkt::Device device = topts.device();
     hkt::tasks::TrainConfig base;
     try {
-      base = topts.resolve();
-      if (base.steps == 0 && base.epochs == 0) base.epochs = 1;
+      base = topts.resolve(false);  // validated below, with each model of --models
       HKT_CHECK(!split(models).empty(), "--models: no preset given");
       for (const std::string& m : split(models)) {
         hkt::tasks::TrainConfig c = base;

@@ -54,7 +54,6 @@ int main(int argc, char** argv) {
       cfg = topts.resolve();
       if (!run_dir.empty()) cfg.run_dir = run_dir;
       if (cfg.run_dir.empty()) cfg.run_dir = "runs/" + cfg.task + "-" + cfg.model + "-s" + std::to_string(cfg.seed);
-      if (cfg.steps == 0 && cfg.epochs == 0) cfg.epochs = 1;
       cfg.validate();
     } catch (const hkt::Error& e) {
       throw hkt::tasks::InputError(e.what());

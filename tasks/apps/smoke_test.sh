@@ -87,6 +87,17 @@ tasks)
   "$bin/hkt-train" --task synthetic --steps 3 --print-config >"$work/cfg.json"
   "$bin/hkt-train" --config "$work/cfg.json" --steps 2 --run-dir "$work/runs/cfg" --quiet
   grep -q '"steps": 2' "$work/runs/cfg/config.json"
+  # A file that leaves a value to the flags (or to the defaults: one epoch) is complete with them.
+  echo '{"task": "synthetic", "lr": 0.002}' >"$work/partial.json"
+  "$bin/hkt-train" --config "$work/partial.json" --steps 4 --print-config | grep -q '"steps": 4'
+  "$bin/hkt-train" --config "$work/partial.json" --print-config | grep -q '"epochs": 1'
+  # A value from the file that no flag mends: the error names the file.
+  echo '{"task": "synthetic", "batch_size": 0}' >"$work/zero.json"
+  if "$bin/hkt-train" --config "$work/zero.json" --print-config 2>"$work/zero.err"; then
+    echo "batch_size 0 from a config file was accepted"; exit 1
+  fi
+  grep -q "zero.json (with the flags given): .*batch_size" "$work/zero.err"
+  "$bin/hkt-train" --config "$work/zero.json" --batch-size 8 --print-config | grep -q '"batch_size": 8'
   # Strict config files.
   echo '{"steps": 2, "stepz": 1}' >"$work/bad.json"
   if "$bin/hkt-train" --config "$work/bad.json" --run-dir "$work/runs/bad" 2>"$work/bad.err"; then

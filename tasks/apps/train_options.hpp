@@ -118,8 +118,10 @@ class TrainOptions {
   }
   bool cuda_autotune() const { return autotune_; }  // for RunOptions::cuda_autotune
 
-  // Defaults, then --config, then the flags given.
-  tasks::TrainConfig resolve() const {
+  // Defaults, then --config, then the flags given, then one epoch when neither
+  // steps nor epochs is set. With `check`, validated; the error then names the
+  // config file the values came from (with the flags), if any.
+  tasks::TrainConfig resolve(bool check = true) const {
     tasks::TrainConfig base;
     if (!config_file_.empty()) {
       std::ifstream f(config_file_);
@@ -127,13 +129,23 @@ class TrainOptions {
       std::stringstream ss;
       ss << f.rdbuf();
       try {
-        base = tasks::TrainConfig::from_json(ss.str());
+        // Validated by the caller once the flags are applied: a flag may complete the file.
+        base = tasks::TrainConfig::from_json_unvalidated(ss.str());
       } catch (const Error& e) {
         throw tasks::InputError(std::string(config_file_) + ": " + e.what());
       }
     }
     for (const auto& [opt, apply] : setters_)
       if (opt->count() > 0) apply(base);
+    if (base.steps == 0 && base.epochs == 0) base.epochs = 1;
+    if (check) {
+      try {
+        base.validate();
+      } catch (const Error& e) {
+        if (config_file_.empty()) throw tasks::InputError(e.what());
+        throw tasks::InputError(config_file_ + " (with the flags given): " + e.what());
+      }
+    }
     return base;
   }
   // Flags given among the training options (for --resume, which takes none of them).

@@ -634,6 +634,12 @@ void TrainConfig::validate() const {
 std::string TrainConfig::to_json() const { return config_json(*this).dump(2); }
 
 TrainConfig TrainConfig::from_json(const std::string& text) {
+  TrainConfig c = from_json_unvalidated(text);
+  c.validate();
+  return c;
+}
+
+TrainConfig TrainConfig::from_json_unvalidated(const std::string& text) {
   const json j = parse_json(text, "TrainConfig");
   TrainConfig c;
   each_key(j, "", [&](const std::string& k, const json& v, const std::string& key) {
@@ -674,7 +680,6 @@ TrainConfig TrainConfig::from_json(const std::string& text) {
     else return false;
     return true;
   });
-  c.validate();
   return c;
 }
 

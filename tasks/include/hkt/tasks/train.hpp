@@ -67,6 +67,9 @@ struct TrainConfig {
   // Strict: unknown keys (at any level) and wrong types are errors; missing
   // keys keep their defaults. The result is validated.
   static TrainConfig from_json(const std::string& json);
+  // The same without validate(): for a base that flags complete (hkt-train
+  // --config FILE --steps N), validated once they are applied.
+  static TrainConfig from_json_unvalidated(const std::string& json);
   // Sets one field of model_overrides (value is JSON text, e.g. "3", "0.1", "\"mha\"").
   void set_override(const std::string& key, const std::string& json_value);
   // The preset with the overrides applied and the task's dimensions filled in.
