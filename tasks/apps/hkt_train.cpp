@@ -23,8 +23,8 @@ int main(int argc, char** argv) {
   bool quiet = false, print_config = false;
   app.add_option("--run-dir", run_dir, "run folder (default runs/<task>-<model>-s<seed>)");
   app.add_option("--resume", resume_dir,
-                 "continue the run in RUN_DIR from its last checkpoint, with its config.json (only --threads and "
-                 "--quiet may be given with it)");
+                 "continue the run in RUN_DIR from its last checkpoint, with its config.json (only --threads, --quiet, "
+                 "--device and --cuda-autotune may be given with it)");
   app.add_flag("--quiet", quiet, "no console output (the run folder is still written)");
   app.add_flag("--print-config", print_config, "print the resolved config as JSON and exit");
   if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;

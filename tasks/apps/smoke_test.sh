@@ -152,6 +152,10 @@ errors)
   expect_usage hkt-train "no config.json" --resume "$work/no-such-run"
   expect_usage hkt-train "remove: --steps" --resume "$work/r" --steps 3
   expect_usage hkt-train "warmup" --task synthetic --steps 2 --warmup 5 --run-dir "$work/w"
+  [[ ! -e "$work/w" ]] || { echo "FAILED: refused settings left a run folder behind"; bad=1; }
+  expect_usage hkt-train "seed" --task synthetic --seed -1 "${r[@]}"
+  expect_usage hkt-train "data-seed" --task synthetic --data-seed -5 "${r[@]}"
+  expect_usage hkt-train "threads" --resume "$work/r" --threads -1
   expect_usage hkt-train "load_cifar10: folder" --task cifar10 --data-dir "$work/no-data" "${r[@]}"
   expect_usage hkt-train "load_imdb: folder" --task imdb --data-dir "$work/no-data" "${r[@]}"
   expect_usage hkt-train "not found" --task listops-tsv --data-dir "$work/no-data" "${r[@]}"

@@ -7,6 +7,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "hkt/core/error.hpp"
@@ -167,14 +168,22 @@ class TrainOptions {
   using Setter = std::function<void(tasks::TrainConfig&)>;
   // A flag bound to a TrainConfig field (data_flag: a field of its TaskOptions):
   // parsed into tmp_, copied into the resolved config only when given.
+  // A CLI11 check: "-1" for a seed or a thread count is an error, not a wrapped value.
+  static std::string non_negative(const std::string& v) {
+    return !v.empty() && v[0] == '-' ? "must be >= 0, got " + v : std::string();
+  }
   template <class T>
   void flag(CLI::App& app, const std::string& name, T tasks::TrainConfig::*field, const std::string& help) {
     CLI::Option* o = app.add_option(name, tmp_.*field, help)->capture_default_str();
+    // Seeds are unsigned: "-1" would wrap. Thread counts are checked here too, for --resume.
+    if constexpr (std::is_unsigned_v<T>) o->check(non_negative);
+    if (name == "--threads") o->check(non_negative);
     setters_.emplace_back(o, [this, field](tasks::TrainConfig& d) { d.*field = tmp_.*field; });
   }
   template <class T>
   void data_flag(CLI::App& app, const std::string& name, T tasks::TaskOptions::*field, const std::string& help) {
     CLI::Option* o = app.add_option(name, tmp_.data.*field, help)->capture_default_str();
+    if constexpr (std::is_unsigned_v<T>) o->check(non_negative);
     setters_.emplace_back(o, [this, field](tasks::TrainConfig& d) { d.data.*field = tmp_.data.*field; });
   }
   template <class T>
