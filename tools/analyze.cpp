@@ -4,6 +4,7 @@
 //   hkt-analyze runs/x/checkpoint --task listops --out /tmp/a # a checkpoint folder, the task named
 //   hkt-plot --analysis runs/listops-hkt/analysis --out plots # the figures
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -72,7 +73,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--task", task, "task of the data (default: the run's task); see hkt-train --help");
   app.add_option("--data-dir", data_dir, "data folder for file-based tasks (default: the run's)");
-  app.add_option("--seq-len", seq_len, "sequence length of generated/text tasks (default: the run's)");
+  app.add_option("--seq-len", seq_len, "sequence length of generated/text tasks (default: the run's)")
+      ->check(kNonNegative);
   app.add_option("--split", split, "which split to sample: val, test or train")
       ->check(CLI::IsMember({"val", "test", "train"}))
       ->capture_default_str();
@@ -80,7 +82,7 @@ int main(int argc, char** argv) {
       ->check(kPositive)
       ->capture_default_str();
   app.add_option("--sample-seed", sample_seed, "seed of the sample")->capture_default_str();
-  app.add_option("--window", opt.window, "p: the score vectors are S_l[i, 0:p] (capped by the shortest sequence)")
+  app.add_option("--window", opt.window, "p: the score vectors are S_l[i, 0:p] (capped by the median sequence length at each level)")
       ->check(kPositive)
       ->capture_default_str();
   app.add_option("--eig-samples", opt.eig_samples, "examples whose combined score matrix is diagonalised")
@@ -125,6 +127,13 @@ int main(int argc, char** argv) {
     if (task_name.empty()) {
       std::cerr << "hkt-analyze: '" << lm.weights
                 << "' does not say which task it was trained on; give --task (one of: synthetic, listops, ...)\n";
+      return 2;
+    }
+    const std::vector<std::string>& known = hkt::tasks::task_names();
+    if (std::find(known.begin(), known.end(), task_name) == known.end()) {
+      std::string list;
+      for (const std::string& n : known) list += (list.empty() ? "" : ", ") + n;
+      std::cerr << "hkt-analyze: --task: unknown task '" << task_name << "' (known: " << list << ")\n";
       return 2;
     }
     if (!data_dir.empty()) topts.data_dir = data_dir;

@@ -44,6 +44,8 @@ rc="$(status "$bin/hkt-eval" "$tmp/run" --device cuda)"
 [[ "$(status "$bin/hkt-analyze" "$tmp/run" --samples 0)" == 2 ]] || fail "--samples 0 should exit 2"
 [[ "$(status "$bin/hkt-analyze" "$tmp/run" --split nope)" == 2 ]] || fail "--split nope should exit 2"
 [[ "$(status "$bin/hkt-analyze" "$tmp/missing")" == 1 ]] || fail "a missing path should exit 1"
+[[ "$(status "$bin/hkt-analyze" "$tmp/run" --task nosuch)" == 2 ]] || fail "--task nosuch should exit 2"
+[[ "$(status "$bin/hkt-analyze" "$tmp/run" --seq-len -5)" == 2 ]] || fail "--seq-len -5 should exit 2"
 [[ "$(status "$bin/hkt-plot" "$tmp/missing" --out "$tmp/p")" == 1 ]] || fail "hkt-plot of a missing folder should exit 1"
 [[ "$(status "$bin/hkt-plot")" == 2 ]] || fail "hkt-plot without folders should exit 2"
 

@@ -24,7 +24,7 @@
 namespace hkt::analysis {
 
 struct AnalysisOptions {
-  int64_t window = 16;          // p: score vectors are S_l[i, 0:p] (capped by the shortest sequence at level l)
+  int64_t window = 16;          // p: score vectors are S_l[i, 0:p] (capped by the median sequence length at level l)
   int64_t eig_samples = 4;      // examples whose symmetrised combined score matrix is diagonalised
   int64_t batch_size = 4;       // examples per forward pass (S_hier of a batch is B x H x T x T)
   int64_t bins = 40;            // histogram bins
