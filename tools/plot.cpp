@@ -82,6 +82,26 @@ class Plotter {
   std::string format_;
 };
 
+// A run's label in the legends: its preset and overrides (e.g. "hkt-small levels=1 (folder)") when they
+// differ from the folder's name, so that runs of one preset stay apart; also the run's task into `task`.
+std::string run_label(const fs::path& run, const std::string& folder, std::string& task) {
+  try {
+    std::string label = folder;
+    const json c = json::parse(read_text(run / "config.json"), nullptr, false);
+    if (c.is_object() && c.contains("model") && c["model"].get<std::string>() != folder) {
+      std::string model = c["model"].get<std::string>();
+      if (c.contains("model_overrides") && c["model_overrides"].is_object())
+        for (auto it = c["model_overrides"].begin(); it != c["model_overrides"].end(); ++it)
+          model += " " + it.key() + "=" + it.value().dump();
+      label = model + " (" + folder + ")";
+    }
+    if (c.is_object() && c.contains("task") && task.empty()) task = c["task"].get<std::string>();
+    return label;
+  } catch (const json::exception& ex) {  // a field of the wrong type
+    throw Fail((run / "config.json").string() + ": " + ex.what());
+  }
+}
+
 // Training curves: one CSV per run (eval events: step, epoch, val_acc, val_loss, test_acc; train events
 // in train<i>.csv: step, loss, acc), then validation accuracy and training loss of every run on one plot.
 void plot_runs(const std::vector<fs::path>& runs, const fs::path& out, Plotter& plt, std::string x_axis) {
@@ -90,18 +110,7 @@ void plot_runs(const std::vector<fs::path>& runs, const fs::path& out, Plotter& 
   std::string task;
   for (size_t r = 0; r < runs.size(); ++r) {
     std::string label = runs[r].filename().string();
-    if (fs::exists(runs[r] / "config.json")) {
-      const json c = json::parse(read_text(runs[r] / "config.json"), nullptr, false);
-      if (c.is_object() && c.contains("model") && c["model"].get<std::string>() != label) {
-        // The preset and its overrides (e.g. "hkt-small levels=1"): runs of one preset stay apart.
-        std::string model = c["model"].get<std::string>();
-        if (c.contains("model_overrides") && c["model_overrides"].is_object())
-          for (auto it = c["model_overrides"].begin(); it != c["model_overrides"].end(); ++it)
-            model += " " + it.key() + "=" + it.value().dump();
-        label = model + " (" + label + ")";
-      }
-      if (c.is_object() && c.contains("task") && task.empty()) task = c["task"].get<std::string>();
-    }
+    if (fs::exists(runs[r] / "config.json")) label = run_label(runs[r], label, task);
     labels.push_back(label);
     std::istringstream in(read_text(runs[r] / "metrics.jsonl"));
     std::ostringstream ev, tr;
@@ -115,14 +124,18 @@ void plot_runs(const std::vector<fs::path>& runs, const fs::path& out, Plotter& 
       const json j = json::parse(line, nullptr, false);
       if (!j.is_object()) throw Fail((runs[r] / "metrics.jsonl").string() + ":" + std::to_string(lineno) +
                                      ": not a JSON object");
-      const std::string e = j.value("event", "");
-      if (e == "eval") {
-        ++n_eval;
-        if (!j.contains("epoch")) all_epochs = false;
-        ev << j.value("step", 0) << "," << (j.contains("epoch") ? j["epoch"].dump() : "nan") << ","
-           << j.value("val_acc", 0.0) << "," << j.value("val_loss", 0.0) << "," << j.value("test_acc", 0.0) << "\n";
-      } else if (e == "train") {
-        tr << j.value("step", 0) << "," << j.value("loss", 0.0) << "," << j.value("acc", 0.0) << "\n";
+      try {
+        const std::string e = j.value("event", "");
+        if (e == "eval") {
+          ++n_eval;
+          if (!j.contains("epoch")) all_epochs = false;
+          ev << j.value("step", 0) << "," << (j.contains("epoch") ? j["epoch"].dump() : "nan") << ","
+             << j.value("val_acc", 0.0) << "," << j.value("val_loss", 0.0) << "," << j.value("test_acc", 0.0) << "\n";
+        } else if (e == "train") {
+          tr << j.value("step", 0) << "," << j.value("loss", 0.0) << "," << j.value("acc", 0.0) << "\n";
+        }
+      } catch (const json::exception& ex) {  // a field of the wrong type
+        throw Fail((runs[r] / "metrics.jsonl").string() + ":" + std::to_string(lineno) + ": " + ex.what());
       }
     }
     if (n_eval == 0) throw Fail(runs[r].string() + ": metrics.jsonl has no evaluation yet (no \"eval\" event)");
@@ -151,7 +164,15 @@ void plot_runs(const std::vector<fs::path>& runs, const fs::path& out, Plotter& 
 }
 
 // The figures of one analysis folder (hkt-analyze's CSV files).
+void plot_analysis_json(const fs::path& dir, const std::string& prefix, Plotter& plt);
 void plot_analysis(const fs::path& dir, const std::string& prefix, Plotter& plt) {
+  try {
+    plot_analysis_json(dir, prefix, plt);
+  } catch (const json::exception& ex) {  // a report.json field missing or of the wrong type
+    throw Fail((dir / "report.json").string() + ": " + ex.what());
+  }
+}
+void plot_analysis_json(const fs::path& dir, const std::string& prefix, Plotter& plt) {
   const json rep = json::parse(read_text(dir / "report.json"), nullptr, false);
   if (!rep.is_object() || !rep.contains("model_config"))
     throw Fail((dir / "report.json").string() + ": not a report of hkt-analyze");

@@ -48,6 +48,16 @@ rc="$(status "$bin/hkt-eval" "$tmp/run" --device cuda)"
 [[ "$(status "$bin/hkt-analyze" "$tmp/run" --seq-len -5)" == 2 ]] || fail "--seq-len -5 should exit 2"
 [[ "$(status "$bin/hkt-plot" "$tmp/missing" --out "$tmp/p")" == 1 ]] || fail "hkt-plot of a missing folder should exit 1"
 [[ "$(status "$bin/hkt-plot")" == 2 ]] || fail "hkt-plot without folders should exit 2"
+# A run folder whose config.json has a field of the wrong type: hkt-plot names the file.
+mkdir -p "$tmp/oddrun"
+cp "$tmp/run/metrics.jsonl" "$tmp/oddrun/"
+echo '{"model": 5}' >"$tmp/oddrun/config.json"
+set +e
+"$bin/hkt-plot" "$tmp/oddrun" --out "$tmp/p2" 2>"$tmp/plot.err" >/dev/null
+rc=$?
+set -e
+[[ $rc == 1 ]] && grep -q "oddrun/config.json: " "$tmp/plot.err" ||
+  { cat "$tmp/plot.err"; fail "hkt-plot on a malformed config.json: exit $rc, or the file not named"; }
 
 if command -v gnuplot >/dev/null 2>&1; then
   "$bin/hkt-plot" "$tmp/run" "$tmp/run/analysis" --out "$tmp/plots" >/dev/null
