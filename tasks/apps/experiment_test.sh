@@ -93,6 +93,8 @@ fi
 [[ $? -eq 2 ]] || fail "--jobs 0 was accepted"
 "$bin/hkt-experiment" "$tmp/par.json" --run synthetic/hkt/seed9 >"$tmp/out" 2>&1
 [[ $? -eq 2 ]] && grep -q "no such run" "$tmp/out" || { cat "$tmp/out"; fail "--run of an unknown id was accepted"; }
+"$bin/hkt-experiment" "$tmp/par.json" --only zzz >"$tmp/out" 2>&1
+[[ $? -eq 2 ]] && grep -q "no run id .* contains it" "$tmp/out" || { cat "$tmp/out"; fail "--only matching nothing was accepted"; }
 # A finished run's summary.json that cannot be read: --list says which, exit status 1 (no abort).
 cp "$tmp/par/synthetic/mha/seed1/summary.json" "$tmp/summary.keep"
 head -c 20 "$tmp/summary.keep" >"$tmp/par/synthetic/mha/seed1/summary.json"

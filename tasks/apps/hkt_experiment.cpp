@@ -211,6 +211,13 @@ int main(int argc, char** argv) {
     const std::string id = run_id(r);
     return (only.empty() || id.find(only) != std::string::npos) && (exact.empty() || id == exact);
   };
+  if (!only.empty() && std::none_of(e.runs.begin(), e.runs.end(), [&](const ExperimentRun& r) {
+        return run_id(r).find(only) != std::string::npos;
+      })) {
+    std::cerr << "hkt-experiment: --only " << only << ": no run id of " << file << " contains it (hkt-experiment "
+              << file << " --list shows the ids)\n";
+    return hkt::apps::kExitUsage;
+  }
   if (!exact.empty()) {
     bool found = false;
     for (const ExperimentRun& r : e.runs) found = found || run_id(r) == exact;

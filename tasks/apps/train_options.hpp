@@ -61,7 +61,10 @@ class TrainOptions {
     using D = tasks::TaskOptions;
     // A flag given twice takes the last value (tools/quickstart.sh appends the user's flags).
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    app.add_option("--config", config_file_, "JSON file with TrainConfig values (the flags override them)")
+    app.add_option("--config", config_file_,
+                   with_model ? "JSON file with TrainConfig values (the flags override them)"
+                              : "JSON file with TrainConfig values (the flags override them; its model and "
+                                "run_dir are replaced by --models and --run-dir)")
         ->check(CLI::ExistingFile);
     flag(app, "--task", &C::task, "task: synthetic, listops, listops-tsv, cifar10, cifar10-rgb, fashion-mnist, imdb");
     data_flag(app, "--data-dir", &D::data_dir,
