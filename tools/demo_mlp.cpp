@@ -44,6 +44,10 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") usage(argv[0], 0);
+    if (arg != "--steps" && arg != "--seed" && arg != "--hidden" && arg != "--lr") {
+      std::fprintf(stderr, "%s: unknown option %s\n", argv[0], arg.c_str());
+      usage(argv[0], 2);
+    }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "%s: missing value for %s\n", argv[0], arg.c_str());
       usage(argv[0], 2);
@@ -57,15 +61,13 @@ Options parse(int argc, char** argv) {
       ok = o.steps > 0;
     } else if (arg == "--seed") {
       o.seed = std::strtoull(val, &end, 10);
+      ok = val[0] != '-';  // strtoull would wrap a negative value
     } else if (arg == "--hidden") {
       o.hidden = std::strtoll(val, &end, 10);
       ok = o.hidden > 0;
     } else if (arg == "--lr") {
       o.lr = std::strtod(val, &end);
-      ok = o.lr > 0;
-    } else {
-      std::fprintf(stderr, "%s: unknown option %s\n", argv[0], arg.c_str());
-      usage(argv[0], 2);
+      ok = o.lr > 0 && std::isfinite(o.lr);
     }
     if (!ok || errno != 0 || end == val || *end != '\0') {
       std::fprintf(stderr, "%s: invalid value '%s' for %s\n", argv[0], val, arg.c_str());
