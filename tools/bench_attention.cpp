@@ -240,11 +240,12 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--full") == 0) full = true;
     else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     else {
-      std::fprintf(stderr,
+      const bool help = std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0;
+      std::fprintf(help ? stdout : stderr,
                    "usage: %s [--full] [--quick]\n  --full   add T = 8192 and training steps at T = 1024 .. 8192\n  --quick  T = 512, 1024 only, fewer "
                    "repetitions\n",
                    argv[0]);
-      return 2;
+      return help ? 0 : 2;
     }
   }
   const int reps = quick ? 2 : 3;

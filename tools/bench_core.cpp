@@ -76,8 +76,12 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     else if (std::strcmp(argv[i], "--check") == 0) check = true;
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--check]\n", argv[0]);
-      return 2;
+      const bool help = std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0;
+      std::fprintf(help ? stdout : stderr,
+                   "usage: %s [--quick] [--check]\n  --quick  a short time budget per measurement (smoke test)\n"
+                   "  --check  exit 1 if hkt::matmul is more than 5%% below cblas_sgemm at N >= 1024\n",
+                   argv[0]);
+      return help ? 0 : 2;
     }
   }
   const int min_pairs = quick ? 3 : 10;

@@ -18,6 +18,7 @@
 // lists are not run. With a knob set (HKT_CUDA_ATTN_FWD=mma ...), the main
 // table and the training step are the knobs' and nothing else is timed.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -396,6 +397,18 @@ void bench_train_step(int reps, const char* impl = "hkt", bool as_trainer = fals
 
 }  // namespace
 
+// A positive integer option value, else exit 2 naming the option.
+static int64_t positive(const char* v, const char* name) {
+  char* end = nullptr;
+  errno = 0;
+  const long long x = std::strtoll(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || x < 1 || x > (int64_t{1} << 30)) {
+    std::fprintf(stderr, "hkt-bench-gpu: %s: expected a positive integer, got '%s'\n", name, v);
+    std::exit(2);
+  }
+  return x;
+}
+
 int main(int argc, char** argv) {
   int reps = 3;
   int64_t max_t = 16384;
@@ -404,11 +417,13 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--quick")) max_t = 2048, reps = 2;
     else if (!std::strcmp(argv[i], "--profile")) profile = true;
     else if (!std::strcmp(argv[i], "--probe")) probe_only = true;
-    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--max-t") && i + 1 < argc) max_t = std::atoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = static_cast<int>(positive(argv[++i], "--reps"));
+    else if (!std::strcmp(argv[i], "--max-t") && i + 1 < argc) max_t = positive(argv[++i], "--max-t");
     else {
-      std::fprintf(stderr, "usage: hkt-bench-gpu [--quick] [--reps N] [--max-t T] [--profile | --probe]\n");
-      return 2;
+      const bool help = !std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h");
+      std::fprintf(help ? stdout : stderr,
+                   "usage: hkt-bench-gpu [--quick] [--reps N] [--max-t T] [--profile | --probe]\n");
+      return help ? 0 : 2;
     }
   }
   if (!cuda_is_available()) {
