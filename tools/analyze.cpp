@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
       ->check(kPositive)
       ->capture_default_str();
   app.add_option("--sample-seed", sample_seed, "seed of the sample")->capture_default_str();
-  app.add_option("--window", opt.window, "p: the score vectors are S_l[i, 0:p] (capped by the median sequence length at each level)")
+  app.add_option("--window", opt.window,
+                 "p: the score vectors are S_l[i, 0:p] (capped by the median sequence length at each level)")
       ->check(kPositive)
       ->capture_default_str();
   app.add_option("--eig-samples", opt.eig_samples, "examples whose combined score matrix is diagonalised")

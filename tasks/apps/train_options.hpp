@@ -169,12 +169,12 @@ class TrainOptions {
 
  private:
   using Setter = std::function<void(tasks::TrainConfig&)>;
-  // A flag bound to a TrainConfig field (data_flag: a field of its TaskOptions):
-  // parsed into tmp_, copied into the resolved config only when given.
   // A CLI11 check: "-1" for a seed or a thread count is an error, not a wrapped value.
   static std::string non_negative(const std::string& v) {
     return !v.empty() && v[0] == '-' ? "must be >= 0, got " + v : std::string();
   }
+  // A flag bound to a TrainConfig field (data_flag: a field of its TaskOptions):
+  // parsed into tmp_, copied into the resolved config only when given.
   template <class T>
   void flag(CLI::App& app, const std::string& name, T tasks::TrainConfig::*field, const std::string& help) {
     CLI::Option* o = app.add_option(name, tmp_.*field, help)->capture_default_str();
