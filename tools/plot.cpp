@@ -122,6 +122,8 @@ void plot_runs(const std::vector<fs::path>& runs, const fs::path& out, Plotter& 
       ++lineno;
       if (line.empty()) continue;
       const json j = json::parse(line, nullptr, false);
+      // The last line may be torn by a kill while it was appended: skipped, as the trainer's resume does.
+      if (!j.is_object() && in.peek() == std::char_traits<char>::eof()) break;
       if (!j.is_object()) throw Fail((runs[r] / "metrics.jsonl").string() + ":" + std::to_string(lineno) +
                                      ": not a JSON object");
       try {
