@@ -48,6 +48,14 @@ rc="$(status "$bin/hkt-eval" "$tmp/run" --device cuda)"
 [[ "$(status "$bin/hkt-analyze" "$tmp/run" --seq-len -5)" == 2 ]] || fail "--seq-len -5 should exit 2"
 [[ "$(status "$bin/hkt-plot" "$tmp/missing" --out "$tmp/p")" == 1 ]] || fail "hkt-plot of a missing folder should exit 1"
 [[ "$(status "$bin/hkt-plot")" == 2 ]] || fail "hkt-plot without folders should exit 2"
+# plot_fails TEXT ARGS...: hkt-plot ARGS must exit 1 with TEXT in its message.
+plot_fails() {
+  local text="$1" rc=0
+  shift
+  "$bin/hkt-plot" "$@" 2>"$tmp/plot.err" >/dev/null || rc=$?
+  [[ $rc == 1 ]] && grep -q -- "$text" "$tmp/plot.err" ||
+    { cat "$tmp/plot.err"; fail "hkt-plot $*: exit $rc, expected 1 and '$text'"; }
+}
 # A metrics.jsonl whose last line was torn by a kill: hkt-plot skips that line; a torn line
 # before the last is an error naming the file and line.
 if command -v gnuplot >/dev/null 2>&1; then
@@ -56,23 +64,13 @@ if command -v gnuplot >/dev/null 2>&1; then
   { cat "$tmp/run/metrics.jsonl"; printf '{"event": "tra'; } >"$tmp/torn/metrics.jsonl"
   "$bin/hkt-plot" "$tmp/torn" --out "$tmp/p3" >/dev/null 2>&1 || fail "hkt-plot failed on a torn last line"
   { printf '{"event": "tra\n'; cat "$tmp/run/metrics.jsonl"; } >"$tmp/torn/metrics.jsonl"
-  set +e
-  "$bin/hkt-plot" "$tmp/torn" --out "$tmp/p4" 2>"$tmp/plot.err" >/dev/null
-  rc=$?
-  set -e
-  [[ $rc == 1 ]] && grep -q "torn/metrics.jsonl:1: not a JSON object" "$tmp/plot.err" ||
-    { cat "$tmp/plot.err"; fail "hkt-plot accepted a torn line before the last (exit $rc)"; }
+  plot_fails "torn/metrics.jsonl:1: not a JSON object" "$tmp/torn" --out "$tmp/p4"
 fi
 # A run folder whose config.json has a field of the wrong type: hkt-plot names the file.
 mkdir -p "$tmp/oddrun"
 cp "$tmp/run/metrics.jsonl" "$tmp/oddrun/"
 echo '{"model": 5}' >"$tmp/oddrun/config.json"
-set +e
-"$bin/hkt-plot" "$tmp/oddrun" --out "$tmp/p2" 2>"$tmp/plot.err" >/dev/null
-rc=$?
-set -e
-[[ $rc == 1 ]] && grep -q "oddrun/config.json: " "$tmp/plot.err" ||
-  { cat "$tmp/plot.err"; fail "hkt-plot on a malformed config.json: exit $rc, or the file not named"; }
+plot_fails "oddrun/config.json: " "$tmp/oddrun" --out "$tmp/p2"
 
 if command -v gnuplot >/dev/null 2>&1; then
   "$bin/hkt-plot" "$tmp/run" "$tmp/run/analysis" --out "$tmp/plots" >/dev/null
