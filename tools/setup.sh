@@ -9,9 +9,10 @@ set -euo pipefail
 # gnuplot-nox: hkt-plot's figures (pngcairo / svg terminals).
 packages=(cmake g++ ninja-build pkg-config libopenblas-dev libtbb-dev doctest-dev
           zlib1g-dev nlohmann-json3-dev libcli11-dev gnuplot-nox)
-# tools/setup.sh --test: also what the test command needs (clang's libFuzzer).
+# tools/setup.sh --test: also what the test command needs (clang's libFuzzer, and
+# NumPy for the independent reference of tests/reference/check.py).
 if [[ "${1:-}" == --test ]]; then
-  packages+=(clang-14 libclang-rt-14-dev)
+  packages+=(clang-14 libclang-rt-14-dev python3-numpy)
 fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""An independent reference for hkt: NumPy only, written from
+../shared/spec/HKT.md and the documented conventions of hkt's public headers,
+sharing no code with the C++ library.
+
+    check.py DIR      DIR holds cases.txt and the .safetensors files that
+                      hkt-reference-export wrote (tests/reference/export_cases.cpp)
+
+For every case it parses the file by the safetensors format's own layout (its
+own parser, not hkt's), recomputes the output from the parameters and the
+input, and compares: float64 cases to 1e-10 relative to the output's largest
+value, the float32 case to 2e-5. For float64 cases it also checks every
+gradient hkt exported, grad.<name> = d sum(output * R) / d<name>: along a
+random direction U, <grad, U> must match the central difference
+(f(p + hU) - f(p - hU)) / 2h of this file's forward (h = 1e-5), to 1e-6.
+
+Conventions taken from the headers (the spec leaves them open):
+  Linear           y = x W^T + b, W [out, in]            (models/layers.hpp)
+  LayerNorm        biased variance, eps = 1e-5; GELU the exact erf form
+  causal conv      y[t] = b + sum_j w[c, j] x[s t + s - 1 - j], zeros outside
+                   [0, T), T_out = ceil(T / s)           (ops/conv.hpp)
+  heads            head h owns the columns h*dh .. (h+1)*dh - 1
+  masks            a level-l block is real when either block below it is;
+                   padded positions are zeroed before each downsampling and in
+                   V; outputs at padded positions are 0 (models/attention.hpp)
+Exit status: 0 when every case matches, 1 otherwise (each mismatch named).
+"""
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+
+DTYPES = {"F64": np.float64, "F32": np.float32, "I64": np.int64, "BOOL": np.bool_}
+
+
+def read_safetensors(path):
+    """(tensors, metadata) by the official layout: u64 LE header length N,
+    N bytes of JSON, then the data buffer; offsets relative to the buffer."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n].decode("utf-8"))
+    buf = raw[8 + n:]
+    meta = header.pop("__metadata__", {})
+    tensors = {}
+    for name, info in header.items():
+        lo, hi = info["data_offsets"]
+        dt = np.dtype(DTYPES[info["dtype"]]).newbyteorder("<")
+        a = np.frombuffer(buf[lo:hi], dtype=dt).reshape(info["shape"])
+        tensors[name] = a.astype(a.dtype.newbyteorder("="))
+    return tensors, meta
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+
+
+def linear(x, p, name):
+    y = x @ p[name + ".weight"].T
+    b = p.get(name + ".bias")
+    return y if b is None else y + b
+
+
+def layer_norm(x, p, name, eps=1e-5):
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * p[name + ".weight"] + p[name + ".bias"]
+
+
+def causal_conv(x, w, b, stride):
+    """x [B, T, C], w [C, k]: y[:, t] = b + sum_j w[:, j] * x[:, s t + s - 1 - j]."""
+    B, T, C = x.shape
+    k = w.shape[1]
+    T_out = -(-T // stride)
+    y = np.zeros((B, T_out, C))
+    for t in range(T_out):
+        for j in range(k):
+            i = stride * t + stride - 1 - j
+            if 0 <= i < T:
+                y[:, t] += w[:, j] * x[:, i]
+    return y if b is None else y + b
+
+
+def softmax(z, axis=-1):
+    z = z - z.max(axis, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis, keepdims=True)
+
+
+def heads(x, H):
+    """[B, T, D] -> [B, H, T, dh]"""
+    B, T, D = x.shape
+    return x.reshape(B, T, H, D // H).transpose(0, 2, 1, 3)
+
+
+def merge(x):
+    B, H, T, dh = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(B, T, H * dh)
+
+
+def masked_softmax_av(s, valid, causal, v):
+    """softmax(S + mask) V; a row whose keys are all masked gives 0."""
+    B, H, T, _ = s.shape
+    allowed = np.ones((B, 1, T, T), dtype=bool)
+    if valid is not None:
+        allowed &= valid[:, None, None, :]
+    if causal:
+        allowed &= np.tril(np.ones((T, T), dtype=bool))[None, None]
+    allowed = np.broadcast_to(allowed, s.shape)
+    z = np.where(allowed, s, -np.inf)
+    m = np.where(allowed.any(-1, keepdims=True), z.max(-1, keepdims=True), 0.0)
+    e = np.where(allowed, np.exp(z - m), 0.0)
+    den = e.sum(-1, keepdims=True)
+    a = np.divide(e, den, out=np.zeros_like(e), where=den > 0)
+    return a @ v
+
+
+def zero_pad(x, valid):
+    return x if valid is None else x * valid[..., None]
+
+
+def pool_valid(valid):
+    B, T = valid.shape
+    if T % 2:
+        valid = np.concatenate([valid, np.zeros((B, 1), dtype=bool)], 1)
+    return valid.reshape(B, -1, 2).any(-1)
+
+
+def upsample_index(T, l, causal):
+    """Level l's row for each full-resolution position, and whether it exists."""
+    i = np.arange(T)
+    c = (i + 1) // (1 << l) - 1 if causal else i >> l
+    return np.maximum(c, 0), c >= 0
+
+
+def hkt_attention(x, valid, p, cfg):
+    D, H, L, causal = cfg["dim"], cfg["heads"], cfg["levels"], cfg["causal"]
+    B, T, _ = x.shape
+    dh = D // H
+    # 1. levels: X_l = GELU(LN(Pointwise(Conv(X_{l-1})))), padded positions zeroed first
+    xs, vs = [x], [valid]
+    for l in range(1, L):
+        d = "down.%d." % (l - 1)
+        h = causal_conv(zero_pad(xs[-1], vs[-1]), p[d + "conv.weight"], p[d + "conv.bias"], 2)
+        if cfg["pointwise"]:
+            h = linear(h, p, d + "pw")
+        xs.append(gelu(layer_norm(h, p, d + "ln")))
+        vs.append(None if valid is None else pool_valid(vs[-1]))
+    # 4. lambda = softmax(theta) per head
+    lam = softmax(p["theta"], -1) if cfg["learn_lambda"] else np.full((H, L), 1.0 / L)
+    # 2-3. per-level scores, upsampled, combined
+    s_hier = np.zeros((B, H, T, T))
+    for l in range(L):
+        w = "0" if cfg["share_qk"] else str(l)
+        q = heads(linear(xs[l], p, "wq." + w), H)
+        k = heads(linear(xs[l], p, "wk." + w), H)
+        s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(dh)
+        idx, ok = upsample_index(T, l, causal)
+        up = s[:, :, idx][:, :, :, idx] * (ok[:, None] & ok[None, :])
+        s_hier += lam[:, l][None, :, None, None] * up
+    # 5. attention over full-resolution values
+    v = zero_pad(linear(x, p, "wv"), valid)
+    a = masked_softmax_av(s_hier, valid, causal, heads(v, H))
+    # 6. hybrid head
+    if cfg["hybrid"]:
+        beta = 1.0 / (1.0 + np.exp(-p["gate"]))
+        cv = heads(causal_conv(v, p["conv.weight"], None, 1), H)
+        a = beta[None, :, None, None] * a + (1.0 - beta)[None, :, None, None] * cv
+    return zero_pad(linear(merge(a), p, "wo"), valid)
+
+
+def mha(x, valid, p, cfg):
+    H, causal = cfg["heads"], cfg["causal"]
+    dh = cfg["dim"] // H
+    q, k = heads(linear(x, p, "wq"), H), heads(linear(x, p, "wk"), H)
+    v = zero_pad(linear(x, p, "wv"), valid)
+    s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(dh)
+    return zero_pad(linear(merge(masked_softmax_av(s, valid, causal, heads(v, H))), p, "wo"), valid)
+
+
+def sub(p, prefix):
+    return {k[len(prefix):]: v for k, v in p.items() if k.startswith(prefix)}
+
+
+def classifier(inp, valid, p, cfg):
+    if cfg["vocab"] > 0:
+        h = p["embed.weight"][inp]
+    else:
+        h = linear(inp, p, "input_map")
+    T = h.shape[1]
+    h = h + p["pos"][:T]
+    att = dict(dim=cfg["dim"], heads=cfg["heads"], causal=cfg["causal"], levels=cfg["levels"],
+               share_qk=cfg["share_qk"], pointwise=cfg["pointwise"], learn_lambda=cfg["learn_lambda"],
+               hybrid=cfg["hybrid"])
+    for i in range(cfg["layers"]):
+        b = "blocks.%d." % i
+        a = layer_norm(h, p, b + "ln1")
+        fn = hkt_attention if cfg["attention"] == "hkt" else mha
+        h = h + fn(a, valid, sub(p, b + "attn."), att)
+        h = h + linear(gelu(linear(layer_norm(h, p, b + "ln2"), p, b + "ffn.fc1")), p, b + "ffn.fc2")
+    h = layer_norm(h, p, "ln_f")
+    if valid is None:
+        pooled = h.mean(1)
+    else:
+        m = valid[..., None].astype(h.dtype)
+        pooled = (h * m).sum(1) / np.maximum(m.sum(1), 1.0)
+    return linear(pooled, p, "head")
+
+
+def forward(kind, cfg, inp, valid, p):
+    if kind == "hkt":
+        return hkt_attention(inp, valid, p, cfg)
+    if kind == "mha":
+        return mha(inp, valid, p, cfg)
+    return classifier(inp, valid, p, cfg)
+
+
+def check_case(path):
+    t, meta = read_safetensors(path)
+    kind, cfg = meta["kind"], json.loads(meta["config"])
+    p = {k[6:]: v.astype(np.float64) for k, v in t.items() if k.startswith("param.")}
+    valid = t.get("input.valid")
+    inp = t["input.ids"] if "input.ids" in t else t["input.x"].astype(np.float64)
+    got = t["output"]
+    errors = []
+
+    ref = forward(kind, cfg, inp, valid, p)
+    if ref.shape != got.shape:
+        return ["output shape %s, the reference's %s" % (got.shape, ref.shape)], ""
+    scale = max(np.abs(ref).max(), 1e-30)
+    tol = 1e-10 if got.dtype == np.float64 else 2e-5
+    err = np.abs(got.astype(np.float64) - ref).max() / scale
+    if not err <= tol:
+        errors.append("output differs from the reference by %.3g of its largest value (tolerance %g)" % (err, tol))
+    if kind != "classifier" and valid is not None and np.abs(got[~valid]).max(initial=0.0) != 0.0:
+        errors.append("output is not 0 at padded positions")
+
+    grads = {k[5:]: v for k, v in t.items() if k.startswith("grad.")}
+    if got.dtype == np.float64:
+        expected = set(p) | ({"input.x"} if "input.x" in t else set())
+        missing = sorted(expected - set(grads))
+        if missing:
+            errors.append("no exported gradient for %s" % ", ".join(missing))
+    r = t.get("input.r")
+    rng = np.random.default_rng(0)
+    h = 1e-5
+    worst_grad = []
+    for name, g in sorted(grads.items()):
+        u = rng.standard_normal(g.shape)
+
+        def f(sign):
+            x, q = inp, dict(p)
+            if name == "input.x":
+                x = inp + sign * h * u
+            else:
+                q[name] = p[name] + sign * h * u
+            return float((forward(kind, cfg, x, valid, q) * r).sum())
+
+        fd = (f(1) - f(-1)) / (2 * h)
+        an = float((g * u).sum())
+        rel = abs(fd - an) / max(abs(fd), abs(an), 1.0)
+        worst_grad.append(rel)
+        if not rel <= 1e-6:
+            errors.append("gradient of %s: <grad, U> = %.12g, central difference %.12g" % (name, an, fd))
+    worst = max(worst_grad, default=0.0)
+    return errors, "output %.1e, %d gradients %.1e" % (err, len(grads), worst)
+
+
+def main(argv):
+    if len(argv) != 2:
+        print("usage: check.py DIR", file=sys.stderr)
+        return 2
+    d = argv[1]
+    with open(os.path.join(d, "cases.txt")) as f:
+        names = [ln.strip() for ln in f if ln.strip()]
+    if not names:
+        print("check.py: %s/cases.txt lists no cases" % d, file=sys.stderr)
+        return 1
+    failed = 0
+    for n in names:
+        try:
+            errors, summary = check_case(os.path.join(d, n + ".safetensors"))
+        except Exception as e:  # a missing file or tensor is a failure, named
+            errors, summary = ["%s: %s" % (type(e).__name__, e)], ""
+        print("%-52s %s" % (n, ("ok (%s)" % summary) if not errors else "FAILED"))
+        for e in errors:
+            print("    " + e)
+        failed += bool(errors)
+    print("%d of %d cases match the NumPy reference" % (len(names) - failed, len(names)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

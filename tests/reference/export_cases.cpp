@@ -1,0 +1,241 @@
+// hkt-reference-export OUT_DIR: writes the cases that tests/reference/check.py
+// recomputes with NumPy straight from ../shared/spec/HKT.md (an implementation
+// that shares no code with hkt). One safetensors file per case, in the format's
+// official layout, holding:
+//
+//   param.<name>   every parameter (perturbed from its initial value, so that
+//                  lambda, beta and the LayerNorms are not at their trivial start)
+//   input.x        the layer's input [B, T, D], or the classifier's input.ids
+//                  [B, T] (I64) / input.x [B, T, F]
+//   input.valid    BOOL [B, T] (right padding), when the case has a mask
+//   output         what hkt computed
+//   input.r        R, and grad.<name> = d sum(output * R) / d<name> for every
+//                  parameter and for input.x (float64 cases only)
+//
+// and "__metadata__" {"kind": "hkt" | "mha" | "classifier", "config": JSON}.
+// cases.txt lists the case names, one per line, so that a missing file fails.
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "hkt/hkt.hpp"
+
+using namespace hkt;
+using namespace hkt::nn;
+
+namespace {
+
+struct Case {
+  std::string name;
+  std::string kind;   // "hkt", "mha", "classifier"
+  HKTConfig att;      // hkt and mha (mha reads the AttentionConfig part)
+  ClassifierConfig cls;
+  int64_t B = 2, T = 9;
+  std::vector<int64_t> lengths;  // empty: no mask
+};
+
+Tensor right_padding(const std::vector<int64_t>& lengths, int64_t T) {
+  std::vector<int64_t> v;
+  for (int64_t n : lengths)
+    for (int64_t t = 0; t < T; ++t) v.push_back(t < n);
+  return gt(from_vector(v, {static_cast<int64_t>(lengths.size()), T}), 0.0);
+}
+
+// Moves every parameter away from its initial value: theta and the gate by
+// N(0, 1) (so lambda and beta differ per head), the rest by N(0, 0.1^2).
+void perturb(Module& m, Generator& g) {
+  NoGradGuard ng;
+  for (auto& [name, p] : m.named_parameters()) {
+    const bool logits = name == "theta" || name == "gate" || name.ends_with(".theta") || name.ends_with(".gate");
+    Tensor t = p;
+    copy_(t, p + normal(p.shape(), 0.0, logits ? 1.0 : 0.1, {p.dtype()}, &g));
+  }
+}
+
+std::string attention_json(const HKTConfig& c, const std::string& kind) {
+  nlohmann::json j = {{"dim", c.dim},   {"heads", c.heads},   {"causal", c.causal},
+                      {"bias", c.bias}, {"fused", c.fused},   {"dtype", c.dtype == DType::Float64 ? "float64" : "float32"}};
+  if (kind == "hkt") {
+    j["levels"] = c.levels;
+    j["share_qk"] = c.share_qk;
+    j["pointwise"] = c.pointwise;
+    j["learn_lambda"] = c.learn_lambda;
+    j["hybrid"] = c.hybrid;
+    j["conv_kernel"] = c.conv_kernel;
+  }
+  return j.dump();
+}
+
+void write_case(const Case& c, const std::string& dir, uint64_t seed) {
+  Generator g(seed);
+  std::shared_ptr<Module> model;
+  std::string config;
+  DType dt;
+  if (c.kind == "classifier") {
+    auto m = std::make_shared<SequenceClassifier>(c.cls, &g);
+    m->eval();  // no dropout
+    model = m;
+    config = c.cls.to_json();
+    dt = c.cls.dtype;
+  } else {
+    HKTConfig a = c.att;
+    a.gen = &g;
+    if (c.kind == "hkt")
+      model = std::make_shared<HKTAttention>(a);
+    else
+      model = std::make_shared<MultiHeadAttention>(static_cast<const AttentionConfig&>(a));
+    config = attention_json(a, c.kind);
+    dt = a.dtype;
+  }
+  perturb(*model, g);
+
+  std::vector<std::pair<std::string, Tensor>> out;
+  Tensor x;
+  if (c.kind == "classifier" && c.cls.vocab > 0) {
+    std::vector<int64_t> ids;
+    for (double u : rand({c.B * c.T}, {DType::Float64}, &g).to_vector<double>())
+      ids.push_back(static_cast<int64_t>(u * static_cast<double>(c.cls.vocab)) % c.cls.vocab);
+    x = from_vector(ids, {c.B, c.T});
+    out.emplace_back("input.ids", x);
+  } else {
+    const int64_t F = c.kind == "classifier" ? c.cls.input_features : c.att.dim;
+    x = randn({c.B, c.T, F}, {dt}, &g);
+    x.set_requires_grad(dt == DType::Float64);
+    out.emplace_back("input.x", x.detach());
+  }
+  const Tensor valid = c.lengths.empty() ? Tensor() : right_padding(c.lengths, c.T);
+  if (valid.defined()) out.emplace_back("input.valid", valid);
+
+  Tensor y;
+  if (auto* h = dynamic_cast<HKTAttention*>(model.get())) y = h->forward(x, valid);
+  else if (auto* m = dynamic_cast<MultiHeadAttention*>(model.get())) y = m->forward(x, valid);
+  else y = static_cast<SequenceClassifier*>(model.get())->forward(x, valid);
+  out.emplace_back("output", y.detach());
+
+  if (dt == DType::Float64) {
+    const Tensor r = randn(y.shape(), {dt}, &g);
+    sum(y * r).backward();
+    out.emplace_back("input.r", r);
+    if (x.requires_grad()) out.emplace_back("grad.input.x", x.grad());
+    for (auto& [name, p] : model->named_parameters()) {
+      HKT_CHECK(p.grad().defined(), "reference export: no gradient reached ", name, " in case ", c.name);
+      out.emplace_back("grad." + name, p.grad());
+    }
+  }
+  for (auto& [name, p] : model->named_parameters()) out.emplace_back("param." + name, p.detach());
+  save_safetensors(dir + "/" + c.name + ".safetensors", out, {{"kind", c.kind}, {"config", config}});
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  auto hkt = [&](std::string name, int64_t L, bool causal, int64_t T, std::vector<int64_t> lengths) -> Case& {
+    Case c;
+    c.name = std::move(name);
+    c.kind = "hkt";
+    c.att.dim = 12;
+    c.att.heads = 3;
+    c.att.levels = L;
+    c.att.causal = causal;
+    c.att.dtype = DType::Float64;
+    c.B = lengths.empty() ? 2 : static_cast<int64_t>(lengths.size());
+    c.T = T;
+    c.lengths = std::move(lengths);
+    v.push_back(c);
+    return v.back();
+  };
+  // The default layer, fused, both masks, lengths that are not powers of two.
+  hkt("hkt_bidir_L3_T13_mask", 3, false, 13, {13, 7, 1});
+  hkt("hkt_causal_L4_T21", 4, true, 21, {});
+  hkt("hkt_causal_L3_T19_mask", 3, true, 19, {19, 11, 4});
+  hkt("hkt_bidir_L2_T1", 2, false, 1, {});
+  // The composite path and the ablation switches.
+  {
+    Case& c = hkt("hkt_causal_L2_T10_composite_shared_nopw_nohybrid", 2, true, 10, {10, 5});
+    c.att.fused = false;
+    c.att.share_qk = true;
+    c.att.pointwise = false;
+    c.att.hybrid = false;
+  }
+  {
+    Case& c = hkt("hkt_bidir_L1_T9_bias_fixed_lambda_k5", 1, false, 9, {9, 3});
+    c.att.bias = true;
+    c.att.learn_lambda = false;
+    c.att.conv_kernel = 5;
+  }
+  {
+    Case& c = hkt("hkt_bidir_L3_T17_composite", 3, false, 17, {17, 9});
+    c.att.fused = false;
+  }
+  // float32 fused kernel (checked to a float32 tolerance; no gradients).
+  {
+    Case& c = hkt("hkt_causal_L3_T33_float32", 3, true, 33, {33, 20});
+    c.att.dtype = DType::Float32;
+    c.att.dim = 16;
+    c.att.heads = 2;
+  }
+  {
+    Case& c = hkt("mha_bidir_T11_mask_bias", 1, false, 11, {11, 6, 2});
+    c.kind = "mha";
+    c.att.bias = true;
+  }
+  {
+    Case& c = hkt("mha_causal_T17", 1, true, 17, {});
+    c.kind = "mha";
+  }
+  auto cls = [&](std::string name, std::string attention, int64_t T, std::vector<int64_t> lengths) -> Case& {
+    Case c;
+    c.name = std::move(name);
+    c.kind = "classifier";
+    c.cls.attention = std::move(attention);
+    c.cls.dim = 16;
+    c.cls.heads = 2;
+    c.cls.layers = 2;
+    c.cls.levels = 3;
+    c.cls.classes = 3;
+    c.cls.max_len = 24;
+    c.cls.dropout = 0.1;  // eval mode: no dropout
+    c.cls.dtype = DType::Float64;
+    c.B = static_cast<int64_t>(lengths.size());
+    c.T = T;
+    c.lengths = std::move(lengths);
+    v.push_back(c);
+    return v.back();
+  };
+  {
+    Case& c = cls("classifier_hkt_tokens_T19_mask", "hkt", 19, {19, 12, 5});
+    c.cls.vocab = 11;
+  }
+  {
+    Case& c = cls("classifier_mha_features_causal_T12", "mha", 12, {12, 8});
+    c.cls.input_features = 3;
+    c.cls.causal = true;
+    c.cls.bias = true;
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
+    return 2;
+  }
+  try {
+    const std::string dir = argv[1];
+    std::string list;
+    uint64_t seed = 100;
+    for (const Case& c : cases()) {
+      write_case(c, dir, seed++);
+      list += c.name + "\n";
+    }
+    std::ofstream(dir + "/cases.txt") << list;
+    std::printf("wrote %zu cases to %s\n", cases().size(), dir.c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hkt-reference-export: %s\n", e.what());
+    return 1;
+  }
+}
