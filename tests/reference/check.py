@@ -221,9 +221,85 @@ def forward(kind, cfg, inp, valid, p):
     return classifier(inp, valid, p, cfg)
 
 
+def cross_entropy(logits, labels):
+    """Mean over the rows whose label is not -100 (torch.nn.functional.cross_entropy)."""
+    keep = labels != -100
+    z = logits[keep]
+    lse = z.max(-1) + np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1))
+    return float((lse - z[np.arange(len(z)), labels[keep]]).mean())
+
+
+def lr_factor(step, tr):
+    """Linear warm-up, then cosine to min_factor (models/schedule.hpp)."""
+    w, n, m = tr["warmup"], tr["total"], tr["min_factor"]
+    if step < w:
+        return (step + 1) / w
+    if step >= n:
+        return m
+    return m + (1 - m) * (1 + math.cos(math.pi * (step - w) / (n - w))) / 2
+
+
+def check_train(t, cfg, tr):
+    """Replays the training steps: loss, gradient (one random direction over
+    every parameter), clip_grad_norm_ (torch.nn.utils), the schedule, and
+    AdamW as torch.optim.AdamW documents it (decoupled decay, bias correction;
+    weight decay only on parameters with dim >= 2)."""
+    p = {k[6:]: v for k, v in t.items() if k.startswith("param.")}
+    ids, valid, labels = t["input.ids"], t["input.valid"], t["input.labels"]
+    m = {n: np.zeros_like(v) for n, v in p.items()}
+    v2 = {n: np.zeros_like(v) for n, v in p.items()}
+    rng = np.random.default_rng(1)
+    errors, worst = [], 0.0
+
+    def close(what, got, ref, tol):
+        nonlocal worst
+        rel = abs(got - ref) / max(abs(ref), 1e-30)
+        worst = max(worst, rel)
+        if not rel <= tol:
+            errors.append("%s: hkt %.15g, reference %.15g" % (what, got, ref))
+
+    def loss(q):
+        return cross_entropy(classifier(ids, valid, q, cfg), labels)
+
+    for k in range(tr["steps"]):
+        s = "step%d." % k
+        close(s + "loss", float(t[s + "loss"]), loss(p), 1e-10)
+        g = {n: t[s + "grad." + n] for n in p}
+        u = {n: rng.standard_normal(x.shape) for n, x in p.items()}
+        h = 1e-5
+        fd = (loss({n: p[n] + h * u[n] for n in p}) - loss({n: p[n] - h * u[n] for n in p})) / (2 * h)
+        an = sum(float((g[n] * u[n]).sum()) for n in p)
+        if not abs(fd - an) <= 1e-6 * max(abs(fd), abs(an), 1.0):
+            errors.append("%sgradient along U: %.12g, central difference %.12g" % (s, an, fd))
+        norm = math.sqrt(sum(float((x * x).sum()) for x in g.values()))
+        close(s + "grad_norm", float(t[s + "grad_norm"]), norm, 1e-12)
+        if norm > tr["clip"]:
+            g = {n: x * (tr["clip"] / (norm + 1e-6)) for n, x in g.items()}
+        lr = tr["lr"] * lr_factor(k, tr)
+        close(s + "lr", float(t[s + "lr"]), lr, 1e-15)
+        b1, b2 = tr["beta1"], tr["beta2"]
+        for n in p:
+            wd = tr["weight_decay"] if p[n].ndim >= 2 else 0.0
+            q = p[n] * (1 - lr * wd)
+            m[n] = b1 * m[n] + (1 - b1) * g[n]
+            v2[n] = b2 * v2[n] + (1 - b2) * g[n] ** 2
+            mhat = m[n] / (1 - b1 ** (k + 1))
+            vhat = v2[n] / (1 - b2 ** (k + 1))
+            p[n] = q - lr * mhat / (np.sqrt(vhat) + tr["eps"])
+    for n in p:
+        got = t["after." + n]
+        err = np.abs(got - p[n]).max() / max(np.abs(p[n]).max(), 1e-30)
+        worst = max(worst, err)
+        if not err <= 1e-10:
+            errors.append("parameter %s after %d steps differs by %.3g (relative)" % (n, tr["steps"], err))
+    return errors, "%d steps, %d parameters, worst %.1e" % (tr["steps"], len(p), worst)
+
+
 def check_case(path):
     t, meta = read_safetensors(path)
     kind, cfg = meta["kind"], json.loads(meta["config"])
+    if kind == "train":
+        return check_train(t, cfg, json.loads(meta["train"]))
     p = {k[6:]: v.astype(np.float64) for k, v in t.items() if k.startswith("param.")}
     valid = t.get("input.valid")
     inp = t["input.ids"] if "input.ids" in t else t["input.x"].astype(np.float64)

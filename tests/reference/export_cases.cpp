@@ -13,6 +13,15 @@
 //                  parameter and for input.x (float64 cases only)
 //
 // and "__metadata__" {"kind": "hkt" | "mha" | "classifier", "config": JSON}.
+//
+// The "train" case is the trainer's step (tasks/src/train.cpp), kTrainSteps
+// times on one batch of a classifier (dropout 0): cross-entropy (mean over the
+// labels that are not -100), backward, clip_grad_norm_, the schedule's lr
+// factor, AdamW over decay_groups. It holds param.<name> (the start),
+// input.ids, input.valid, input.labels, and per step k: step<k>.loss,
+// step<k>.grad_norm (before clipping), step<k>.lr, step<k>.grad.<name> (before
+// clipping), and after.<name>, the parameters after the last step; its
+// metadata adds "train" (the optimiser's settings, JSON).
 // cases.txt lists the case names, one per line, so that a missing file fails.
 #include <cstdio>
 #include <fstream>
@@ -128,6 +137,64 @@ void write_case(const Case& c, const std::string& dir, uint64_t seed) {
   save_safetensors(dir + "/" + c.name + ".safetensors", out, {{"kind", c.kind}, {"config", config}});
 }
 
+constexpr int kTrainSteps = 4;
+
+void write_train_case(const std::string& dir, uint64_t seed) {
+  Generator g(seed);
+  ClassifierConfig c;
+  c.attention = "hkt";
+  c.vocab = 9;
+  c.dim = 16;
+  c.heads = 2;
+  c.layers = 1;
+  c.levels = 3;
+  c.classes = 4;
+  c.max_len = 16;
+  c.dropout = 0.0;
+  c.dtype = DType::Float64;
+  SequenceClassifier model(c, &g);
+  perturb(model, g);
+  const int64_t B = 4, T = 14;
+  std::vector<int64_t> ids;
+  for (double u : rand({B * T}, {DType::Float64}, &g).to_vector<double>()) ids.push_back(static_cast<int64_t>(u * 9) % 9);
+  const Tensor x = from_vector(ids, {B, T});
+  const Tensor valid = right_padding({14, 9, 5, 12}, T);
+  const Tensor labels = from_vector(std::vector<int64_t>{2, 0, -100, 3}, {B});
+  const double lr = 0.05, wd = 0.1, clip = 0.5, beta1 = 0.9, beta2 = 0.99, eps = 1e-8;
+  const LRSchedule sched = LRSchedule::warmup_cosine(2, kTrainSteps, 0.1);
+
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (auto& [name, p] : model.named_parameters()) out.emplace_back("param." + name, clone(p.detach()));
+  out.emplace_back("input.ids", x);
+  out.emplace_back("input.valid", valid);
+  out.emplace_back("input.labels", labels);
+  AdamW opt(decay_groups(model, lr, wd), beta1, beta2, eps);
+  bool clipped = false;
+  for (int k = 0; k < kTrainSteps; ++k) {
+    const std::string s = "step" + std::to_string(k) + ".";
+    const Tensor loss = cross_entropy(model.forward(x, valid), labels);
+    opt.zero_grad();
+    loss.backward();
+    for (auto& [name, p] : model.named_parameters()) out.emplace_back(s + "grad." + name, clone(p.grad()));
+    const double gn = clip_grad_norm_(model.parameters(), clip);
+    clipped = clipped || gn > clip;
+    opt.set_lr_factor(sched.factor(opt.steps()));
+    out.emplace_back(s + "loss", full({}, loss.item_double(), {DType::Float64}));
+    out.emplace_back(s + "grad_norm", full({}, gn, {DType::Float64}));
+    out.emplace_back(s + "lr", full({}, opt.lr(0), {DType::Float64}));
+    opt.step();
+  }
+  HKT_CHECK(clipped, "reference export: the train case never clipped its gradients (raise the norm or lower clip)");
+  for (auto& [name, p] : model.named_parameters()) out.emplace_back("after." + name, p.detach());
+  const nlohmann::json train = {{"steps", kTrainSteps}, {"lr", lr},       {"weight_decay", wd},
+                                {"clip", clip},          {"beta1", beta1}, {"beta2", beta2},
+                                {"eps", eps},            {"schedule", sched.str()},
+                                {"warmup", sched.warmup_steps}, {"total", sched.total_steps},
+                                {"min_factor", sched.min_factor}};
+  save_safetensors(dir + "/train.safetensors", out,
+                   {{"kind", "train"}, {"config", c.to_json()}, {"train", train.dump()}});
+}
+
 std::vector<Case> cases() {
   std::vector<Case> v;
   auto hkt = [&](std::string name, int64_t L, bool causal, int64_t T, std::vector<int64_t> lengths) -> Case& {
@@ -231,8 +298,10 @@ int main(int argc, char** argv) {
       write_case(c, dir, seed++);
       list += c.name + "\n";
     }
+    write_train_case(dir, seed);
+    list += "train\n";
     std::ofstream(dir + "/cases.txt") << list;
-    std::printf("wrote %zu cases to %s\n", cases().size(), dir.c_str());
+    std::printf("wrote %zu cases to %s\n", cases().size() + 1, dir.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hkt-reference-export: %s\n", e.what());
