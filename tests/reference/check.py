@@ -9,7 +9,7 @@ sharing no code with the C++ library.
 For every case it parses the file by the safetensors format's own layout (its
 own parser, not hkt's), recomputes the output from the parameters and the
 input, and compares: float64 cases to 1e-10 relative to the output's largest
-value, the float32 case to 2e-5. For float64 cases it also checks every
+value, the float32 case to 2e-5 (1e-4 when computed on a GPU). For float64 cases it also checks every
 gradient hkt exported, grad.<name> = d sum(output * R) / d<name>: along a
 random direction U, <grad, U> must match the central difference
 (f(p + hU) - f(p - hU)) / 2h of this file's forward (h = 1e-5), to 1e-6.
@@ -310,7 +310,8 @@ def check_case(path):
     if ref.shape != got.shape:
         return ["output shape %s, the reference's %s" % (got.shape, ref.shape)], ""
     scale = max(np.abs(ref).max(), 1e-30)
-    tol = 1e-10 if got.dtype == np.float64 else 2e-5
+    # float32: 2e-5 on the CPU; 1e-4 on a GPU, the CUDA issue's bar (its TF32 kernels)
+    tol = 1e-10 if got.dtype == np.float64 else 2e-5 if meta.get("device", "cpu") == "cpu" else 1e-4
     err = np.abs(got.astype(np.float64) - ref).max() / scale
     if not err <= tol:
         errors.append("output differs from the reference by %.3g of its largest value (tolerance %g)" % (err, tol))

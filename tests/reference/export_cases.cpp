@@ -1,4 +1,4 @@
-// hkt-reference-export OUT_DIR: writes the cases that tests/reference/check.py
+// hkt-reference-export OUT_DIR [--device cuda]: writes the cases that tests/reference/check.py
 // recomputes with NumPy straight from ../shared/spec/HKT.md (an implementation
 // that shares no code with hkt). One safetensors file per case, in the format's
 // official layout, holding:
@@ -12,7 +12,8 @@
 //   input.r        R, and grad.<name> = d sum(output * R) / d<name> for every
 //                  parameter and for input.x (float64 cases only)
 //
-// and "__metadata__" {"kind": "hkt" | "mha" | "classifier", "config": JSON}.
+// and "__metadata__" {"kind": "hkt" | "mha" | "classifier", "config": JSON,
+// "device": "cpu" | "cuda:0"}.
 //
 // The "train" case is the trainer's step (tasks/src/train.cpp), kTrainSteps
 // times on one batch of a classifier (dropout 0): cross-entropy (mean over the
@@ -23,6 +24,10 @@
 // clipping), and after.<name>, the parameters after the last step; its
 // metadata adds "train" (the optimiser's settings, JSON).
 // cases.txt lists the case names, one per line, so that a missing file fails.
+//
+// With --device cuda every model, input and step runs on the GPU (the values
+// are copied back to be written); without a GPU the program says why and
+// exits 77 (CTest: Skipped).
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -35,6 +40,10 @@ using namespace hkt;
 using namespace hkt::nn;
 
 namespace {
+
+Device g_device = Device::cpu();  // where the models run (--device)
+Tensor dev(const Tensor& t) { return to_device(t, g_device); }
+Tensor host(const Tensor& t) { return to_device(t, Device::cpu()); }
 
 struct Case {
   std::string name;
@@ -99,6 +108,7 @@ void write_case(const Case& c, const std::string& dir, uint64_t seed) {
     dt = a.dtype;
   }
   perturb(*model, g);
+  model->to(g_device);
 
   std::vector<std::pair<std::string, Tensor>> out;
   Tensor x;
@@ -108,33 +118,38 @@ void write_case(const Case& c, const std::string& dir, uint64_t seed) {
       ids.push_back(static_cast<int64_t>(u * static_cast<double>(c.cls.vocab)) % c.cls.vocab);
     x = from_vector(ids, {c.B, c.T});
     out.emplace_back("input.ids", x);
+    x = dev(x);
   } else {
     const int64_t F = c.kind == "classifier" ? c.cls.input_features : c.att.dim;
     x = randn({c.B, c.T, F}, {dt}, &g);
+    out.emplace_back("input.x", x);
+    x = dev(x).detach();
     x.set_requires_grad(dt == DType::Float64);
-    out.emplace_back("input.x", x.detach());
   }
-  const Tensor valid = c.lengths.empty() ? Tensor() : right_padding(c.lengths, c.T);
-  if (valid.defined()) out.emplace_back("input.valid", valid);
+  Tensor valid = c.lengths.empty() ? Tensor() : right_padding(c.lengths, c.T);
+  if (valid.defined()) {
+    out.emplace_back("input.valid", valid);
+    valid = dev(valid);
+  }
 
   Tensor y;
   if (auto* h = dynamic_cast<HKTAttention*>(model.get())) y = h->forward(x, valid);
   else if (auto* m = dynamic_cast<MultiHeadAttention*>(model.get())) y = m->forward(x, valid);
   else y = static_cast<SequenceClassifier*>(model.get())->forward(x, valid);
-  out.emplace_back("output", y.detach());
+  out.emplace_back("output", host(y.detach()));
 
   if (dt == DType::Float64) {
     const Tensor r = randn(y.shape(), {dt}, &g);
-    sum(y * r).backward();
+    sum(y * dev(r)).backward();
     out.emplace_back("input.r", r);
-    if (x.requires_grad()) out.emplace_back("grad.input.x", x.grad());
+    if (x.requires_grad()) out.emplace_back("grad.input.x", host(x.grad()));
     for (auto& [name, p] : model->named_parameters()) {
       HKT_CHECK(p.grad().defined(), "reference export: no gradient reached ", name, " in case ", c.name);
-      out.emplace_back("grad." + name, p.grad());
+      out.emplace_back("grad." + name, host(p.grad()));
     }
   }
-  for (auto& [name, p] : model->named_parameters()) out.emplace_back("param." + name, p.detach());
-  save_safetensors(dir + "/" + c.name + ".safetensors", out, {{"kind", c.kind}, {"config", config}});
+  for (auto& [name, p] : model->named_parameters()) out.emplace_back("param." + name, host(p.detach()));
+  save_safetensors(dir + "/" + c.name + ".safetensors", out, {{"kind", c.kind}, {"config", config}, {"device", g_device.str()}});
 }
 
 constexpr int kTrainSteps = 4;
@@ -160,6 +175,7 @@ void write_train_case(const std::string& dir, uint64_t seed) {
   const Tensor x = from_vector(ids, {B, T});
   const Tensor valid = right_padding({14, 9, 5, 12}, T);
   const Tensor labels = from_vector(std::vector<int64_t>{2, 0, -100, 3}, {B});
+  const Tensor xd = dev(x), vd = dev(valid), ld = dev(labels);
   const double lr = 0.05, wd = 0.1, clip = 0.5, beta1 = 0.9, beta2 = 0.99, eps = 1e-8;
   const LRSchedule sched = LRSchedule::warmup_cosine(2, kTrainSteps, 0.1);
 
@@ -168,14 +184,15 @@ void write_train_case(const std::string& dir, uint64_t seed) {
   out.emplace_back("input.ids", x);
   out.emplace_back("input.valid", valid);
   out.emplace_back("input.labels", labels);
+  model.to(g_device);  // before the optimiser is made
   AdamW opt(decay_groups(model, lr, wd), beta1, beta2, eps);
   bool clipped = false;
   for (int k = 0; k < kTrainSteps; ++k) {
     const std::string s = "step" + std::to_string(k) + ".";
-    const Tensor loss = cross_entropy(model.forward(x, valid), labels);
+    const Tensor loss = cross_entropy(model.forward(xd, vd), ld);
     opt.zero_grad();
     loss.backward();
-    for (auto& [name, p] : model.named_parameters()) out.emplace_back(s + "grad." + name, clone(p.grad()));
+    for (auto& [name, p] : model.named_parameters()) out.emplace_back(s + "grad." + name, host(clone(p.grad())));
     const double gn = clip_grad_norm_(model.parameters(), clip);
     clipped = clipped || gn > clip;
     opt.set_lr_factor(sched.factor(opt.steps()));
@@ -185,7 +202,7 @@ void write_train_case(const std::string& dir, uint64_t seed) {
     opt.step();
   }
   HKT_CHECK(clipped, "reference export: the train case never clipped its gradients (raise the norm or lower clip)");
-  for (auto& [name, p] : model.named_parameters()) out.emplace_back("after." + name, p.detach());
+  for (auto& [name, p] : model.named_parameters()) out.emplace_back("after." + name, host(p.detach()));
   const nlohmann::json train = {{"steps", kTrainSteps}, {"lr", lr},       {"weight_decay", wd},
                                 {"clip", clip},          {"beta1", beta1}, {"beta2", beta2},
                                 {"eps", eps},            {"schedule", sched.str()},
@@ -286,10 +303,16 @@ std::vector<Case> cases() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
+  const bool cuda = argc == 4 && std::string(argv[2]) == "--device" && std::string(argv[3]) == "cuda";
+  if (argc != 2 && !cuda) {
+    std::fprintf(stderr, "usage: %s OUT_DIR [--device cuda]\n", argv[0]);
     return 2;
   }
+  if (cuda && !cuda_is_available()) {
+    std::printf("SKIPPED: --device cuda: %s\n", cuda_unavailable_reason().c_str());
+    return 77;
+  }
+  if (cuda) g_device = Device::cuda();
   try {
     const std::string dir = argv[1];
     std::string list;
@@ -301,7 +324,7 @@ int main(int argc, char** argv) {
     write_train_case(dir, seed);
     list += "train\n";
     std::ofstream(dir + "/cases.txt") << list;
-    std::printf("wrote %zu cases to %s\n", cases().size() + 1, dir.c_str());
+    std::printf("wrote %zu cases to %s (computed on %s)\n", cases().size() + 1, dir.c_str(), cuda ? "cuda" : "cpu");
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hkt-reference-export: %s\n", e.what());

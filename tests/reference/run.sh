@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# run.sh EXPORTER OUT_DIR: writes the reference cases with hkt (EXPORTER is
+# run.sh EXPORTER OUT_DIR [ARGS...]: writes the reference cases with hkt (EXPORTER is
 # hkt-reference-export) and checks them with tests/reference/check.py under a
 # python3 that has NumPy (the first of python3 on PATH, then /usr/bin/python3,
 # where Debian's python3-numpy installs it; tools/setup.sh --test installs that).
-# Exits 77 (CTest: Skipped), saying why, when no python3 with NumPy is found.
+# ARGS go to the exporter (--device cuda). Exits 77 (CTest: Skipped), saying why,
+# when no python3 with NumPy is found, or when the exporter does (no GPU).
 set -euo pipefail
 exporter=$1 out=$2
+shift 2
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 py=""
 for c in python3 /usr/bin/python3; do
@@ -20,5 +22,5 @@ if [[ -z "$py" ]]; then
 fi
 rm -rf "$out"
 mkdir -p "$out"
-"$exporter" "$out"
+"$exporter" "$out" "$@"
 "$py" "$here/check.py" "$out"
