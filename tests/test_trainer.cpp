@@ -177,7 +177,8 @@ TEST_CASE("TrainConfig: JSON round trip and strict errors") {
   CHECK(err(R"({"steps": 5, "lr": "big"})").find("'lr' must be a number") != std::string::npos);
   CHECK(err(R"({"steps": 5, "schedule": "exp"})").find("schedule") != std::string::npos);
   CHECK(err(R"({"steps": 5, "model": "huge"})").find("huge") != std::string::npos);
-  CHECK(err(R"({"steps": 5, "task": "nope"})").find("unknown task") != std::string::npos);
+  CHECK(err(R"({"steps": 5, "task": "nope"})").find("unknown task 'nope' (known: synthetic, listops,") !=
+        std::string::npos);
   CHECK(err(R"({"steps": 0})").find("steps") != std::string::npos);
   CHECK(err(R"({"steps": 5, "model_overrides": {"levels": "two"}})").find("levels") != std::string::npos);
   CHECK(err("[1, 2]").find("must be a JSON object") != std::string::npos);

@@ -130,11 +130,10 @@ int main(int argc, char** argv) {
                 << "' does not say which task it was trained on; give --task (one of: synthetic, listops, ...)\n";
       return 2;
     }
-    const std::vector<std::string>& known = hkt::tasks::task_names();
-    if (std::find(known.begin(), known.end(), task_name) == known.end()) {
-      std::string list;
-      for (const std::string& n : known) list += (list.empty() ? "" : ", ") + n;
-      std::cerr << "hkt-analyze: --task: unknown task '" << task_name << "' (known: " << list << ")\n";
+    try {
+      hkt::tasks::check_task_name(task_name, "hkt-analyze: --task: ");
+    } catch (const hkt::Error& e) {
+      std::cerr << e.what() << "\n";
       return 2;
     }
     if (!data_dir.empty()) topts.data_dir = data_dir;

@@ -590,9 +590,7 @@ struct Run {
 
 void TrainConfig::validate() const {
   HKT_CHECK(!task.empty(), kCfg, "task is empty");
-  bool known = false;
-  for (const auto& n : task_names()) known = known || n == task;
-  HKT_CHECK(known, kCfg, "unknown task '", task, "'");
+  check_task_name(task, kCfg);
   nn::ClassifierConfig::preset(model);  // throws for an unknown preset
   {
     const json o = parse_json(model_overrides, "TrainConfig: model_overrides");
