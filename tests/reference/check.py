@@ -139,7 +139,9 @@ def upsample_index(T, l, causal):
     return np.maximum(c, 0), c >= 0
 
 
-def hkt_attention(x, valid, p, cfg):
+def hkt_attention(x, valid, p, cfg, parts=None):
+    """The layer's output; `parts`, when a dict, receives what
+    HKTAttention::inspect returns: levels (S_l), combined (S_hier), lambda, beta."""
     D, H, L, causal = cfg["dim"], cfg["heads"], cfg["levels"], cfg["causal"]
     B, T, _ = x.shape
     dh = D // H
@@ -156,11 +158,13 @@ def hkt_attention(x, valid, p, cfg):
     lam = softmax(p["theta"], -1) if cfg["learn_lambda"] else np.full((H, L), 1.0 / L)
     # 2-3. per-level scores, upsampled, combined
     s_hier = np.zeros((B, H, T, T))
+    levels = []
     for l in range(L):
         w = "0" if cfg["share_qk"] else str(l)
         q = heads(linear(xs[l], p, "wq." + w), H)
         k = heads(linear(xs[l], p, "wk." + w), H)
         s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(dh)
+        levels.append(s)
         idx, ok = upsample_index(T, l, causal)
         up = s[:, :, idx][:, :, :, idx] * (ok[:, None] & ok[None, :])
         s_hier += lam[:, l][None, :, None, None] * up
@@ -168,8 +172,10 @@ def hkt_attention(x, valid, p, cfg):
     v = zero_pad(linear(x, p, "wv"), valid)
     a = masked_softmax_av(s_hier, valid, causal, heads(v, H))
     # 6. hybrid head
+    beta = 1.0 / (1.0 + np.exp(-p["gate"])) if cfg["hybrid"] else np.ones(H)
+    if parts is not None:
+        parts.update(levels=levels, combined=s_hier, lam=lam, beta=beta)
     if cfg["hybrid"]:
-        beta = 1.0 / (1.0 + np.exp(-p["gate"]))
         cv = heads(causal_conv(v, p["conv.weight"], None, 1), H)
         a = beta[None, :, None, None] * a + (1.0 - beta)[None, :, None, None] * cv
     return zero_pad(linear(merge(a), p, "wo"), valid)
@@ -317,6 +323,20 @@ def check_case(path):
         errors.append("output differs from the reference by %.3g of its largest value (tolerance %g)" % (err, tol))
     if kind != "classifier" and valid is not None and np.abs(got[~valid]).max(initial=0.0) != 0.0:
         errors.append("output is not 0 at padded positions")
+
+    if kind == "hkt":  # what HKTAttention::inspect returned (the analysis tools' input)
+        parts = {}
+        hkt_attention(inp, valid, p, cfg, parts)
+        want = [("inspect.level.%d" % l, s) for l, s in enumerate(parts["levels"])]
+        want += [("inspect.combined", parts["combined"]), ("inspect.lambda", parts["lam"]),
+                 ("inspect.beta", parts["beta"])]
+        for name, ref_part in want:
+            if name not in t:
+                errors.append("no %s exported" % name)
+                continue
+            e = np.abs(t[name].astype(np.float64) - ref_part).max() / max(np.abs(ref_part).max(), 1e-30)
+            if not e <= tol:
+                errors.append("%s differs from the reference by %.3g of its largest value" % (name, e))
 
     grads = {k[5:]: v for k, v in t.items() if k.startswith("grad.")}
     if got.dtype == np.float64:

@@ -9,6 +9,8 @@
 //                  [B, T] (I64) / input.x [B, T, F]
 //   input.valid    BOOL [B, T] (right padding), when the case has a mask
 //   output         what hkt computed
+//   inspect.*      for HKT layers, what HKTAttention::inspect returns: level.<l>
+//                  (S_l), combined (S_hier, before the mask), lambda, beta
 //   input.r        R, and grad.<name> = d sum(output * R) / d<name> for every
 //                  parameter and for input.x (float64 cases only)
 //
@@ -137,6 +139,13 @@ void write_case(const Case& c, const std::string& dir, uint64_t seed) {
   else if (auto* m = dynamic_cast<MultiHeadAttention*>(model.get())) y = m->forward(x, valid);
   else y = static_cast<SequenceClassifier*>(model.get())->forward(x, valid);
   out.emplace_back("output", host(y.detach()));
+  if (auto* h = dynamic_cast<HKTAttention*>(model.get())) {
+    const HKTScores s = h->inspect(x, valid);
+    for (size_t l = 0; l < s.levels.size(); ++l) out.emplace_back("inspect.level." + std::to_string(l), host(s.levels[l]));
+    out.emplace_back("inspect.combined", host(s.combined));
+    out.emplace_back("inspect.lambda", host(s.lambda));
+    out.emplace_back("inspect.beta", host(s.beta));
+  }
 
   if (dt == DType::Float64) {
     const Tensor r = randn(y.shape(), {dt}, &g);
