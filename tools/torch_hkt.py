@@ -1,0 +1,363 @@
+#!/usr/bin/env python3
+"""hkt's models in PyTorch, for comparison only (hkt itself uses no other
+framework): the HKT attention, the MHA baseline and the sequence classifier of
+../shared/spec/HKT.md, written the way a PyTorch user would (composite ops:
+the T x T score matrices are formed), with hkt's parameter names and
+conventions (docs/hkt.md), so that hkt's safetensors files load as they are.
+
+    torch_hkt.py --check DIR       compare with the cases hkt-reference-export
+                                   wrote into DIR (tests/reference): outputs,
+                                   every gradient through torch.autograd, and
+                                   the training steps through torch.optim.AdamW,
+                                   torch.nn.utils.clip_grad_norm_ and
+                                   F.cross_entropy
+    torch_hkt.py --bench [--threads N] [--reps R] [--shapes T:B,...]
+                                   one training step of hkt-small and
+                                   mha-small (vocab 256, 10 classes, dropout
+                                   on), as `hkt-bench-attention --step` times
+                                   it in hkt; prints a markdown table
+
+Needs PyTorch (Debian: apt-get install python3-torch). Exit status 0 on
+success, 1 when a check fails, 2 for a usage error.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
+
+
+# --- the model, functional: p maps hkt's parameter names to tensors -------------------
+
+
+def linear(x, p, name):
+    b = p.get(name + ".bias")
+    return F.linear(x, p[name + ".weight"], b)
+
+
+def layer_norm(x, p, name):
+    return F.layer_norm(x, (x.shape[-1],), p[name + ".weight"], p[name + ".bias"], 1e-5)
+
+
+def causal_conv(x, w, b, stride):
+    """hkt's causal depthwise conv (ops/conv.hpp): y[t] = b + sum_j w[:, j] x[s t + s - 1 - j]."""
+    B, T, C = x.shape
+    k = w.shape[1]
+    assert k >= stride
+    t_out = -(-T // stride)
+    xp = F.pad(x.transpose(1, 2), (k - stride, stride * t_out - T))
+    return F.conv1d(xp, w.flip(1).unsqueeze(1), b, stride=stride, groups=C).transpose(1, 2)
+
+
+def heads(x, H):
+    B, T, D = x.shape
+    return x.view(B, T, H, D // H).transpose(1, 2)
+
+
+def merge(x):
+    B, H, T, dh = x.shape
+    return x.transpose(1, 2).reshape(B, T, H * dh)
+
+
+def zero_pad(x, valid):
+    return x if valid is None else x * valid.unsqueeze(-1).to(x.dtype)
+
+
+def pool_valid(valid):
+    if valid.shape[1] % 2:
+        valid = F.pad(valid, (0, 1))
+    return valid.view(valid.shape[0], -1, 2).any(-1)
+
+
+def attend(s, valid, causal, v):
+    """softmax(S + mask) V; rows without any key give 0 (not NaN)."""
+    T = s.shape[-1]
+    if valid is None and not causal:
+        return torch.softmax(s, -1) @ v
+    allowed = torch.ones(T, T, dtype=torch.bool, device=s.device)
+    if causal:
+        allowed = torch.tril(allowed)
+    allowed = allowed.expand(s.shape[0], 1, T, T)
+    if valid is not None:
+        allowed = allowed & valid[:, None, None, :]
+    z = s.masked_fill(~allowed, float("-inf"))
+    m = torch.where(allowed.any(-1, keepdim=True), z.amax(-1, keepdim=True), torch.zeros((), dtype=s.dtype))
+    e = torch.exp(z - m)
+    return (e / e.sum(-1, keepdim=True).clamp_min(torch.finfo(s.dtype).tiny)) @ v
+
+
+def hkt_attention(x, valid, p, cfg):
+    H, L, causal = cfg["heads"], cfg["levels"], cfg["causal"]
+    B, T, D = x.shape
+    scale = 1.0 / math.sqrt(D // H)
+    xs, vs = [x], [valid]
+    for l in range(1, L):
+        d = "down.%d." % (l - 1)
+        h = causal_conv(zero_pad(xs[-1], vs[-1]), p[d + "conv.weight"], p[d + "conv.bias"], 2)
+        if cfg["pointwise"]:
+            h = linear(h, p, d + "pw")
+        xs.append(F.gelu(layer_norm(h, p, d + "ln")))
+        vs.append(None if valid is None else pool_valid(vs[-1]))
+    lam = torch.softmax(p["theta"], -1) if cfg["learn_lambda"] else torch.full((H, L), 1.0 / L, dtype=x.dtype)
+    s_hier = None
+    for l in range(L):
+        w = "0" if cfg["share_qk"] else str(l)
+        s = heads(linear(xs[l], p, "wq." + w), H) @ heads(linear(xs[l], p, "wk." + w), H).transpose(-1, -2) * scale
+        if l:
+            i = torch.arange(T)
+            c = (i + 1) // (1 << l) - 1 if causal else i >> l
+            idx = c.clamp_min(0)
+            s = s.index_select(2, idx).index_select(3, idx)
+            if causal:
+                ok = (c >= 0).to(s.dtype)
+                s = s * (ok[:, None] * ok[None, :])
+        term = lam[:, l].view(1, H, 1, 1) * s
+        s_hier = term if s_hier is None else s_hier + term
+    v = zero_pad(linear(x, p, "wv"), valid)
+    a = attend(s_hier, valid, causal, heads(v, H))
+    if cfg["hybrid"]:
+        beta = torch.sigmoid(p["gate"]).view(1, H, 1, 1)
+        a = beta * a + (1 - beta) * heads(causal_conv(v, p["conv.weight"], None, 1), H)
+    return zero_pad(linear(merge(a), p, "wo"), valid)
+
+
+def mha(x, valid, p, cfg):
+    H = cfg["heads"]
+    scale = 1.0 / math.sqrt(x.shape[-1] // H)
+    s = heads(linear(x, p, "wq"), H) @ heads(linear(x, p, "wk"), H).transpose(-1, -2) * scale
+    v = zero_pad(linear(x, p, "wv"), valid)
+    return zero_pad(linear(merge(attend(s, valid, cfg["causal"], heads(v, H))), p, "wo"), valid)
+
+
+def sub(p, prefix):
+    return {k[len(prefix):]: v for k, v in p.items() if k.startswith(prefix)}
+
+
+def classifier(inp, valid, p, cfg, train=False):
+    h = F.embedding(inp, p["embed.weight"]) if cfg["vocab"] > 0 else linear(inp, p, "input_map")
+    h = h + p["pos"][: h.shape[1]]
+    att = hkt_attention if cfg["attention"] == "hkt" else mha
+    for i in range(cfg["layers"]):
+        b = "blocks.%d." % i
+        h = h + att(layer_norm(h, p, b + "ln1"), valid, sub(p, b + "attn."), cfg)
+        f = linear(F.gelu(linear(layer_norm(h, p, b + "ln2"), p, b + "ffn.fc1")), p, b + "ffn.fc2")
+        h = h + F.dropout(f, cfg["dropout"], train)
+    h = layer_norm(h, p, "ln_f")
+    if valid is None:
+        pooled = h.mean(1)
+    else:
+        m = valid.unsqueeze(-1).to(h.dtype)
+        pooled = (h * m).sum(1) / m.sum(1).clamp_min(1.0)
+    return linear(pooled, p, "head")
+
+
+def new_params(cfg, dtype=torch.float32, seed=1):
+    """A classifier's parameters with hkt's names and initial distributions."""
+    g = torch.Generator().manual_seed(seed)
+    D, H, L, N = cfg["dim"], cfg["heads"], cfg["levels"], cfg["layers"]
+    p = {}
+
+    def uni(shape, fan_in):
+        bound = 1 / math.sqrt(fan_in)
+        return (torch.rand(shape, generator=g, dtype=dtype) * 2 - 1) * bound
+
+    def lin(name, i, o, bias=True):
+        p[name + ".weight"] = uni((o, i), i)
+        if bias:
+            p[name + ".bias"] = uni((o,), i)
+
+    def ln(name):
+        p[name + ".weight"], p[name + ".bias"] = torch.ones(D, dtype=dtype), torch.zeros(D, dtype=dtype)
+
+    p["pos"] = torch.randn(cfg["max_len"], D, generator=g, dtype=dtype) * 0.02
+    p["embed.weight"] = torch.randn(cfg["vocab"], D, generator=g, dtype=dtype) * 0.02
+    for i in range(N):
+        b = "blocks.%d." % i
+        ln(b + "ln1")
+        if cfg["attention"] == "hkt":
+            for l in range(1 if cfg["share_qk"] else L):
+                lin(b + "attn.wq.%d" % l, D, D, cfg["bias"])
+                lin(b + "attn.wk.%d" % l, D, D, cfg["bias"])
+            for l in range(1, L):
+                d = b + "attn.down.%d." % (l - 1)
+                p[d + "conv.weight"], p[d + "conv.bias"] = uni((D, 3), 3), uni((D,), 3)
+                if cfg["pointwise"]:
+                    lin(d + "pw", D, D)
+                ln(d + "ln")
+            p[b + "attn.theta"] = torch.zeros(H, L, dtype=dtype)
+            p[b + "attn.gate"] = torch.zeros(H, dtype=dtype)
+            p[b + "attn.conv.weight"] = uni((D, 3), 3)
+        else:
+            for n in ("wq", "wk"):
+                lin(b + "attn." + n, D, D, cfg["bias"])
+        for n in ("wv", "wo"):
+            lin(b + "attn." + n, D, D, cfg["bias"])
+        ln(b + "ln2")
+        lin(b + "ffn.fc1", D, cfg["ffn_mult"] * D)
+        lin(b + "ffn.fc2", cfg["ffn_mult"] * D, D)
+    ln("ln_f")
+    lin("head", D, cfg["classes"])
+    return {k: v.requires_grad_() for k, v in p.items()}
+
+
+def adamw_groups(p, lr, wd):
+    """hkt's decay_groups: weight decay on tensors of dim >= 2 only."""
+    decay = [v for v in p.values() if v.dim() >= 2]
+    rest = [v for v in p.values() if v.dim() < 2]
+    return [g for g in ({"params": decay, "lr": lr, "weight_decay": wd},
+                        {"params": rest, "lr": lr, "weight_decay": 0.0}) if g["params"]]
+
+
+# --- --check ------------------------------------------------------------------------
+
+
+def check(dir_):
+    from check import read_safetensors  # tests/reference/check.py's own safetensors reader
+    from check import lr_factor
+
+    with open(os.path.join(dir_, "cases.txt")) as f:
+        names = [ln.strip() for ln in f if ln.strip()]
+    failed = 0
+    for name in names:
+        t, meta = read_safetensors(os.path.join(dir_, name + ".safetensors"))
+        t = {k: torch.from_numpy(v.copy()) for k, v in t.items()}
+        kind, cfg = meta["kind"], json.loads(meta["config"])
+        p = {k[6:]: v.double().requires_grad_() for k, v in t.items() if k.startswith("param.")}
+        valid = t.get("input.valid")
+        errors = []
+
+        def close(what, got, ref, tol, floor=1e-30):
+            # relative to the larger of ref's largest value and `floor` (for gradients: the largest
+            # gradient of the case, since some are 0 up to rounding, such as a key bias's)
+            e = (got.double() - ref.double()).abs().max().item() / max(ref.double().abs().max().item(), floor)
+            if not e <= tol:
+                errors.append("%s differs from PyTorch by %.3g (relative to its largest value)" % (what, e))
+            return e
+
+        if kind == "train":
+            tr = json.loads(meta["train"])
+            opt = torch.optim.AdamW(adamw_groups(p, tr["lr"], tr["weight_decay"]), betas=(tr["beta1"], tr["beta2"]),
+                                    eps=tr["eps"])
+            for k in range(tr["steps"]):
+                s = "step%d." % k
+                opt.zero_grad()
+                loss = F.cross_entropy(classifier(t["input.ids"], valid, p, cfg), t["input.labels"], ignore_index=-100)
+                loss.backward()
+                close(s + "loss", t[s + "loss"], loss.detach(), 1e-10)
+                gmax = max(v.grad.abs().max().item() for v in p.values())
+                for n, v in p.items():
+                    close(s + "grad." + n, t[s + "grad." + n], v.grad, 1e-9, gmax)
+                gn = torch.nn.utils.clip_grad_norm_(list(p.values()), tr["clip"])
+                close(s + "grad_norm", t[s + "grad_norm"], gn, 1e-12)
+                for g in opt.param_groups:
+                    g["lr"] = tr["lr"] * lr_factor(k, tr)
+                opt.step()
+            err = max(close("after." + n, t["after." + n], v.detach(), 1e-10) for n, v in p.items())
+            summary = "%d AdamW steps, parameters agree to %.1e" % (tr["steps"], err)
+        else:
+            if "input.ids" in t:
+                x = t["input.ids"]
+            else:
+                x = t["input.x"].double().requires_grad_(t["output"].dtype == torch.float64)
+            f = {"hkt": hkt_attention, "mha": mha}.get(kind)
+            out = f(x, valid, p, cfg) if f else classifier(x, valid, p, cfg)
+            tol = 1e-10 if t["output"].dtype == torch.float64 else (2e-5 if meta.get("device", "cpu") == "cpu" else 1e-4)
+            err = close("output", t["output"], out.detach(), tol)
+            ngrad, gerr = 0, 0.0
+            if "input.r" in t:
+                (out * t["input.r"]).sum().backward()
+                gmax = max(g.abs().max().item() for n, g in t.items() if n.startswith("grad."))
+                for n, g in t.items():
+                    if not n.startswith("grad."):
+                        continue
+                    ref = x.grad if n == "grad.input.x" else p[n[5:]].grad
+                    gerr = max(gerr, close(n, g, ref, 1e-9, gmax))
+                    ngrad += 1
+            summary = "output %.1e, %d gradients %.1e" % (err, ngrad, gerr)
+        print("%-52s %s" % (name, ("ok (%s)" % summary) if not errors else "FAILED"))
+        for e in errors:
+            print("    " + e)
+        failed += bool(errors)
+    print("%d of %d cases match PyTorch %s" % (len(names) - failed, len(names), torch.__version__))
+    return 1 if failed else 0
+
+
+# --- --bench ------------------------------------------------------------------------
+
+
+def preset(name):
+    # ClassifierConfig::preset (models/src/classifier.cpp) for the small presets.
+    return dict(attention=name[:3], vocab=256, input_features=0, dim=128, heads=4, layers=2, ffn_mult=4,
+                dropout=0.1, classes=10, causal=False, bias=False, levels=3, share_qk=False, pointwise=True,
+                learn_lambda=True, hybrid=True)
+
+
+def bench_step(name, T, B, reps):
+    cfg = preset(name)
+    cfg["max_len"] = T
+    torch.manual_seed(1)
+    p = new_params(cfg)
+    opt = torch.optim.AdamW(list(p.values()), lr=1e-3, weight_decay=0.01)
+    x = (torch.arange(B * T, dtype=torch.int64) * 2654435761 % 256).view(B, T)
+    y = torch.arange(B, dtype=torch.int64) % 10
+
+    def step():
+        opt.zero_grad()
+        F.cross_entropy(classifier(x, None, p, cfg, train=True), y).backward()
+        torch.nn.utils.clip_grad_norm_(list(p.values()), 1.0)
+        opt.step()
+
+    step()  # warm-up
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        step()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def bench(threads, reps, shapes):
+    torch.set_num_threads(threads)
+    print("## PyTorch %s (CPU, %d threads): one training step, forward + cross-entropy + backward + clip + AdamW"
+          % (torch.__version__, torch.get_num_threads()))
+    print("(composite attention: the T x T scores are formed; best of %d after a warm-up)\n" % reps)
+    print("| T | B | hkt-small ms | mha-small ms | hkt / mha |")
+    print("|--:|--:|--:|--:|--:|")
+    for T, B in shapes:
+        a = bench_step("hkt-small", T, B, reps)
+        b = bench_step("mha-small", T, B, reps)
+        print("| %d | %d | %.0f | %.0f | %.3f |" % (T, B, a * 1e3, b * 1e3, a / b), flush=True)
+    return 0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", metavar="DIR")
+    ap.add_argument("--bench", action="store_true")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--shapes", default="1024:8,1024:1,2048:1,4096:1")
+    a = ap.parse_args(argv[1:])
+    if bool(a.check) == a.bench:
+        ap.error("give exactly one of --check DIR and --bench")
+    if a.threads < 1 or a.reps < 1:
+        ap.error("--threads and --reps must be >= 1")
+    if a.check:
+        torch.set_num_threads(1)
+        return check(a.check)
+    try:
+        shapes = [tuple(int(v) for v in s.split(":")) for s in a.shapes.split(",")]
+        assert all(len(s) == 2 and s[0] >= 1 and s[1] >= 1 for s in shapes)
+    except (ValueError, AssertionError):
+        ap.error("--shapes: T:B pairs separated by commas, e.g. 1024:8,2048:1")
+    return bench(a.threads, a.reps, shapes)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
