@@ -92,6 +92,19 @@ def attend(s, valid, causal, v):
     return (e / e.sum(-1, keepdim=True).clamp_min(torch.finfo(s.dtype).tiny)) @ v
 
 
+def upsample(s, l, T, causal):
+    """Up_l(S_l) [B, H, T, T]: S_l[i >> l, j >> l], or in causal mode S_l[c(i), c(j)] with
+    c(i) = (i + 1) // 2^l - 1 and 0 where c < 0. Block expansion by a view (its backward
+    sums the blocks), not an index gather: on the CPU index_select and its index_add_
+    backward took 70% of a training step."""
+    f = 1 << l
+    B, H, n, _ = s.shape
+    e = s[:, :, :, None, :, None].expand(B, H, n, f, n, f).reshape(B, H, n * f, n * f)
+    if causal:  # c(i) = (i + 1 - f) // f: row i of the expansion shifted down by f - 1, zeros above
+        e = F.pad(e, (f - 1, 0, f - 1, 0))
+    return e[:, :, :T, :T]
+
+
 def hkt_attention(x, valid, p, cfg):
     H, L, causal = cfg["heads"], cfg["levels"], cfg["causal"]
     B, T, D = x.shape
@@ -108,17 +121,12 @@ def hkt_attention(x, valid, p, cfg):
     s_hier = None
     for l in range(L):
         w = "0" if cfg["share_qk"] else str(l)
-        s = heads(linear(xs[l], p, "wq." + w), H) @ heads(linear(xs[l], p, "wk." + w), H).transpose(-1, -2) * scale
+        # lambda_l / sqrt(dh) folded into Q_l ([T_l, dh]) rather than applied to the T x T scores
+        q = heads(linear(xs[l], p, "wq." + w), H) * (lam[:, l] * scale).view(1, H, 1, 1)
+        s = q @ heads(linear(xs[l], p, "wk." + w), H).transpose(-1, -2)
         if l:
-            i = torch.arange(T)
-            c = (i + 1) // (1 << l) - 1 if causal else i >> l
-            idx = c.clamp_min(0)
-            s = s.index_select(2, idx).index_select(3, idx)
-            if causal:
-                ok = (c >= 0).to(s.dtype)
-                s = s * (ok[:, None] * ok[None, :])
-        term = lam[:, l].view(1, H, 1, 1) * s
-        s_hier = term if s_hier is None else s_hier + term
+            s = upsample(s, l, T, causal)
+        s_hier = s if s_hier is None else s_hier + s
     v = zero_pad(linear(x, p, "wv"), valid)
     a = attend(s_hier, valid, causal, heads(v, H))
     if cfg["hybrid"]:
@@ -130,7 +138,7 @@ def hkt_attention(x, valid, p, cfg):
 def mha(x, valid, p, cfg):
     H = cfg["heads"]
     scale = 1.0 / math.sqrt(x.shape[-1] // H)
-    s = heads(linear(x, p, "wq"), H) @ heads(linear(x, p, "wk"), H).transpose(-1, -2) * scale
+    s = (heads(linear(x, p, "wq"), H) * scale) @ heads(linear(x, p, "wk"), H).transpose(-1, -2)
     v = zero_pad(linear(x, p, "wv"), valid)
     return zero_pad(linear(merge(attend(s, valid, cfg["causal"], heads(v, H))), p, "wo"), valid)
 
@@ -322,17 +330,26 @@ def bench_step(name, T, B, reps):
     return best
 
 
+def bench_one(name, T, B, reps, threads):
+    """One preset in a fresh process, so that its peak RSS is its own: (seconds, MiB)."""
+    import subprocess
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--bench-one", name, str(T), str(B),
+                          "--reps", str(reps), "--threads", str(threads)],
+                         check=True, capture_output=True, text=True).stdout.split()
+    return float(out[0]), float(out[1])
+
+
 def bench(threads, reps, shapes):
-    torch.set_num_threads(threads)
     print("## PyTorch %s (CPU, %d threads): one training step, forward + cross-entropy + backward + clip + AdamW"
-          % (torch.__version__, torch.get_num_threads()))
-    print("(composite attention: the T x T scores are formed; best of %d after a warm-up)\n" % reps)
-    print("| T | B | hkt-small ms | mha-small ms | hkt / mha |")
-    print("|--:|--:|--:|--:|--:|")
+          % (torch.__version__, threads))
+    print("(composite attention: the T x T scores are formed; best of %d after a warm-up; each in its own process)\n"
+          % reps)
+    print("| T | B | hkt-small ms | mha-small ms | hkt / mha | hkt peak RSS MiB | mha peak RSS MiB |")
+    print("|--:|--:|--:|--:|--:|--:|--:|")
     for T, B in shapes:
-        a = bench_step("hkt-small", T, B, reps)
-        b = bench_step("mha-small", T, B, reps)
-        print("| %d | %d | %.0f | %.0f | %.3f |" % (T, B, a * 1e3, b * 1e3, a / b), flush=True)
+        a, ma = bench_one("hkt-small", T, B, reps, threads)
+        b, mb = bench_one("mha-small", T, B, reps, threads)
+        print("| %d | %d | %.0f | %.0f | %.3f | %.0f | %.0f |" % (T, B, a * 1e3, b * 1e3, a / b, ma, mb), flush=True)
     return 0
 
 
@@ -343,7 +360,14 @@ def main(argv):
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--shapes", default="1024:8,1024:1,2048:1,4096:1")
+    ap.add_argument("--bench-one", nargs=3, metavar=("PRESET", "T", "B"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv[1:])
+    if a.bench_one:
+        import resource
+        torch.set_num_threads(a.threads)
+        t = bench_step(a.bench_one[0], int(a.bench_one[1]), int(a.bench_one[2]), a.reps)
+        print("%.6f %.1f" % (t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+        return 0
     if bool(a.check) == a.bench:
         ap.error("give exactly one of --check DIR and --bench")
     if a.threads < 1 or a.reps < 1:
