@@ -11,7 +11,7 @@ conventions (docs/hkt.md), so that hkt's safetensors files load as they are.
                                    the training steps through torch.optim.AdamW,
                                    torch.nn.utils.clip_grad_norm_ and
                                    F.cross_entropy
-    torch_hkt.py --bench [--threads N] [--reps R] [--shapes T:B,...]
+    torch_hkt.py --bench [--threads N] [--reps R] [--shapes T:B,...] [--device cuda]
                                    one training step of hkt-small and
                                    mha-small (vocab 256, 10 classes, dropout
                                    on), as `hkt-bench-attention --step` times
@@ -306,14 +306,15 @@ def preset(name):
                 learn_lambda=True, hybrid=True)
 
 
-def bench_step(name, T, B, reps):
+def bench_step(name, T, B, reps, device="cpu"):
     cfg = preset(name)
     cfg["max_len"] = T
     torch.manual_seed(1)
-    p = new_params(cfg)
+    p = {k: v.detach().to(device).requires_grad_() for k, v in new_params(cfg).items()}
     opt = torch.optim.AdamW(list(p.values()), lr=1e-3, weight_decay=0.01)
-    x = (torch.arange(B * T, dtype=torch.int64) * 2654435761 % 256).view(B, T)
-    y = torch.arange(B, dtype=torch.int64) % 10
+    x = (torch.arange(B * T, dtype=torch.int64) * 2654435761 % 256).view(B, T).to(device)
+    y = (torch.arange(B, dtype=torch.int64) % 10).to(device)
+    sync = torch.cuda.synchronize if device != "cpu" else (lambda: None)
 
     def step():
         opt.zero_grad()
@@ -322,34 +323,38 @@ def bench_step(name, T, B, reps):
         opt.step()
 
     step()  # warm-up
+    sync()
     best = float("inf")
     for _ in range(reps):
         t0 = time.perf_counter()
         step()
+        sync()
         best = min(best, time.perf_counter() - t0)
     return best
 
 
-def bench_one(name, T, B, reps, threads):
+def bench_one(name, T, B, reps, threads, device):
     """One preset in a fresh process, so that its peak RSS is its own: (seconds, MiB)."""
     import subprocess
     out = subprocess.run([sys.executable, os.path.abspath(__file__), "--bench-one", name, str(T), str(B),
-                          "--reps", str(reps), "--threads", str(threads)],
+                          "--reps", str(reps), "--threads", str(threads), "--device", device],
                          check=True, capture_output=True, text=True).stdout.split()
     return float(out[0]), float(out[1])
 
 
-def bench(threads, reps, shapes):
-    print("## PyTorch %s (CPU, %d threads): one training step, forward + cross-entropy + backward + clip + AdamW"
-          % (torch.__version__, threads))
+def bench(threads, reps, shapes, device):
+    where = "CPU, %d threads" % threads if device == "cpu" else torch.cuda.get_device_name(device)
+    print("## PyTorch %s (%s): one training step, forward + cross-entropy + backward + clip + AdamW"
+          % (torch.__version__, where))
     print("(composite attention: the T x T scores are formed; best of %d after a warm-up; each in its own process)\n"
           % reps)
-    print("| T | B | hkt-small ms | mha-small ms | hkt / mha | hkt peak RSS MiB | mha peak RSS MiB |")
+    mem = "peak RSS MiB" if device == "cpu" else "peak allocated GPU MiB"
+    print("| T | B | hkt-small ms | mha-small ms | hkt / mha | hkt %s | mha %s |" % (mem, mem))
     print("|--:|--:|--:|--:|--:|--:|--:|")
     for T, B in shapes:
-        a, ma = bench_one("hkt-small", T, B, reps, threads)
-        b, mb = bench_one("mha-small", T, B, reps, threads)
-        print("| %d | %d | %.0f | %.0f | %.3f | %.0f | %.0f |" % (T, B, a * 1e3, b * 1e3, a / b, ma, mb), flush=True)
+        a, ma = bench_one("hkt-small", T, B, reps, threads, device)
+        b, mb = bench_one("mha-small", T, B, reps, threads, device)
+        print("| %d | %d | %.1f | %.1f | %.3f | %.0f | %.0f |" % (T, B, a * 1e3, b * 1e3, a / b, ma, mb), flush=True)
     return 0
 
 
@@ -360,13 +365,16 @@ def main(argv):
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--shapes", default="1024:8,1024:1,2048:1,4096:1")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (float32 either way)")
     ap.add_argument("--bench-one", nargs=3, metavar=("PRESET", "T", "B"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv[1:])
     if a.bench_one:
         import resource
         torch.set_num_threads(a.threads)
-        t = bench_step(a.bench_one[0], int(a.bench_one[1]), int(a.bench_one[2]), a.reps)
-        print("%.6f %.1f" % (t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+        t = bench_step(a.bench_one[0], int(a.bench_one[1]), int(a.bench_one[2]), a.reps, a.device)
+        mib = (torch.cuda.max_memory_allocated() / 2**20 if a.device != "cpu"
+               else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        print("%.6f %.1f" % (t, mib))
         return 0
     if bool(a.check) == a.bench:
         ap.error("give exactly one of --check DIR and --bench")
@@ -380,7 +388,9 @@ def main(argv):
         assert all(len(s) == 2 and s[0] >= 1 and s[1] >= 1 for s in shapes)
     except (ValueError, AssertionError):
         ap.error("--shapes: T:B pairs separated by commas, e.g. 1024:8,2048:1")
-    return bench(a.threads, a.reps, shapes)
+    if a.device != "cpu" and not (a.device.startswith("cuda") and torch.cuda.is_available()):
+        ap.error("--device %s: not available in this PyTorch (CUDA: %s)" % (a.device, torch.cuda.is_available()))
+    return bench(a.threads, a.reps, shapes, a.device)
 
 
 if __name__ == "__main__":
