@@ -268,6 +268,20 @@ std::vector<Case> cases() {
     c.att.dim = 16;
     c.att.heads = 2;
   }
+  // Several key and query tiles of the fused kernels (CPU tiles are 64 wide).
+  {
+    Case& c = hkt("hkt_causal_L3_T150_mask", 3, true, 150, {150, 97});
+    c.att.dim = 16;
+    c.att.heads = 2;
+  }
+  {
+    Case& c = hkt("hkt_bidir_L4_T203_mask_float32", 4, false, 203, {203, 64});
+    c.att.dtype = DType::Float32;
+  }
+  {
+    Case& c = hkt("mha_causal_T130_mask", 1, true, 130, {130, 71});
+    c.kind = "mha";
+  }
   {
     Case& c = hkt("mha_bidir_T11_mask_bias", 1, false, 11, {11, 6, 2});
     c.kind = "mha";
