@@ -11,6 +11,13 @@ conventions (docs/hkt.md), so that hkt's safetensors files load as they are.
                                    the training steps through torch.optim.AdamW,
                                    torch.nn.utils.clip_grad_norm_ and
                                    F.cross_entropy
+    torch_hkt.py --write-golden DIR
+                                   write PyTorch's outputs, gradients and
+                                   AdamW steps for two layers and a classifier
+                                   (float64) as safetensors files: the ones in
+                                   tests/reference/torch/, which
+                                   test_reference_torch checks hkt against in
+                                   every build (no PyTorch needed there)
     torch_hkt.py --bench [--threads N] [--reps R] [--shapes T:B,...] [--device cuda]
                                    one training step of hkt-small and
                                    mha-small (vocab 256, 10 classes, dropout
@@ -296,6 +303,88 @@ def check(dir_):
     return 1 if failed else 0
 
 
+# --- --write-golden -----------------------------------------------------------------
+
+
+def perturbed(p, g):
+    """As hkt-reference-export does: theta and gate + N(0, 1), the rest + N(0, 0.1^2)."""
+    out = {}
+    for k, v in p.items():
+        s = 1.0 if k.endswith("theta") or k.endswith("gate") else 0.1
+        out[k] = (v.detach().double() + s * torch.randn(v.shape, generator=g, dtype=torch.float64)).requires_grad_()
+    return out
+
+
+def lengths_mask(lengths, T):
+    return torch.arange(T)[None, :] < torch.tensor(lengths)[:, None]
+
+
+def write_golden(dir_):
+    """Files for tests/test_reference_torch.cpp: PyTorch's numbers, which hkt must reproduce."""
+    from check import write_safetensors, lr_factor
+
+    os.makedirs(dir_, exist_ok=True)
+    g = torch.Generator().manual_seed(2026)
+    meta_common = {"writer": "tools/torch_hkt.py --write-golden (PyTorch %s)" % torch.__version__}
+    base = dict(attention="hkt", vocab=9, input_features=0, max_len=40, dim=16, heads=2, layers=1, ffn_mult=4,
+                dropout=0.0, classes=4, causal=False, bias=False, levels=3, share_qk=False, pointwise=True,
+                learn_lambda=True, hybrid=True, dtype="float64")
+
+    def np_(t):  # a copy: .numpy() shares memory, and AdamW and zero_grad() write in place
+        return t.detach().numpy().copy()
+
+    # Layers: output and every gradient of sum(output * R).
+    layers = [("hkt_layer_causal_L3_T37", dict(base, causal=True), "hkt", 37, [37, 20]),
+              ("mha_layer_bidir_bias_T29", dict(base, attention="mha", heads=4, bias=True), "mha", 29, [29, 11])]
+    for name, cfg, kind, T, lengths in layers:
+        p = perturbed(sub(new_params(cfg, torch.float64, seed=7), "blocks.0.attn."), g)
+        x = torch.randn(len(lengths), T, cfg["dim"], generator=g, dtype=torch.float64).requires_grad_()
+        valid = lengths_mask(lengths, T)
+        out = (hkt_attention if kind == "hkt" else mha)(x, valid, p, cfg)
+        r = torch.randn(out.shape, generator=g, dtype=torch.float64)
+        (out * r).sum().backward()
+        t = {"input.x": np_(x), "input.valid": valid.numpy(), "input.r": np_(r), "output": np_(out),
+             "grad.input.x": np_(x.grad)}
+        t.update({"param." + k: np_(v) for k, v in p.items()})
+        t.update({"grad." + k: np_(v.grad) for k, v in p.items()})
+        layer_cfg = {k: cfg[k] for k in ("dim", "heads", "causal", "bias")}
+        if kind == "hkt":
+            layer_cfg.update({k: cfg[k] for k in ("levels", "share_qk", "pointwise", "learn_lambda", "hybrid")})
+            layer_cfg["conv_kernel"] = 3
+        write_safetensors(os.path.join(dir_, name + ".safetensors"), t,
+                          dict(meta_common, kind=kind, config=json.dumps(layer_cfg)))
+
+    # Training steps of a classifier: F.cross_entropy, autograd, clip_grad_norm_, AdamW.
+    cfg = dict(base, max_len=20)
+    tr = dict(steps=3, lr=0.02, weight_decay=0.1, clip=0.5, beta1=0.9, beta2=0.99, eps=1e-8, warmup=1, total=3,
+              min_factor=0.1)
+    p = perturbed(new_params(cfg, torch.float64, seed=8), g)
+    ids = torch.randint(0, cfg["vocab"], (3, 18), generator=g)
+    valid = lengths_mask([18, 13, 6], 18)
+    labels = torch.tensor([1, -100, 3])
+    t = {"input.ids": ids.numpy(), "input.valid": valid.numpy(), "input.labels": labels.numpy()}
+    t.update({"param." + k: np_(v) for k, v in p.items()})
+    opt = torch.optim.AdamW(adamw_groups(p, tr["lr"], tr["weight_decay"]), betas=(tr["beta1"], tr["beta2"]),
+                            eps=tr["eps"])
+    for k in range(tr["steps"]):
+        s = "step%d." % k
+        opt.zero_grad()
+        logits = classifier(ids, valid, p, cfg)
+        loss = F.cross_entropy(logits, labels, ignore_index=-100)
+        loss.backward()
+        t[s + "logits"], t[s + "loss"] = np_(logits), np_(loss)
+        t.update({s + "grad." + n: np_(v.grad) for n, v in p.items()})
+        t[s + "grad_norm"] = np_(torch.nn.utils.clip_grad_norm_(list(p.values()), tr["clip"]))
+        for grp in opt.param_groups:
+            grp["lr"] = tr["lr"] * lr_factor(k, tr)
+        opt.step()
+    t.update({"after." + n: np_(v) for n, v in p.items()})
+    write_safetensors(os.path.join(dir_, "classifier_train.safetensors"), t,
+                      dict(meta_common, kind="train", config=json.dumps(cfg), train=json.dumps(tr)))
+    print("wrote %s: 2 layers and a 3-step training run, from PyTorch %s" % (dir_, torch.__version__))
+    return 0
+
+
 # --- --bench ------------------------------------------------------------------------
 
 
@@ -362,6 +451,7 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", metavar="DIR")
     ap.add_argument("--bench", action="store_true")
+    ap.add_argument("--write-golden", metavar="DIR")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--shapes", default="1024:8,1024:1,2048:1,4096:1")
@@ -376,13 +466,16 @@ def main(argv):
                else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         print("%.6f %.1f" % (t, mib))
         return 0
-    if bool(a.check) == a.bench:
-        ap.error("give exactly one of --check DIR and --bench")
+    if bool(a.check) + a.bench + bool(a.write_golden) != 1:
+        ap.error("give exactly one of --check DIR, --bench and --write-golden DIR")
     if a.threads < 1 or a.reps < 1:
         ap.error("--threads and --reps must be >= 1")
     if a.check:
         torch.set_num_threads(1)
         return check(a.check)
+    if a.write_golden:
+        torch.set_num_threads(1)
+        return write_golden(a.write_golden)
     try:
         shapes = [tuple(int(v) for v in s.split(":")) for s in a.shapes.split(",")]
         assert all(len(s) == 2 and s[0] >= 1 and s[1] >= 1 for s in shapes)

@@ -54,6 +54,25 @@ def read_safetensors(path):
     return tensors, meta
 
 
+def write_safetensors(path, tensors, metadata):
+    """The official layout: u64 LE header length, the JSON header (with
+    "__metadata__", string values), padded with spaces to a multiple of 8, then
+    the tensors' little-endian bytes back to back in header order."""
+    names = {np.dtype(v).name: k for k, v in DTYPES.items()}
+    header, blobs, off = {"__metadata__": metadata}, [], 0
+    for name, a in tensors.items():
+        a = np.array(a, order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
+        b = a.astype(a.dtype.newbyteorder("<")).tobytes()
+        header[name] = {"dtype": names[a.dtype.name], "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    h += b" " * (-len(h) % 8)
+    with open(path + ".tmp", "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    os.replace(path + ".tmp", path)
+
+
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
