@@ -1,8 +1,8 @@
 // hkt against PyTorch's own numbers, in every build without PyTorch: the files in
 // tests/reference/torch/ were written by `tools/torch_hkt.py --write-golden` (PyTorch
 // 1.13.1, float64; the writer and its version are in each file's metadata). They hold
-// the parameters and inputs, and what PyTorch computed from them: a causal HKT layer's
-// and a bidirectional MHA layer's output and every gradient of sum(output * R)
+// the parameters and inputs, and what PyTorch computed from them: a causal HKT layer's,
+// a bidirectional one's (L = 4, shared Wq/Wk) and a bidirectional MHA layer's output and every gradient of sum(output * R)
 // (torch.autograd), and three training steps of an HKT classifier (F.cross_entropy
 // with an ignored label, backward, clip_grad_norm_, a warm-up + cosine lr, and
 // torch.optim.AdamW with weight decay on the matrices only). hkt loads the same values
@@ -104,6 +104,10 @@ TEST_CASE("a causal HKT layer (L = 3, T = 37, padding) reproduces PyTorch's outp
 
 TEST_CASE("an MHA layer (biases, T = 29, padding) reproduces PyTorch's output and gradients") {
   check_layer("mha_layer_bidir_bias_T29.safetensors");
+}
+
+TEST_CASE("a bidirectional HKT layer (L = 4, shared Wq/Wk, T = 45, padding) reproduces PyTorch's output and gradients") {
+  check_layer("hkt_layer_bidir_L4_T45_shared.safetensors");
 }
 
 TEST_CASE("three training steps of an HKT classifier reproduce torch.optim.AdamW's") {

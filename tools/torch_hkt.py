@@ -335,7 +335,8 @@ def write_golden(dir_):
 
     # Layers: output and every gradient of sum(output * R).
     layers = [("hkt_layer_causal_L3_T37", dict(base, causal=True), "hkt", 37, [37, 20]),
-              ("mha_layer_bidir_bias_T29", dict(base, attention="mha", heads=4, bias=True), "mha", 29, [29, 11])]
+              ("mha_layer_bidir_bias_T29", dict(base, attention="mha", heads=4, bias=True), "mha", 29, [29, 11]),
+              ("hkt_layer_bidir_L4_T45_shared", dict(base, dim=8, levels=4, share_qk=True), "hkt", 45, [45, 30])]
     for name, cfg, kind, T, lengths in layers:
         p = perturbed(sub(new_params(cfg, torch.float64, seed=7), "blocks.0.attn."), g)
         x = torch.randn(len(lengths), T, cfg["dim"], generator=g, dtype=torch.float64).requires_grad_()
@@ -381,7 +382,7 @@ def write_golden(dir_):
     t.update({"after." + n: np_(v) for n, v in p.items()})
     write_safetensors(os.path.join(dir_, "classifier_train.safetensors"), t,
                       dict(meta_common, kind="train", config=json.dumps(cfg), train=json.dumps(tr)))
-    print("wrote %s: 2 layers and a 3-step training run, from PyTorch %s" % (dir_, torch.__version__))
+    print("wrote %s: 3 layers and a 3-step training run, from PyTorch %s" % (dir_, torch.__version__))
     return 0
 
 
