@@ -252,6 +252,47 @@ TEST_CASE("listops: generated data is valid, distinct, within limits and spread 
   CHECK(deepest == 3);
 }
 
+TEST_CASE("listops: the length window [min_len, max_len]") {
+  // max_len = seq_len is the default window: the same data.
+  ListOpsOptions a = small_options(), b = small_options();
+  b.max_len = b.seq_len;
+  const ListOpsSplitRows ra = generate_listops(a), rb = generate_listops(b);
+  CHECK(ra.train == rb.train);
+  CHECK(ra.test == rb.test);
+  // A window inside T: every example's token count lies in it, in every split, and
+  // the model length stays T (examples are padded to it).
+  ListOpsOptions w = small_options(3);
+  w.min_len = 20;
+  w.max_len = 40;
+  const Splits s = make_listops(w);
+  int64_t lo = 1 << 30, hi = 0;
+  for (const Dataset* d : {&s.train, &s.val, &s.test}) {
+    CHECK(d->seq_len == 64);
+    for (int64_t len : d->lengths) {
+      lo = std::min(lo, len);
+      hi = std::max(hi, len);
+    }
+  }
+  CHECK(lo >= 20);
+  CHECK(hi <= 40);
+  CHECK(hi > 30);  // the window is used, not only its lower part
+  const LengthStats st = length_stats(s.train, 8);
+  CHECK(st.n == 300);
+  CHECK(st.min == lo);
+  CHECK(st.p5 >= 20);
+  CHECK(st.median >= st.p25);
+  CHECK(st.p95 <= 40);
+  CHECK(st.bin_width == 8);
+  int64_t counted = 0;
+  for (const auto& [from, n] : st.histogram) {
+    CHECK(from % 8 == 0);
+    CHECK(from + 8 > 20);
+    CHECK(from <= 40);
+    counted += n;
+  }
+  CHECK(counted == 300);
+}
+
 TEST_CASE("listops: generator option errors") {
   ListOpsOptions o = small_options();
   o.val_size = 0;
@@ -261,7 +302,23 @@ TEST_CASE("listops: generator option errors") {
   check_error([&] { make_listops(o); }, "seq_len must be >= 4");
   o = small_options();
   o.min_len = 65;
-  check_error([&] { make_listops(o); }, "min_len must be in [0, seq_len = 64]");
+  check_error([&] { make_listops(o); }, "min_len must be in [0, max_len = 64]");
+  o = small_options();
+  o.max_len = 65;
+  check_error([&] { make_listops(o); }, "max_len must be in [0, seq_len = 64]");
+  o = small_options();
+  o.max_len = 3;
+  check_error([&] { make_listops(o); }, "max_len must be >= 4");
+  o = small_options();
+  o.max_len = 30;
+  o.min_len = 31;
+  check_error([&] { make_listops(o); }, "min_len must be in [0, max_len = 30]");
+  o = small_options();
+  o.max_depth = 2;
+  o.max_args = 3;
+  o.min_len = 60;  // at most 1 + 3 x (1 + 3 + 1) + 1 = 17 tokens exist at depth 2
+  o.train_size = 5;
+  check_error([&] { make_listops(o); }, "the length window [60, 64]");
   o = small_options();
   o.max_depth = 1;
   check_error([&] { make_listops(o); }, "max_depth must be in [2, 10000]");

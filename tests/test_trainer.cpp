@@ -255,7 +255,7 @@ TEST_CASE("train: checkpoint round trip") {
   const nn::ClassifierConfig mc = c.model_config(data.train);
   // The final checkpoint restores a model that evaluates exactly as the run did at the end.
   nn::SequenceClassifier m(mc);
-  nn::AdamW opt(nn::decay_groups(m, c.lr, c.weight_decay));
+  nn::AdamW opt(nn::decay_groups(m, c.lr, c.weight_decay, nn::DecayRule::Weights));  // the trainer's default rule
   const nn::Metadata md = nn::load_checkpoint(c.run_dir + "/checkpoint", m, opt);
   CHECK(md.at("hkt.step") == "20");
   CHECK(md.at("hkt.train.epoch") == "1");  // 16 batches per epoch: step 20 is epoch 1, batch 4
@@ -352,7 +352,7 @@ TEST_CASE("a non-finite loss or gradient stops the run, naming the step, and kee
   // The last good checkpoint (step failed - 1) loads.
   const Splits data = load_task(c.task, c.data);
   nn::SequenceClassifier m(c.model_config(data.train));
-  nn::AdamW opt(nn::decay_groups(m, 1e-3, 0.0));
+  nn::AdamW opt(nn::decay_groups(m, 1e-3, 0.0, nn::DecayRule::Weights));
   const nn::Metadata md = nn::load_checkpoint(c.run_dir + "/checkpoint", m, opt);
   CHECK(std::stoll(md.at("hkt.step")) == failed - 1);
   CHECK_FALSE(fs::exists(tmp.path / "run" / "summary.json"));
@@ -446,4 +446,83 @@ TEST_CASE("cuda_autotune is refused on the CPU, before anything is trained") {
   CHECK_THROWS_WITH_AS(train(c, opt), "cuda_autotune (--cuda-autotune): only on a CUDA device (--device cuda)",
                        InputError);
   CHECK_FALSE(std::filesystem::exists(tmp.path / "run"));
+}
+
+TEST_CASE("the run folder holds the data's length distribution and the best model's test predictions") {
+  TempDir tmp("trainer_predictions");
+  TrainConfig c = small_config();
+  c.run_dir = (tmp.path / "run").string();
+  const TrainResult r = train(c, quiet());
+  // data.json: every split's size and length distribution.
+  std::ifstream dj(tmp.path / "run" / "data.json");
+  REQUIRE(dj.good());
+  const nlohmann::json d = nlohmann::json::parse(dj);
+  CHECK(d["task"] == "synthetic");
+  CHECK(d["seq_len"] == 16);
+  const Splits data = load_task(c.task, c.data);
+  for (const auto& [key, set] : {std::pair<const char*, const Dataset*>{"train", &data.train},
+                                 {"val", &data.val}, {"test", &data.test}}) {
+    CAPTURE(key);
+    CHECK(d[key]["examples"] == set->size());
+    const LengthStats st = length_stats(*set, 16);
+    CHECK(d[key]["median"] == st.median);
+    CHECK(d[key]["min"] == st.min);
+    CHECK(d[key]["max"] == st.max);
+    int64_t n = 0;
+    for (const auto& h : d[key]["histogram"]) n += h["count"].get<int64_t>();
+    CHECK(n == set->size());
+  }
+  // test_predictions.csv: one line per test example, in order, whose correct
+  // share is the reported test accuracy of the best model.
+  std::ifstream pf(tmp.path / "run" / kTestPredictionsFile);
+  REQUIRE(pf.good());
+  std::string line;
+  std::getline(pf, line);
+  CHECK(line == "index,label,predicted");
+  int64_t rows = 0, correct = 0;
+  while (std::getline(pf, line)) {
+    int64_t idx = -1, label = -1, pred = -1;
+    REQUIRE(std::sscanf(line.c_str(), "%lld,%lld,%lld", reinterpret_cast<long long*>(&idx),
+                        reinterpret_cast<long long*>(&label), reinterpret_cast<long long*>(&pred)) == 3);
+    CHECK(idx == rows);
+    CHECK(label == data.test.labels[static_cast<size_t>(idx)]);
+    CHECK((pred >= 0 && pred < data.test.classes));
+    correct += pred == label;
+    ++rows;
+  }
+  CHECK(rows == data.test.size());
+  CHECK(static_cast<double>(correct) / static_cast<double>(rows) == doctest::Approx(r.test_acc).epsilon(1e-12));
+}
+
+TEST_CASE("the decay rule: weights (default) spares the positional table and theta; matrices decays them") {
+  TrainConfig c = small_config();
+  CHECK(c.decay == "weights");
+  const Splits data = load_task(c.task, c.data);
+  nn::SequenceClassifier m(c.model_config(data.train));
+  const auto names_in = [&](const std::vector<nn::ParamGroup>& groups, const std::string& group) {
+    std::vector<std::string> out;
+    for (const auto& g : groups)
+      if (g.name == group)
+        for (const Tensor& p : g.params)
+          for (const auto& [n, t] : m.named_parameters())
+            if (t.is_same(p)) out.push_back(n);
+    return out;
+  };
+  const auto has = [](const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  };
+  const auto w = nn::decay_groups(m, 1e-3, 0.1, nn::DecayRule::Weights);
+  const auto x = nn::decay_groups(m, 1e-3, 0.1, nn::DecayRule::Matrices);
+  CHECK(has(names_in(w, "no_decay"), "pos"));
+  CHECK(has(names_in(w, "no_decay"), "blocks.0.attn.theta"));
+  CHECK(has(names_in(w, "decay"), "embed.weight"));
+  CHECK(has(names_in(w, "decay"), "head.weight"));
+  CHECK(has(names_in(x, "decay"), "pos"));
+  CHECK(has(names_in(x, "decay"), "blocks.0.attn.theta"));
+  CHECK(names_in(w, "decay").size() + 2 == names_in(x, "decay").size());
+  // The config's field round-trips and is checked.
+  c.decay = "matrices";
+  CHECK(TrainConfig::from_json(c.to_json()).decay == "matrices");
+  c.decay = "all";
+  hkt::test::check_error([&] { c.validate(); }, "decay must be \"weights\" or \"matrices\"");
 }

@@ -15,11 +15,21 @@
 namespace hkt::nn {
 
 std::vector<ParamGroup> decay_groups(const Module& m, double lr, double weight_decay) {
+  return decay_groups(m, lr, weight_decay, DecayRule::Matrices);
+}
+
+std::vector<ParamGroup> decay_groups(const Module& m, double lr, double weight_decay, DecayRule rule) {
   ParamGroup decay{{}, lr, weight_decay, "decay"};
   ParamGroup no_decay{{}, lr, 0.0, "no_decay"};
+  const auto leaf = [](const std::string& name) {
+    const size_t dot = name.rfind('.');
+    return dot == std::string::npos ? name : name.substr(dot + 1);
+  };
   for (const auto& [n, t] : m.named_parameters()) {
     if (!t.requires_grad()) continue;
-    (t.dim() >= 2 ? decay : no_decay).params.push_back(t);
+    bool decayed = t.dim() >= 2;
+    if (rule == DecayRule::Weights && (n == "pos" || leaf(n) == "theta")) decayed = false;
+    (decayed ? decay : no_decay).params.push_back(t);
   }
   std::vector<ParamGroup> out;
   if (!decay.params.empty()) out.push_back(std::move(decay));

@@ -78,9 +78,12 @@ class TrainOptions {
               "split (0 = default/all)");
     data_flag(app, "--max-depth", &D::max_depth, "ListOps nesting depth (0 = default)");
     data_flag(app, "--max-args", &D::max_args, "ListOps arguments per operator (0 = default)");
+    data_flag(app, "--min-len", &D::min_len,
+              "ListOps: shortest expression in tokens (LRA's min_length; 0 = no minimum)");
+    data_flag(app, "--max-len", &D::max_len, "ListOps: longest expression in tokens (LRA's max_length; 0 = --seq-len)");
     data_flag(app, "--data-seed", &D::seed, "seed of data generation and the validation split");
     if (with_model) {
-      flag(app, "--model", &C::model, "model preset: hkt-small, mha-small, hkt-tiny, mha-tiny");
+      flag(app, "--model", &C::model, "model preset: hkt-small, mha-small, mha-matched, hkt-tiny, mha-tiny");
     }
     {
       override_flag<int64_t>(app, "--levels", "levels", "HKT resolution levels L (overrides the preset)");
@@ -94,7 +97,10 @@ class TrainOptions {
     flag(app, "--steps", &C::steps, "optimizer steps (wins over --epochs)");
     flag(app, "--epochs", &C::epochs, "epochs, used when --steps is 0 (both 0: one epoch)");
     flag(app, "--lr", &C::lr, "peak learning rate (AdamW)");
-    flag(app, "--weight-decay", &C::weight_decay, "AdamW weight decay (matrices only)");
+    flag(app, "--weight-decay", &C::weight_decay, "AdamW weight decay");
+    flag(app, "--decay", &C::decay,
+         "what weight decay applies to: weights (matrices of maps, embeddings, convolutions; default) or "
+         "matrices (also the positional table and HKT's level logits)");
     flag(app, "--warmup", &C::warmup, "linear warm-up steps");
     flag(app, "--schedule", &C::schedule, "learning-rate decay: constant, cosine, linear");
     flag(app, "--min-lr-factor", &C::min_lr_factor, "final learning rate as a fraction of --lr");

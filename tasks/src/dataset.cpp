@@ -1,6 +1,8 @@
 #include "hkt/tasks/dataset.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "hkt/core/random.hpp"
@@ -133,6 +135,46 @@ Dataset sample(const Dataset& d, int64_t n, uint64_t seed) {
   std::vector<int64_t> keep(perm.begin(), perm.begin() + n);
   std::sort(keep.begin(), keep.end());
   return d.subset(keep, d.name);
+}
+
+LengthStats length_stats(const Dataset& d, int64_t bins) {
+  HKT_CHECK(bins >= 1, "length_stats: bins must be >= 1, got ", bins);
+  LengthStats st;
+  std::vector<int64_t> v = d.lengths;
+  st.n = static_cast<int64_t>(v.size());
+  if (v.empty()) return st;
+  std::sort(v.begin(), v.end());
+  const auto rank = [&](double q) {  // nearest rank: the smallest value with at least q of the data at or below it
+    const auto k = static_cast<int64_t>(std::ceil(q * static_cast<double>(st.n)));
+    return v[static_cast<size_t>(std::clamp<int64_t>(k, 1, st.n) - 1)];
+  };
+  st.min = v.front();
+  st.max = v.back();
+  st.p5 = rank(0.05);
+  st.p25 = rank(0.25);
+  st.median = rank(0.5);
+  st.p75 = rank(0.75);
+  st.p95 = rank(0.95);
+  double sum = 0;
+  for (int64_t x : v) sum += static_cast<double>(x);
+  st.mean = sum / static_cast<double>(st.n);
+  const int64_t T = std::max<int64_t>(d.seq_len, st.max);
+  st.bin_width = std::max<int64_t>(1, (T + bins - 1) / bins);
+  const int64_t nb = (T + st.bin_width) / st.bin_width;  // lengths 0..T
+  std::vector<int64_t> count(static_cast<size_t>(nb), 0);
+  for (int64_t x : v) ++count[static_cast<size_t>(x / st.bin_width)];
+  for (int64_t b = 0; b < nb; ++b)
+    if (count[static_cast<size_t>(b)] > 0) st.histogram.emplace_back(b * st.bin_width, count[static_cast<size_t>(b)]);
+  return st;
+}
+
+std::string LengthStats::str() const {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "n %lld, min %lld, p5 %lld, p25 %lld, median %lld, p75 %lld, p95 %lld, max %lld, mean %.1f",
+                static_cast<long long>(n), static_cast<long long>(min), static_cast<long long>(p5),
+                static_cast<long long>(p25), static_cast<long long>(median), static_cast<long long>(p75),
+                static_cast<long long>(p95), static_cast<long long>(max), mean);
+  return buf;
 }
 
 }  // namespace hkt::tasks

@@ -176,19 +176,20 @@ struct Grower {
   uint64_t op_threshold;  // a draw below it makes an operator
   Draws d;
   std::vector<int64_t>& out;
-  // Appends one node at `depth`; false as soon as the tree exceeds seq_len.
+  int64_t max_len;        // the window's upper end
+  // Appends one node at `depth`; false as soon as the tree exceeds max_len.
   bool grow(int64_t depth, bool root) {
     const bool op = root || (depth < o.max_depth && uint64_t{d.next()} < op_threshold);
     if (!op) {
       out.push_back(kListOpsDigit0 + d.below(10));
-      return static_cast<int64_t>(out.size()) <= o.seq_len;
+      return static_cast<int64_t>(out.size()) <= max_len;
     }
     out.push_back(kListOpsMin + d.below(4));
     const int64_t k = 2 + d.below(o.max_args - 1);
     for (int64_t i = 0; i < k; ++i)
       if (!grow(depth + 1, false)) return false;
     out.push_back(kListOpsEnd);
-    return static_cast<int64_t>(out.size()) <= o.seq_len;
+    return static_cast<int64_t>(out.size()) <= max_len;
   }
 };
 
@@ -197,8 +198,12 @@ void check_options(const ListOpsOptions& o) {
             o.train_size, ", val ", o.val_size, ", test ", o.test_size);
   HKT_CHECK(o.seq_len >= 4, "listops: seq_len must be >= 4 (the shortest expression, [OP a b ], has 4 tokens), got ",
             o.seq_len);
-  HKT_CHECK(o.min_len >= 0 && o.min_len <= o.seq_len, "listops: min_len must be in [0, seq_len = ", o.seq_len,
-            "], got ", o.min_len);
+  HKT_CHECK(o.max_len >= 0 && o.max_len <= o.seq_len, "listops: max_len must be in [0, seq_len = ", o.seq_len,
+            "] (0 = seq_len), got ", o.max_len);
+  const int64_t hi = o.max_len > 0 ? o.max_len : o.seq_len;
+  HKT_CHECK(hi >= 4, "listops: max_len must be >= 4 (the shortest expression, [OP a b ], has 4 tokens), got ", hi);
+  HKT_CHECK(o.min_len >= 0 && o.min_len <= hi, "listops: min_len must be in [0, max_len = ", hi, "], got ",
+            o.min_len);
   HKT_CHECK(o.max_depth >= 2 && o.max_depth <= 10000, "listops: max_depth must be in [2, 10000], got ", o.max_depth);
   HKT_CHECK(o.max_args >= 2 && o.max_args <= 1000000, "listops: max_args must be in [2, 1e6], got ", o.max_args);
   HKT_CHECK(o.op_prob >= 0.0 && o.op_prob <= 1.0, "listops: op_prob must be in [0, 1], got ", o.op_prob);
@@ -207,7 +212,8 @@ void check_options(const ListOpsOptions& o) {
 std::vector<int64_t> generate_unchecked(const ListOpsOptions& o, uint64_t attempt) {
   std::vector<int64_t> out;
   out.reserve(64);
-  Grower g{o, static_cast<uint64_t>(o.op_prob * 4294967296.0), Draws(o.seed, attempt), out};
+  Grower g{o, static_cast<uint64_t>(o.op_prob * 4294967296.0), Draws(o.seed, attempt), out,
+           o.max_len > 0 ? o.max_len : o.seq_len};
   if (!g.grow(1, true) || static_cast<int64_t>(out.size()) < o.min_len) out.clear();
   return out;
 }
@@ -226,7 +232,7 @@ std::vector<std::vector<int64_t>> generate_all(const ListOpsOptions& o) {
   while (static_cast<int64_t>(res.size()) < total) {
     HKT_CHECK(attempt - last_new < stale_limit, "listops: only ", res.size(), " of ", total,
               " distinct expressions found after ", attempt, " attempts (none new in the last ", stale_limit,
-              "); the length window [", o.min_len, ", ", o.seq_len, "] with max_depth ", o.max_depth, ", max_args ",
+              "); the length window [", o.min_len, ", ", o.max_len > 0 ? o.max_len : o.seq_len, "] with max_depth ", o.max_depth, ", max_args ",
               o.max_args, ", op_prob ", o.op_prob, " admits too few; widen it or ask for fewer examples");
     std::vector<int64_t> ids = generate_unchecked(o, attempt++);
     if (ids.empty()) continue;

@@ -100,6 +100,9 @@ Splits make_synthetic(int64_t train_size, int64_t val_size, int64_t test_size, i
 }
 
 Splits load_task(const std::string& name, const TaskOptions& opt) {
+  HKT_CHECK(name == "listops" || (opt.min_len == 0 && opt.max_len == 0), "load_task: the length window (min_len ",
+            opt.min_len, ", max_len ", opt.max_len, ") applies to the generated 'listops' task only, not '", name,
+            "'");
   Splits s;
   if (name == "synthetic") {
     s = make_synthetic(or_default(opt.train_size, 1024), or_default(opt.val_size, 256),
@@ -113,6 +116,8 @@ Splits load_task(const std::string& name, const TaskOptions& opt) {
       if (opt.seq_len > 0) lo.seq_len = opt.seq_len;
       if (opt.max_depth > 0) lo.max_depth = opt.max_depth;
       if (opt.max_args > 0) lo.max_args = opt.max_args;
+      lo.min_len = opt.min_len;
+      lo.max_len = opt.max_len;
       lo.seed = opt.seed;
       s = make_listops(lo);
     } else {

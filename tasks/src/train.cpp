@@ -80,7 +80,8 @@ void get(const json& v, const std::string& key, double& out) {
 json data_json(const TaskOptions& d) {
   return json{{"data_dir", d.data_dir},   {"seq_len", d.seq_len},     {"train_size", d.train_size},
               {"val_size", d.val_size},   {"test_size", d.test_size}, {"max_depth", d.max_depth},
-              {"max_args", d.max_args},   {"seed", d.seed}};
+              {"max_args", d.max_args},   {"min_len", d.min_len},     {"max_len", d.max_len},
+              {"seed", d.seed}};
 }
 
 json config_json(const TrainConfig& c) {
@@ -94,6 +95,7 @@ json config_json(const TrainConfig& c) {
   j["epochs"] = c.epochs;
   j["lr"] = c.lr;
   j["weight_decay"] = c.weight_decay;
+  j["decay"] = c.decay;
   j["warmup"] = c.warmup;
   j["schedule"] = c.schedule;
   j["min_lr_factor"] = c.min_lr_factor;
@@ -172,7 +174,7 @@ std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch) {
 // Correct predictions (the first largest logit) of logits [B, C] against labels;
 // with `confusion` ([C * C], row = label), each example is also counted there.
 int64_t count_correct(const Tensor& logits, const std::vector<int64_t>& labels,
-                      std::vector<int64_t>* confusion = nullptr) {
+                      std::vector<int64_t>* confusion = nullptr, std::vector<int64_t>* predicted = nullptr) {
   const std::vector<double> v = to_dtype(logits.detach(), DType::Float64).to_vector<double>();
   const int64_t B = logits.shape()[0], C = logits.shape()[1];
   int64_t correct = 0;
@@ -182,8 +184,29 @@ int64_t count_correct(const Tensor& logits, const std::vector<int64_t>& labels,
       if (v[r * C + c] > v[r * C + best]) best = c;
     correct += best == labels[r];
     if (confusion) ++(*confusion)[static_cast<size_t>(labels[r] * C + best)];
+    if (predicted) predicted->push_back(best);
   }
   return correct;
+}
+
+// index,label,predicted per example of an evaluation, in its order.
+std::string predictions_csv(const EvalResult& r, const Dataset& d) {
+  std::string out = "index,label,predicted\n";
+  out.reserve(out.size() + r.indices.size() * 12);
+  for (size_t i = 0; i < r.indices.size(); ++i) {
+    const int64_t k = r.indices[i];
+    out += std::to_string(k) + ',' + std::to_string(d.labels[static_cast<size_t>(k)]) + ',' +
+           std::to_string(r.predicted[i]) + '\n';
+  }
+  return out;
+}
+
+json length_json(const LengthStats& st) {
+  json h = json::array();
+  for (const auto& [lo, n] : st.histogram) h.push_back(json{{"from", lo}, {"count", n}});
+  return json{{"examples", st.n}, {"min", st.min}, {"p5", st.p5}, {"p25", st.p25}, {"median", st.median},
+              {"p75", st.p75}, {"p95", st.p95}, {"max", st.max}, {"mean", st.mean},
+              {"bin_width", st.bin_width}, {"histogram", h}};
 }
 
 // --- console --------------------------------------------------------------------
@@ -325,7 +348,8 @@ struct Run {
     model = std::make_unique<nn::SequenceClassifier>(mcfg, &gen);
     model->train();
     model->to(ropt.device);  // before the optimizer, whose state follows the parameters
-    opt = std::make_unique<nn::AdamW>(nn::decay_groups(*model, cfg.lr, cfg.weight_decay));
+    opt = std::make_unique<nn::AdamW>(nn::decay_groups(
+        *model, cfg.lr, cfg.weight_decay, cfg.decay == "matrices" ? nn::DecayRule::Matrices : nn::DecayRule::Weights));
     manual_seed(cfg.seed + 1);  // dropout
     per_epoch = (data.train.size() + cfg.batch_size - 1) / cfg.batch_size;
     total = cfg.steps > 0 ? cfg.steps : cfg.epochs * per_epoch;
@@ -514,6 +538,7 @@ struct Run {
       const EvalResult t = evaluate(best, data.test, cfg.batch_size, 0);
       r.test_acc = t.accuracy;
       r.test_loss = t.loss;
+      if (!dir.empty()) write_file_atomic(dir / kTestPredictionsFile, predictions_csv(t, data.test));
       metric(json{{"event", "test"}, {"step", best_step}, {"test_loss", t.loss}, {"test_acc", t.accuracy}});
     }
     r.wall_s = wall();
@@ -549,9 +574,24 @@ struct Run {
     fs::create_directories(dir, ec);
     if (ec) throw InputError(str_cat("train: cannot create the run folder '", dir.string(), "': ", ec.message()));
     for (const char* f : {"checkpoint", "checkpoint.tmp", "checkpoint.old", "checkpoint.trash", "best.safetensors",
-                          "metrics.jsonl", "summary.json", kAttentionKernelsFile})
+                          "metrics.jsonl", "summary.json", "data.json", kTestPredictionsFile, kAttentionKernelsFile})
       fs::remove_all(dir / f);
     write_file_atomic(dir / "config.json", cfg.to_json() + "\n");
+  }
+
+  // The data's shape, per split (the length distribution above all): data.json
+  // in the run folder and one console line per split.
+  void describe_data(Console& con) {
+    json j;
+    j["task"] = cfg.task;
+    j["seq_len"] = data.train.seq_len;
+    for (const Dataset* d : {&data.train, &data.val, &data.test}) {
+      const LengthStats st = length_stats(*d, 16);
+      con.line("lengths " + d->name + ": " + st.str());
+      const size_t slash = d->name.rfind('/');
+      j[slash == std::string::npos ? d->name : d->name.substr(slash + 1)] = length_json(st);
+    }
+    if (!dir.empty()) write_file_atomic(dir / "data.json", j.dump(2) + "\n");
   }
 
   TrainResult go(bool resuming) {
@@ -565,6 +605,7 @@ struct Run {
     con.line("task " + cfg.task + ": train " + std::to_string(data.train.size()) + ", val " +
              std::to_string(data.val.size()) + ", test " + std::to_string(data.test.size()) + ", T " +
              std::to_string(data.train.seq_len) + ", " + std::to_string(data.train.classes) + " classes");
+    describe_data(con);
     con.line("model " + cfg.model + " (" + mcfg.attention + ", dim " + std::to_string(mcfg.dim) + ", heads " +
              std::to_string(mcfg.heads) + ", layers " + std::to_string(mcfg.layers) +
              (mcfg.attention == "hkt" ? ", levels " + std::to_string(mcfg.levels) : std::string()) + "): " +
@@ -625,8 +666,11 @@ void TrainConfig::validate() const {
   HKT_CHECK(checkpoint_every >= 0, kCfg, "checkpoint_every must be >= 0, got ", checkpoint_every);
   HKT_CHECK(threads >= 0, kCfg, "threads must be >= 0, got ", threads);
   HKT_CHECK(data.seq_len >= 0 && data.train_size >= 0 && data.val_size >= 0 && data.test_size >= 0 &&
-                data.max_depth >= 0 && data.max_args >= 0,
+                data.max_depth >= 0 && data.max_args >= 0 && data.min_len >= 0 && data.max_len >= 0,
             kCfg, "data sizes must be >= 0");
+  HKT_CHECK(decay == "weights" || decay == "matrices", kCfg,
+            "decay must be \"weights\" or \"matrices\" (which parameters weight decay applies to), got \"", decay,
+            "\"");
 }
 
 std::string TrainConfig::to_json() const { return config_json(*this).dump(2); }
@@ -651,6 +695,8 @@ TrainConfig TrainConfig::from_json_unvalidated(const std::string& text) {
         else if (dk == "test_size") get(dv, dkey, c.data.test_size);
         else if (dk == "max_depth") get(dv, dkey, c.data.max_depth);
         else if (dk == "max_args") get(dv, dkey, c.data.max_args);
+        else if (dk == "min_len") get(dv, dkey, c.data.min_len);
+        else if (dk == "max_len") get(dv, dkey, c.data.max_len);
         else if (dk == "seed") get(dv, dkey, c.data.seed);
         else return false;
         return true;
@@ -664,6 +710,7 @@ TrainConfig TrainConfig::from_json_unvalidated(const std::string& text) {
     else if (k == "epochs") get(v, key, c.epochs);
     else if (k == "lr") get(v, key, c.lr);
     else if (k == "weight_decay") get(v, key, c.weight_decay);
+    else if (k == "decay") get(v, key, c.decay);
     else if (k == "warmup") get(v, key, c.warmup);
     else if (k == "schedule") get(v, key, c.schedule);
     else if (k == "min_lr_factor") get(v, key, c.min_lr_factor);
@@ -732,13 +779,14 @@ EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t 
     HKT_CHECK(logits.size(1) == data.classes, "evaluate: the model has ", logits.size(1), " classes but ",
               data.name, " has ", data.classes);
     loss_sum += cross_entropy(logits, b.labels, -100, Reduction::Sum).item_double();
-    correct += count_correct(logits, hb.labels.to_vector<int64_t>(), &r.confusion);
+    correct += count_correct(logits, hb.labels.to_vector<int64_t>(), &r.confusion, &r.predicted);
     r.examples += hi - lo;
   }
   model.train(was_training);
   HKT_CHECK(r.examples > 0, "evaluate: ", data.name, " has no examples");
   r.loss = loss_sum / static_cast<double>(r.examples);
   r.accuracy = static_cast<double>(correct) / static_cast<double>(r.examples);
+  r.indices = std::move(order);
   return r;
 }
 

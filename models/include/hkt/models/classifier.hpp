@@ -57,8 +57,9 @@ struct ClassifierConfig {
   // Missing keys keep their defaults; the result is not validated (the
   // classifier's constructor does that).
   //
-  // Named presets: "hkt-small", "mha-small", "hkt-tiny", "mha-tiny" (see
-  // docs/hkt.md for their parameter counts). The task fills in vocab or
+  // Named presets: "hkt-small", "mha-small", "mha-matched" (mha-small with a
+  // 7D FFN, parameter-matched to hkt-small), "hkt-tiny", "mha-tiny" (see
+  // docs/models.md for their parameter counts). The task fills in vocab or
   // input_features, classes and max_len.
   static ClassifierConfig preset(const std::string& name);
 

@@ -39,6 +39,12 @@ struct ParamGroup {
 // "no_decay" every parameter with dim < 2 (biases, LayerNorm weights and
 // biases) with weight decay 0. Both use `lr`. An empty group is left out.
 std::vector<ParamGroup> decay_groups(const Module& m, double lr, double weight_decay);
+// Which parameters a rule decays. Matrices: every parameter with dim >= 2
+// (decay_groups above). Weights: the same except the classifier's positional
+// table ("pos") and HKT's level logits ("theta", whose decay pulls the level
+// weights lambda toward uniform); biases, norms and the gate are never decayed.
+enum class DecayRule { Matrices, Weights };
+std::vector<ParamGroup> decay_groups(const Module& m, double lr, double weight_decay, DecayRule rule);
 
 class Optimizer {
  public:

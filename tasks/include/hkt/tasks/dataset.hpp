@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hkt/core/tensor.hpp"
@@ -55,6 +56,17 @@ void carve_validation(Splits& s, int64_t val_size, uint64_t seed);
 // A seeded random subset of n examples, kept in their original order (all of
 // them when n >= size()).
 Dataset sample(const Dataset& d, int64_t n, uint64_t seed);
+
+// The distribution of the example lengths (token counts) of a data set:
+// order statistics (nearest rank) and a histogram of `bins` equal bins over [0, T].
+struct LengthStats {
+  int64_t n = 0, min = 0, p5 = 0, p25 = 0, median = 0, p75 = 0, p95 = 0, max = 0;
+  double mean = 0;
+  int64_t bin_width = 0;
+  std::vector<std::pair<int64_t, int64_t>> histogram;  // (first length of the bin, examples)
+  std::string str() const;  // "n 96000, min 256, p5 .., median .., p95 .., max 512, mean .."
+};
+LengthStats length_stats(const Dataset& d, int64_t bins = 16);
 
 // A random permutation of 0..n-1 that depends only on (n, seed).
 std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed);

@@ -34,7 +34,11 @@ namespace hkt::tasks {
 struct ListOpsOptions {
   int64_t train_size = 96000, val_size = 2000, test_size = 2000;
   int64_t seq_len = 512;  // T: the model length; generated sequences fit in it (token count <= T)
-  int64_t min_len = 0;    // minimum token count (LRA used 500..2000; ours defaults to any length that fits T)
+  // Length window [min_len, max_len] of the token count (LRA's min_length /
+  // max_length, which were 500 and 2000 at T = 2000). min_len = 0: no minimum;
+  // max_len = 0: seq_len. max_len <= seq_len.
+  int64_t min_len = 0;
+  int64_t max_len = 0;
   int64_t max_depth = 10, max_args = 10;
   double op_prob = 0.25;  // probability that a non-root node above max_depth is an operator
   uint64_t seed = 0;
@@ -73,8 +77,8 @@ std::string listops_to_expression(const std::vector<int64_t>& ids);
 // Attempt `attempt` of the stream for `opt.seed` draws its random numbers from
 // Philox counters (attempt, draw index) with key seed, so it depends on
 // nothing else. Returns the tree's token ids, or an empty vector when the tree
-// exceeds opt.seq_len tokens (generation stops as soon as it does) or has
-// fewer than opt.min_len.
+// exceeds the window's max_len tokens (generation stops as soon as it does)
+// or has fewer than opt.min_len.
 std::vector<int64_t> generate_listops_ids(const ListOpsOptions& opt, uint64_t attempt);
 // The same attempt in LRA's parenthesised text ("" when rejected).
 std::string generate_listops_expression(const ListOpsOptions& opt, uint64_t attempt);

@@ -36,6 +36,8 @@ struct TaskOptions {
   int64_t test_size = 0;   // generated tasks: size; file tasks: a seeded subset of the test split (0 = all)
   int64_t max_depth = 0;   // listops: 0 = default
   int64_t max_args = 0;    // listops: 0 = default
+  int64_t min_len = 0;     // listops: length window [min_len, max_len] of the token count (0 = no minimum)
+  int64_t max_len = 0;     // listops: 0 = seq_len
   uint64_t seed = 0;       // data generation and validation split
 
   bool operator==(const TaskOptions&) const = default;

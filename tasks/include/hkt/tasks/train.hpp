@@ -20,8 +20,10 @@
 //   checkpoint/        model.safetensors + optimizer.safetensors (save_checkpoint), every
 //                      checkpoint_every steps and at the end; written to checkpoint.tmp/ and
 //                      renamed, the previous one kept as checkpoint.old/ until then
+//   data.json          the splits' sizes and length distributions (written at the start)
 //   best.safetensors   the model with the best validation accuracy so far
 //   summary.json       at the end: config, best step, best val acc, test acc of the best model, ...
+//   test_predictions.csv  at the end: the best model's prediction for every test example
 //
 // A non-finite loss or gradient norm throws hkt::Error naming the step; the
 // last checkpoint is left as it was.
@@ -47,6 +49,11 @@ struct TrainConfig {
   int64_t epochs = 0;                  // used when steps == 0: steps = epochs * batches per epoch
   double lr = 1e-3;
   double weight_decay = 0.01;
+  // Which parameters weight_decay applies to (nn::DecayRule, docs/models.md):
+  // "weights" (default): the matrices of the linear maps, embeddings and
+  // convolutions, not the positional table nor HKT's level logits theta;
+  // "matrices": every parameter with two or more dimensions (pos and theta too).
+  std::string decay = "weights";
   int64_t warmup = 0;                  // warm-up steps
   std::string schedule = "cosine";     // "constant", "cosine" or "linear"
   double min_lr_factor = 0.0;
@@ -83,7 +90,14 @@ struct EvalResult {
   int64_t examples = 0;
   int64_t classes = 0;
   std::vector<int64_t> confusion;  // classes x classes: [label * classes + predicted] = examples
+  std::vector<int64_t> indices;    // the examples evaluated, in order (indices into the data set)
+  std::vector<int64_t> predicted;  // the predicted class of each, in the same order
 };
+
+// The run folder's per-example test results of the best model
+// ("index,label,predicted", one line per test example): the input of the
+// paired bootstrap in hkt-experiment's tables.
+inline constexpr const char* kTestPredictionsFile = "test_predictions.csv";
 
 struct TrainResult {
   int64_t steps = 0;         // optimizer steps done in total
