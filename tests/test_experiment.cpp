@@ -11,9 +11,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "gradcheck_util.hpp"
 #include "helpers/temp_dir.hpp"
 #include "hkt/models/classifier.hpp"
 #include "hkt/tasks/experiment.hpp"
+#include "hkt/tasks/stats.hpp"
+#include "hkt/tasks/train.hpp"
 
 using namespace hkt;
 using namespace hkt::tasks;
@@ -203,17 +206,18 @@ TEST_CASE("results table: margins against the baseline, paired by seed") {
   }
   const std::string md = results_markdown(e);
   INFO(md);
-  CHECK(md.find("Margins (test accuracy, points): model minus reference") != std::string::npos);
-  // Differences +0.80, +3.65, -0.65: mean +1.27, std 2.19; 2 of 3 above; the mean
-  // is below HKT's own spread (1.79), so the margin is not larger than the spreads.
-  CHECK(md.find("| synthetic | hkt | mha | 3 | s1 +0.80, s2 +3.65, s3 -0.65 | +1.27 +- 2.19 | 2/3 | "
-                "no (hkt 1.79, mha 0.73) |") != std::string::npos);
-  // One paired seed: no verdict; the baseline has no row of its own.
-  CHECK(md.find("| synthetic | one | mha | 1 | s1 -8.25 | -8.25 +- 0.00 | 0/1 | - (one seed) |") !=
-        std::string::npos);
+  CHECK(md.find("Comparisons (test accuracy, points): model minus reference") != std::string::npos);
+  // Differences +0.80, +3.65, -0.65: mean +1.27, std 2.19; the t interval with 2
+  // degrees of freedom, 1.27 +- 4.3027 x 2.19 / sqrt(3), holds 0. No run has
+  // per-example predictions, so no bootstrap interval.
+  CHECK(md.find("| synthetic | hkt | mha | 3 | s1 +0.80, s2 +3.65, s3 -0.65 | +1.27 +- 2.19 | [-4.17, +6.70] | - | "
+                "not distinguishable (t interval over 3 seeds) |") != std::string::npos);
+  // One paired seed and no predictions: no verdict; the baseline has no row of its own.
+  CHECK(md.find("| synthetic | one | mha | 1 | s1 -8.25 | -8.25 +- 0.00 | - | - | - (one seed, no per-example "
+                "predictions) |") != std::string::npos);
   CHECK(md.find("| synthetic | mha |") == md.find("| synthetic | mha | 3/3 |"));  // only its line in the main table
   // The file's "compare" pair, after the baseline's rows: only the seeds both have.
-  CHECK(md.find("| synthetic | hkt | one | 1 | s1 +9.05 | +9.05 +- 0.00 | 1/1 | - (one seed) |") >
+  CHECK(md.find("| synthetic | hkt | one | 1 | s1 +9.05 | +9.05 +- 0.00 | - | - | - (one seed") >
         md.find("| synthetic | one | mha |"));
 }
 
@@ -230,9 +234,108 @@ TEST_CASE("results table: \"compare\" alone gives the margins table without a ba
   }
   const std::string md = results_markdown(e);
   INFO(md);
-  // Both seeds +10.00: no spread in the margin, spreads 0.71 for each model.
-  CHECK(md.find("| synthetic | hkt | one | 2 | s1 +10.00, s2 +10.00 | +10.00 +- 0.00 | 2/2 | yes (hkt 0.71, one 0.71) |") !=
-        std::string::npos);
+  // Both seeds +10.00: no spread in the margin, so the t interval is the point.
+  CHECK(md.find("| synthetic | hkt | one | 2 | s1 +10.00, s2 +10.00 | +10.00 +- 0.00 | [+10.00, +10.00] | - | "
+                "higher (t interval over 2 seeds) |") != std::string::npos);
+}
+
+static void write_predictions(const std::string& run_dir, const std::vector<int>& correct) {
+  std::ofstream f(fs::path(run_dir) / kTestPredictionsFile);
+  f << "index,label,predicted\n";
+  for (size_t i = 0; i < correct.size(); ++i) f << i << "," << 3 << "," << (correct[i] ? 3 : 4) << "\n";
+}
+
+TEST_CASE("results table: binomial intervals, and the paired bootstrap over test examples") {
+  TempDir tmp("experiment_bootstrap");
+  const Experiment e = Experiment::from_json(R"({
+    "name": "b", "out_dir": ")" + tmp.path.string() + R"(", "baseline": "mha",
+    "base": {"steps": 12, "batch_size": 16, "data": {"train_size": 64, "val_size": 16, "test_size": 16}},
+    "tasks": {"synthetic": {}}, "models": {"hkt": {"model": "hkt-tiny"}, "mha": {"model": "mha-tiny"}},
+    "seeds": [1]
+  })");
+  // 400 test examples: hkt right on 300, mha on 260; they disagree on 60 (hkt alone right on 50, mha alone on 10).
+  std::vector<int> h(400, 0), m(400, 0);
+  for (int i = 0; i < 250; ++i) h[i] = m[i] = 1;
+  for (int i = 250; i < 300; ++i) h[i] = 1;
+  for (int i = 300; i < 310; ++i) m[i] = 1;
+  for (const ExperimentRun& r : e.runs) {
+    const bool is_h = r.model == "hkt";
+    write_summary(r.cfg.run_dir, is_h ? 0.75 : 0.65);
+    nlohmann::json s = nlohmann::json::parse(std::ifstream(fs::path(r.cfg.run_dir) / "summary.json"));
+    s["test_examples"] = 400;
+    std::ofstream(fs::path(r.cfg.run_dir) / "summary.json") << s.dump();
+    write_predictions(r.cfg.run_dir, is_h ? h : m);
+  }
+  const std::string md = results_markdown(e);
+  INFO(md);
+  // Wilson 95% interval of 300/400: [70.5, 79.0].
+  CHECK(md.find("| 75.00 +- 0.00 | [70.5, 79.0] (400) |") != std::string::npos);
+  // The difference +10 points; the bootstrap interval of a paired difference with 50 vs 10
+  // discordant examples has half-width about 1.96 x sqrt(60 - 40^2/400) / 400 = 3.7 points.
+  const size_t row = md.find("| synthetic | hkt | mha | 1 | s1 +10.00 [+");
+  REQUIRE(row != std::string::npos);
+  double lo = 0, hi = 0;
+  REQUIRE(std::sscanf(md.c_str() + row, "| synthetic | hkt | mha | 1 | s1 +10.00 [%lf, %lf]", &lo, &hi) == 2);
+  CHECK(lo == doctest::Approx(10 - 3.7).epsilon(0.08));
+  CHECK(hi == doctest::Approx(10 + 3.7).epsilon(0.08));
+  CHECK(md.find("higher on this test set (one seed: training randomness not covered)") != std::string::npos);
+}
+
+TEST_CASE("interval estimates: t quantiles, Wilson, paired bootstrap") {
+  CHECK(t975(1) == doctest::Approx(12.7062));
+  CHECK(t975(2) == doctest::Approx(4.3027));
+  CHECK(t975(30) == doctest::Approx(2.0423));
+  CHECK(t975(50) == doctest::Approx(2.0086).epsilon(1e-3));  // table value 2.0086
+  CHECK(t975(1000000) == doctest::Approx(1.96).epsilon(1e-3));
+  CHECK_THROWS_AS(t975(0), Error);
+  CHECK_FALSE(t_interval({0.5}).defined);
+  const Interval w = wilson(50, 100);  // the textbook example: [0.4038, 0.5962]
+  CHECK(w.lo == doctest::Approx(0.4038).epsilon(1e-3));
+  CHECK(w.hi == doctest::Approx(0.5962).epsilon(1e-3));
+  CHECK(wilson(0, 10).lo == doctest::Approx(0.0).epsilon(1e-12));
+  CHECK(wilson(0, 10).hi > 0.2);
+  // Identical predictions: the difference is 0 in every resample.
+  const std::vector<uint8_t> a = {1, 0, 1, 1, 0, 1, 0, 0, 1, 1};
+  const Interval z = paired_bootstrap({{a, a}}, 500);
+  CHECK(z.lo == 0.0);
+  CHECK(z.hi == 0.0);
+  // All right against all wrong: +1 in every resample.
+  const Interval one = paired_bootstrap({{std::vector<uint8_t>(7, 1), std::vector<uint8_t>(7, 0)}}, 500);
+  CHECK(one.lo == 1.0);
+  CHECK(one.hi == 1.0);
+  // Reproducible, and different seeds move it only within the Monte Carlo error.
+  const std::vector<uint8_t> b = {0, 0, 1, 0, 0, 1, 1, 0, 0, 1};
+  const Interval r1 = paired_bootstrap({{a, b}}, 2000), r2 = paired_bootstrap({{a, b}}, 2000);
+  CHECK(r1.lo == r2.lo);
+  CHECK(r1.hi == r2.hi);
+  CHECK(r1.lo < 0.1);
+  CHECK(r1.hi > 0.1);
+  CHECK_THROWS_AS(paired_bootstrap({{a, std::vector<uint8_t>(3, 1)}}), Error);
+}
+
+TEST_CASE("experiment file: a model's own tasks and seeds, and the training order") {
+  const Experiment e = Experiment::from_json(R"({
+    "name": "o", "order": "task",
+    "base": {"steps": 12, "batch_size": 16, "data": {"train_size": 64, "val_size": 16, "test_size": 16}},
+    "tasks": {"a": {"task": "synthetic"}, "b": {"task": "synthetic"}},
+    "models": {"hkt": {"model": "hkt-tiny"}, "abl": {"model": "hkt-tiny", "tasks": ["a"], "seeds": [7], "steps": 6}},
+    "seeds": [1, 2]
+  })");
+  CHECK(e.order == "task");
+  std::vector<std::string> ids;
+  for (const ExperimentRun& r : e.runs) ids.push_back(r.task + "/" + r.model + "/" + std::to_string(r.seed));
+  CHECK(ids == std::vector<std::string>{"a/hkt/1", "a/hkt/2", "a/abl/7", "b/hkt/1", "b/hkt/2"});
+  CHECK(e.runs[2].cfg.steps == 6);
+  CHECK(e.seeds == std::vector<uint64_t>{1, 2, 7});
+  const std::string md = results_markdown(e);
+  CHECK(md.find("| b | abl |") == std::string::npos);  // not run there, so not in the table
+  const std::string head = R"({"base": {"steps": 2}, "tasks": {"a": {"task": "synthetic"}}, )";
+  hkt::test::check_error([&] { Experiment::from_json(head + R"("models": {"m": {"model": "hkt-tiny", "tasks": ["z"]}}, "seeds": [1]})"); },
+              "\"tasks\" names \"z\", which is not one of the tasks");
+  hkt::test::check_error([&] { Experiment::from_json(head + R"("models": {"m": {"model": "hkt-tiny", "seeds": [-1]}}, "seeds": [1]})"); },
+              "\"seeds\" must hold integers >= 0");
+  hkt::test::check_error([&] { Experiment::from_json(head + R"("models": {"m": {"model": "hkt-tiny"}}, "seeds": [1], "order": "x"})"); },
+              "\"order\" must be \"seed\" or \"task\"");
 }
 
 TEST_CASE("mean and sample standard deviation") {

@@ -9,6 +9,7 @@
 //   hkt-eval runs/cpu/imdb/hkt/seed1                       # best.safetensors on the run's test split
 //   hkt-eval runs/cpu/imdb/hkt/seed1 --test-size 0         # the whole test split (file tasks)
 //   hkt-eval runs/x --weights final --split val --json r.json
+//   hkt-eval runs/listops-hkt --task listops-tsv --data-dir DIR   # LRA's files, at the run's length
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -41,7 +42,7 @@ int main(int argc, char** argv) {
                "run's own test split it reproduces the test accuracy of its summary.json.",
                "hkt-eval"};
   std::string path, weights = "best", split = "test", task, data_dir, device = "cpu", json_out;
-  int64_t test_size = -1, batch_size = 0, threads = 0;
+  int64_t test_size = -1, batch_size = 0, threads = 0, seq_len = -1, min_len = -1, max_len = -1;
   app.add_option("path", path,
                  "a run folder of hkt-train (best.safetensors, or checkpoint/ with --weights final), a checkpoint "
                  "folder (model.safetensors) or a .safetensors file written by hkt")
@@ -57,6 +58,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--task", task, "task of the data (default: the run's); see hkt-train --help");
   app.add_option("--data-dir", data_dir, "data folder for file-based tasks (default: the run's)");
+  app.add_option("--seq-len", seq_len,
+                 "sequence length T of the data (default: the run's; with another --task, the model's length, so "
+                 "that e.g. a generated-ListOps run scores LRA's files of its length: --task listops-tsv)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  app.add_option("--min-len", min_len, "generated ListOps: the shortest expression (default: the run's)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  app.add_option("--max-len", max_len, "generated ListOps: the longest expression (default: the run's; 0 = T)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   app.add_option("--batch-size", batch_size, "examples per forward pass (default: the run's, else 32)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--threads", threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)")
@@ -95,6 +104,14 @@ int main(int argc, char** argv) {
     if (batch_size == 0) batch_size = lm.train ? lm.train->batch_size : 32;
     if (!data_dir.empty()) topts.data_dir = data_dir;
     if (test_size >= 0) topts.test_size = test_size;
+    // Another task of the family (a file instead of generated data, say) is read at the
+    // model's length unless --seq-len says otherwise.
+    if (seq_len > 0) topts.seq_len = seq_len;
+    else if (lm.train && task_name != lm.train->task && task_name != "cifar10" && task_name != "cifar10-rgb" &&
+             task_name != "fashion-mnist")
+      topts.seq_len = lm.config.max_len;
+    if (min_len >= 0) topts.min_len = min_len;
+    if (max_len >= 0) topts.max_len = max_len;
     hkt::tasks::Splits splits = hkt::tasks::load_task(task_name, topts);
     data = std::move(split == "val" ? splits.val : split == "test" ? splits.test : splits.train);
     const auto& mc = lm.config;

@@ -228,13 +228,21 @@ int main(int argc, char** argv) {
     }
   }
   // Training order: seed by seed (every task and model of the first seed, then the next), so
-  // that a stop leaves whole seeds to compare; [i/n] keeps the grid's numbering (--list).
+  // that a stop leaves whole seeds to compare, or with "order": "task" task by task and seed by
+  // seed within each; [i/n] keeps the grid's numbering (--list).
   std::vector<size_t> order(e.runs.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   auto seed_pos = [&](size_t i) {
     return std::find(e.seeds.begin(), e.seeds.end(), e.runs[i].seed) - e.seeds.begin();
   };
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return seed_pos(a) < seed_pos(b); });
+  auto task_pos = [&](size_t i) {
+    return std::find(e.tasks.begin(), e.tasks.end(), e.runs[i].task) - e.tasks.begin();
+  };
+  // "order": "task" finishes each task (seed by seed) before the next.
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (e.order == "task" && task_pos(a) != task_pos(b)) return task_pos(a) < task_pos(b);
+    return seed_pos(a) < seed_pos(b);
+  });
   const fs::path results_md = fs::path(e.out_dir) / "results.md";
   std::vector<size_t> failed;  // grid indices of the runs that failed (--jobs)
   try {

@@ -14,7 +14,7 @@ case "$mode" in
 help)
   "$bin/hkt-train" --help >"$work/help.txt"
   missing=0
-  for o in --config --task --data-dir --seq-len --train-size --val-size --test-size --max-depth --max-args \
+  for o in --config --task --data-dir --seq-len --train-size --val-size --test-size --max-depth --max-args --min-len --max-len --decay \
            --data-seed --model --levels --dim --heads --layers --dropout --attention --batch-size --steps --epochs \
            --lr --weight-decay --warmup --schedule --min-lr-factor --clip-norm --log-every --eval-every \
            --eval-batches --checkpoint-every --seed --threads --run-dir --resume --quiet --print-config; do
@@ -81,6 +81,16 @@ tasks)
   run fashion-mnist --task fashion-mnist --model hkt-tiny --val-size 2
   run imdb --task imdb --model hkt-tiny --seq-len 64 --val-size 2
   run listops-tsv --task listops-tsv --model hkt-tiny --seq-len 32
+  # A generated-ListOps run scored on LRA-format files of the same family, at the run's T = 64
+  # (the file task's own default T is 2000).
+  "$bin/hkt-eval" "$work/runs/listops" --task listops-tsv --data-dir "$work/data" >"$work/eval-tsv.log"
+  grep -q "listops/test: 4 examples" "$work/eval-tsv.log" || { cat "$work/eval-tsv.log"; echo "FAILED: eval on TSV"; exit 1; }
+  # A length window: every generated example in [20, 40], the distribution in data.json.
+  run listops-window --task listops --model hkt-tiny --seq-len 64 --min-len 20 --max-len 40 --train-size 16 \
+    --val-size 4 --test-size 4
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert all(20 <= d[s]["min"] and d[s]["max"] <= 40 for s in ("train","val","test")), d' \
+    "$work/runs/listops-window/data.json" || { echo "FAILED: the length window"; exit 1; }
+  [[ -f "$work/runs/listops-window/test_predictions.csv" ]] || { echo "FAILED: no test_predictions.csv"; exit 1; }
   # Resuming a finished run redoes nothing and succeeds.
   "$bin/hkt-train" --resume "$work/runs/synthetic" --quiet
   # A config file, then flag overrides.

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -14,6 +15,8 @@
 #include "hkt/core/error.hpp"
 #include "hkt/models/classifier.hpp"
 #include "hkt/tasks/files.hpp"
+#include "hkt/tasks/stats.hpp"
+#include "hkt/tasks/train.hpp"
 
 namespace hkt::tasks {
 namespace {
@@ -51,8 +54,9 @@ std::string pct_ms(const MeanStd& m) {
 // Per (task, model): the finished runs' numbers.
 struct Cell {
   std::vector<double> val, sps, wall, flops;
-  std::map<uint64_t, double> test_by_seed;  // test accuracy by seed, for the per-seed margins
-  int64_t steps = 0, params = 0, seeds = 0;
+  std::map<uint64_t, double> test_by_seed;         // test accuracy by seed, for the per-seed margins
+  std::map<uint64_t, std::string> run_by_seed;      // the finished runs' folders
+  int64_t steps = 0, params = 0, seeds = 0, test_examples = 0;
 
   std::vector<double> test() const {
     std::vector<double> out;
@@ -70,6 +74,8 @@ std::map<std::pair<std::string, std::string>, Cell> cells(const Experiment& e) {
     if (!s.done) continue;
     c.val.push_back(s.best_val_acc);
     c.test_by_seed[r.seed] = s.test_acc;
+    c.run_by_seed[r.seed] = r.cfg.run_dir;
+    if (s.test_examples > 0) c.test_examples = s.test_examples;
     c.sps.push_back(s.s_per_step);
     c.wall.push_back(s.wall_s);
     if (s.flops_per_batch > 0) c.flops.push_back(s.flops_per_batch);
@@ -87,42 +93,95 @@ double ratio(const std::vector<double>& a, const std::vector<double>& b) {
 
 std::string signed_pts(double x) { return str_cat(x >= 0 ? "+" : "", fmt(100 * x, 2)); }
 
+// A run's test_predictions.csv as (index, correct) per line, in file order;
+// empty when the file is missing or malformed (the bootstrap is then left out).
+std::vector<std::pair<int64_t, uint8_t>> read_predictions(const std::string& run_dir) {
+  std::vector<std::pair<int64_t, uint8_t>> out;
+  std::ifstream f(fs::path(run_dir) / kTestPredictionsFile);
+  std::string line;
+  if (!f.good() || !std::getline(f, line) || line != "index,label,predicted") return {};
+  while (std::getline(f, line)) {
+    long long idx = 0, label = 0, pred = 0;
+    if (std::sscanf(line.c_str(), "%lld,%lld,%lld", &idx, &label, &pred) != 3) return {};
+    out.emplace_back(idx, static_cast<uint8_t>(label == pred));
+  }
+  return out;
+}
+
+// The correctness vectors of two runs on the same test examples (same indices
+// in the same order), or nullopt.
+std::optional<std::pair<std::vector<uint8_t>, std::vector<uint8_t>>> paired_correct(const std::string& a,
+                                                                                   const std::string& b) {
+  const auto pa = read_predictions(a), pb = read_predictions(b);
+  if (pa.empty() || pa.size() != pb.size()) return std::nullopt;
+  std::pair<std::vector<uint8_t>, std::vector<uint8_t>> r;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    if (pa[i].first != pb[i].first) return std::nullopt;
+    r.first.push_back(pa[i].second);
+    r.second.push_back(pb[i].second);
+  }
+  return r;
+}
+
+std::string pts_interval(const Interval& i) {
+  if (!i.defined) return "-";
+  return "[" + signed_pts(i.lo) + ", " + signed_pts(i.hi) + "]";
+}
+
 // Paired by seed: for each of the experiment's comparisons, the model's test
-// accuracy minus the reference's on the same task and seed, and whether the
-// mean margin exceeds both models' seed spread.
+// accuracy minus the reference's on the same task and seed, with intervals
+// (experiment.hpp, results_markdown).
 void margins_markdown(std::ostream& o, const Experiment& e,
                       const std::map<std::pair<std::string, std::string>, Cell>& cs) {
   std::ostringstream rows;
   for (const std::string& t : e.tasks) {
     for (const auto& [m, ref] : e.comparisons) {
-      const Cell& c = cs.at({t, m});
-      const Cell& base = cs.at({t, ref});
+      const auto ci = cs.find({t, m}), bi = cs.find({t, ref});
+      if (ci == cs.end() || bi == cs.end()) continue;  // a model that does not run on this task
+      const Cell& c = ci->second;
+      const Cell& base = bi->second;
       std::vector<double> d;
       std::string per_seed;
+      std::vector<std::pair<std::vector<uint8_t>, std::vector<uint8_t>>> pairs;
+      bool all_paired = true;
       for (const auto& [seed, acc] : c.test_by_seed) {
         const auto it = base.test_by_seed.find(seed);
         if (it == base.test_by_seed.end()) continue;
         d.push_back(acc - it->second);
         if (!per_seed.empty()) per_seed += ", ";
         per_seed += str_cat("s", seed, " ", signed_pts(d.back()));
+        const auto pc = paired_correct(c.run_by_seed.at(seed), base.run_by_seed.at(seed));
+        if (pc) {
+          per_seed += " " + pts_interval(paired_bootstrap({*pc}));
+          pairs.push_back(*pc);
+        } else {
+          all_paired = false;
+        }
       }
       if (d.empty()) continue;
-      const MeanStd md = mean_std(d), sm = mean_std(c.test()), sb = mean_std(base.test());
-      size_t wins = 0;
-      for (double x : d) wins += x > 0;
-      std::string verdict = "- (one seed)";
-      if (d.size() >= 2 && sm.n >= 2 && sb.n >= 2)
-        verdict = std::string(std::fabs(md.mean) > std::max(sm.std, sb.std) ? "yes" : "no") + " (" + m + " " +
-                  fmt(100 * sm.std, 2) + ", " + ref + " " + fmt(100 * sb.std, 2) + ")";
+      const MeanStd md = mean_std(d);
+      const Interval ti = t_interval(d);
+      const Interval bi_all = all_paired && !pairs.empty() ? paired_bootstrap(pairs) : Interval{};
+      const auto side = [](const Interval& i) {
+        return i.lo > 0 ? std::string("higher") : i.hi < 0 ? std::string("lower") : std::string("not distinguishable");
+      };
+      std::string verdict;
+      if (ti.defined) verdict = side(ti) + " (t interval over " + std::to_string(d.size()) + " seeds)";
+      else if (bi_all.defined) verdict = side(bi_all) + " on this test set (one seed: training randomness not covered)";
+      else verdict = "- (one seed, no per-example predictions)";
       rows << "| " << t << " | " << m << " | " << ref << " | " << d.size() << " | " << per_seed << " | "
-           << signed_pts(md.mean) << " +- " << fmt(100 * md.std, 2) << " | " << wins << "/" << d.size() << " | " << verdict << " |\n";
+           << signed_pts(md.mean) << " +- " << fmt(100 * md.std, 2) << " | " << pts_interval(ti) << " | "
+           << pts_interval(bi_all) << " | " << verdict << " |\n";
     }
   }
   if (rows.str().empty()) return;
-  o << "\nMargins (test accuracy, points): model minus reference, paired by seed; |mean| > spreads: whether "
-       "the mean margin's size exceeds both models' seed standard deviations (the table above):\n\n"
-    << "| task | model | reference | seeds paired | per seed | mean +- std | above reference | abs(mean) > spreads |\n"
-    << "|------|-------|-----------|------:|------|------:|------:|------|\n"
+  o << "\nComparisons (test accuracy, points): model minus reference, paired by seed. Per seed: the difference "
+       "and its 95% paired bootstrap interval over the test examples (10,000 resamples). Mean +- std over seeds, "
+       "the 95% t interval of the mean over seeds, and the bootstrap interval of the mean with the test set as "
+       "the only source of variation. The verdict follows the t interval:\n\n"
+    << "| task | model | reference | seeds paired | per seed [95% bootstrap] | mean +- std | 95% t interval | "
+       "95% bootstrap (mean) | verdict |\n"
+    << "|------|-------|-----------|------:|------|------:|------|------|------|\n"
     << rows.str();
 }
 
@@ -143,7 +202,7 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
   }
   HKT_CHECK(j.is_object(), "experiment: the file must hold a JSON object");
   static const char* known[] = {"name", "description", "notes", "out_dir", "baseline", "compare", "base", "tasks",
-                                "models", "seeds"};
+                                "models", "seeds", "order"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;
@@ -156,6 +215,9 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
     e.baseline = j.value("baseline", std::string());
     if (j.contains("notes")) e.notes = j.at("notes").get<std::vector<std::string>>();
     e.out_dir = out_dir_override.empty() ? j.value("out_dir", "runs/" + e.name) : out_dir_override;
+    e.order = j.value("order", std::string("seed"));
+    HKT_CHECK(e.order == "seed" || e.order == "task", "experiment: \"order\" must be \"seed\" or \"task\", got \"",
+              e.order, "\"");
     HKT_CHECK(j.contains("seeds") && j.at("seeds").is_array() && !j.at("seeds").empty(),
               "experiment: \"seeds\" must be a non-empty array of integers");
     for (const json& s : j.at("seeds"))
@@ -206,9 +268,36 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
                 "\" must be an object");
     }
   }
+  // A model's own "tasks" and "seeds" (not TrainConfig fields).
+  std::map<std::string, std::vector<std::string>> model_tasks;
+  std::map<std::string, std::vector<uint64_t>> model_seeds;
+  for (auto m = models.begin(); m != models.end(); ++m) {
+    const std::string where = "experiment: model \"" + m.key() + "\"";
+    if (!m.value().is_object()) continue;  // reported below, with the run
+    if (m.value().contains("tasks")) {
+      const json& ts = m.value().at("tasks");
+      HKT_CHECK(ts.is_array() && !ts.empty(), where, ": \"tasks\" must be a non-empty array of task keys");
+      for (const json& k : ts) {
+        HKT_CHECK(k.is_string() && tasks.contains(k.get<std::string>()), where, ": \"tasks\" names ", k.dump(),
+                  ", which is not one of the tasks");
+        model_tasks[m.key()].push_back(k.get<std::string>());
+      }
+    }
+    if (m.value().contains("seeds")) {
+      const json& ss = m.value().at("seeds");
+      HKT_CHECK(ss.is_array() && !ss.empty(), where, ": \"seeds\" must be a non-empty array of integers >= 0");
+      for (const json& k : ss) {
+        HKT_CHECK(k.is_number_unsigned(), where, ": \"seeds\" must hold integers >= 0, got ", k.dump());
+        model_seeds[m.key()].push_back(k.get<uint64_t>());
+      }
+    }
+  }
   for (auto t = tasks.begin(); t != tasks.end(); ++t)
-    for (auto m = models.begin(); m != models.end(); ++m)
-      for (uint64_t seed : e.seeds) {
+    for (auto m = models.begin(); m != models.end(); ++m) {
+      if (model_tasks.count(m.key()) &&
+          std::find(model_tasks[m.key()].begin(), model_tasks[m.key()].end(), t.key()) == model_tasks[m.key()].end())
+        continue;
+      for (uint64_t seed : model_seeds.count(m.key()) ? model_seeds[m.key()] : e.seeds) {
         const std::string where = "experiment run " + t.key() + "/" + m.key() + "/seed" + std::to_string(seed);
         HKT_CHECK(t.value().is_object() && m.value().is_object(), where, ": task and model entries must be objects");
         json c = base;
@@ -216,7 +305,10 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
         task_fields.erase("per_model");
         merge(c, task_fields);
         if (!t.value().contains("task")) c["task"] = t.key();
-        merge(c, m.value());
+        json model_fields = m.value();
+        model_fields.erase("tasks");
+        model_fields.erase("seeds");
+        merge(c, model_fields);
         if (t.value().contains("per_model") && t.value().at("per_model").contains(m.key()))
           merge(c, t.value().at("per_model").at(m.key()));
         c["seed"] = seed;
@@ -232,6 +324,10 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
         }
         e.runs.push_back(std::move(r));
       }
+    }
+  // Every seed a run uses, in first-seen order (the file's seeds first), for the training order.
+  for (const ExperimentRun& r : e.runs)
+    if (std::find(e.seeds.begin(), e.seeds.end(), r.seed) == e.seeds.end()) e.seeds.push_back(r.seed);
   return e;
 }
 
@@ -277,6 +373,7 @@ RunSummary read_summary(const std::string& run_dir) {
     s.test_acc = j.at("test_acc").get<double>();
     s.wall_s = j.at("wall_s").get<double>();
     s.s_per_step = j.at("s_per_step").get<double>();
+    if (j.contains("test_examples")) s.test_examples = j.at("test_examples").get<int64_t>();
     if (j.contains("model_config") && j.contains("config")) {
       const nn::ClassifierConfig mc = nn::ClassifierConfig::from_json(j.at("model_config").dump());
       s.flops_per_batch = nn::model_flops(mc, j.at("config").at("batch_size").get<int64_t>(), mc.max_len).total();
@@ -305,22 +402,34 @@ std::string results_markdown(const Experiment& e) {
   const auto cs = cells(e);
   const std::string bl = e.baseline.empty() ? "baseline" : e.baseline;
   std::ostringstream o;
-  o << "| task | model | seeds done | steps | best val acc % | test acc % | test - " << bl
-    << " (points) | params | ms / step | time / " << bl << " | FLOPs / " << bl << " | wall s (all seeds) |\n";
-  o << "|------|-------|-----------:|------:|---------------:|-----------:|------:|-------:|----------:|------:|------:|"
-       "------:|\n";
+  o << "| task | model | seeds done | steps | best val acc % | test acc % | 95% binomial (n) | test - " << bl
+    << " (points) | params | fwd GFLOP / batch | ms / step | time / " << bl << " | FLOPs / " << bl
+    << " | wall s (all seeds) |\n";
+  o << "|------|-------|-----------:|------:|---------------:|-----------:|------|------:|-------:|------:|----------:|"
+       "------:|------:|------:|\n";
   for (const std::string& t : e.tasks) {
-    const Cell* base = e.baseline.empty() ? nullptr : &cs.at({t, e.baseline});
+    const auto bit = e.baseline.empty() ? cs.end() : cs.find({t, e.baseline});
+    const Cell* base = bit == cs.end() ? nullptr : &bit->second;
     const MeanStd bt = base ? mean_std(base->test()) : MeanStd{};
     for (const std::string& m : e.models) {
-      const Cell& c = cs.at({t, m});
-      const MeanStd test = mean_std(c.test()), sps = mean_std(c.sps);
+      const auto it = cs.find({t, m});
+      if (it == cs.end()) continue;  // the model does not run on this task
+      const Cell& c = it->second;
+      const MeanStd test = mean_std(c.test()), sps = mean_std(c.sps), fl = mean_std(c.flops);
       const double tr = base ? ratio(c.sps, base->sps) : -1, fr = base ? ratio(c.flops, base->flops) : -1;
+      // The binomial interval of an accuracy of test.mean at one run's test-set size.
+      std::string binom = "-";
+      if (test.n > 0 && c.test_examples > 0) {
+        const Interval w = wilson(static_cast<int64_t>(std::llround(test.mean * static_cast<double>(c.test_examples))),
+                                  c.test_examples);
+        binom = "[" + fmt(100 * w.lo, 1) + ", " + fmt(100 * w.hi, 1) + "] (" + std::to_string(c.test_examples) + ")";
+      }
       o << "| " << t << " | " << m << " | " << c.test_by_seed.size() << "/" << c.seeds << " | "
         << (c.test_by_seed.empty() ? "-" : std::to_string(c.steps)) << " | " << pct_ms(mean_std(c.val)) << " | "
-        << pct_ms(test) << " | "
+        << pct_ms(test) << " | " << binom << " | "
         << (test.n > 0 && bt.n > 0 ? fmt(100 * (test.mean - bt.mean), 2) : "-") << " | "
         << (c.test_by_seed.empty() ? "-" : std::to_string(c.params)) << " | "
+        << (fl.n > 0 ? fmt(fl.mean / 1e9, 2) : "-") << " | "
         << (sps.n > 0 ? fmt(1e3 * sps.mean, 1) : "-") << " | " << (tr > 0 ? fmt(tr, 3) : "-") << " | "
         << (fr > 0 ? fmt(fr, 3) : "-") << " | " << (c.wall.empty() ? "-" : fmt(sum(c.wall), 1)) << " |\n";
     }
@@ -335,9 +444,12 @@ std::string results_csv(const Experiment& e) {
   o << "task,model,seeds_done,seeds,steps,val_acc_mean,val_acc_std,test_acc_mean,test_acc_std,params,s_per_step,"
        "time_ratio_to_baseline,wall_s,flop_ratio_to_baseline\n";
   for (const std::string& t : e.tasks) {
-    const Cell* base = e.baseline.empty() ? nullptr : &cs.at({t, e.baseline});
+    const auto bit = e.baseline.empty() ? cs.end() : cs.find({t, e.baseline});
+    const Cell* base = bit == cs.end() ? nullptr : &bit->second;
     for (const std::string& m : e.models) {
-      const Cell& c = cs.at({t, m});
+      const auto it = cs.find({t, m});
+      if (it == cs.end()) continue;
+      const Cell& c = it->second;
       const MeanStd val = mean_std(c.val), test = mean_std(c.test()), sps = mean_std(c.sps);
       const double tr = base ? ratio(c.sps, base->sps) : -1, fr = base ? ratio(c.flops, base->flops) : -1;
       o << t << "," << m << "," << c.test_by_seed.size() << "," << c.seeds << "," << c.steps << "," << fmt(val.mean, 6)

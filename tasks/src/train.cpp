@@ -554,6 +554,7 @@ struct Run {
       s["best_val_acc"] = best_val;
       s["test_acc"] = r.test_acc;
       s["test_loss"] = r.test_loss;
+      s["test_examples"] = data.test.size();
       s["final_val_acc"] = final_val;
       s["wall_s"] = r.wall_s;
       s["train_s"] = train_s;

@@ -14,8 +14,15 @@
 //     "tasks":  { "listops": { TrainConfig fields, e.g. "task", "data": {...}, "steps" }, ... },
 //     "models": { "hkt": { "model": "hkt-small" },
 //                 "hkt-L1": { "model": "hkt-small", "model_overrides": { "levels": 1 } }, ... },
-//     "seeds":  [1, 2, 3]
+//     "seeds":  [1, 2, 3],
+//     "order":  "seed"                         // training order: "seed" (default) or "task"
 //   }
+// A model entry may also hold "tasks": [task keys] (the model runs on those
+// tasks only) and "seeds": [seeds] (its own seeds instead of the file's,
+// e.g. an ablation trained once); neither is a TrainConfig field. Training
+// order: "seed" trains every task and model of the first seed, then the next
+// (a stop leaves whole seeds to compare); "task" finishes a task (seed by
+// seed) before the next begins.
 // A run's config is base, then the task's fields, then the model's fields,
 // then the task's "per_model" fields for that model if any (e.g. a learning
 // rate tuned per task and model: "listops": {..., "per_model": {"mha": {"lr":
@@ -43,7 +50,8 @@ struct Experiment {
   std::string name, description, out_dir, baseline;
   std::vector<std::string> notes, tasks, models;  // keys in file order
   std::vector<uint64_t> seeds;
-  std::vector<ExperimentRun> runs;  // tasks x models x seeds, in that order
+  std::string order = "seed";       // "seed" or "task"
+  std::vector<ExperimentRun> runs;  // tasks x models x seeds, in that order (a model's own tasks and seeds)
   // [model, reference] pairs whose test accuracies the results compare seed by
   // seed: every other model against the baseline, then the file's "compare".
   std::vector<std::pair<std::string, std::string>> comparisons;
@@ -63,6 +71,7 @@ struct RunSummary {
   bool done = false;
   int64_t steps = 0, params = 0, best_step = -1;
   double best_val_acc = -1, test_acc = -1, wall_s = 0, s_per_step = 0;
+  int64_t test_examples = 0;  // 0 when the summary predates the field
   // Forward FLOPs of one training batch by the cost model (nn::model_flops of
   // the run's model at its batch size and T = the model's max_len); the
   // backward adds twice as much. 0 when the summary has no model_config.
@@ -83,11 +92,21 @@ struct MeanStd {
 MeanStd mean_std(const std::vector<double>& x);
 
 // The results table (markdown) of the finished runs: per task and model the
-// seeds done, steps, best validation and test accuracy (mean +- std, in %),
-// parameters, time per step, its ratio to the baseline model on the same
-// task, the ratio of their FLOPs per step (the cost model's expectation for
-// the time ratio) and the summed wall time. Runs not finished are counted as
-// missing.
+// seeds done, steps, best validation and test accuracy (mean +- std over
+// seeds, in %) with the 95% binomial (Wilson) interval of the mean accuracy
+// at one run's test-set size, parameters, forward GFLOPs of a training batch,
+// time per step, its ratio to the baseline model on the same task, the ratio
+// of their FLOPs per step (the cost model's expectation for the time ratio)
+// and the summed wall time. Runs not finished are counted as missing.
+//
+// Then the comparisons (every model against the baseline, and the file's
+// "compare" pairs), paired by seed: the per-seed differences of test
+// accuracy, with a 95% paired bootstrap interval over the test examples for
+// each seed (from each run's test_predictions.csv); their mean with the 95%
+// t interval over seeds; the bootstrap interval of the mean over seeds; and a
+// verdict that follows the t interval (higher / lower when it excludes 0, not
+// distinguishable when it holds 0; with one seed, the bootstrap interval,
+// which says nothing about training randomness, and the verdict says so).
 std::string results_markdown(const Experiment& e);
 // The same numbers, one line per task and model (CSV with a header).
 std::string results_csv(const Experiment& e);
