@@ -232,5 +232,10 @@ run inrepo "$here/../build-hkt-data-test" "$base/ok" "" imdb
 expect inrepo 2 "is inside the repository"
 [[ ! -e "$here/../build-hkt-data-test" ]] || fail "inrepo: created a folder in the repository"
 
+"$tool" --help >"$work/help.txt" || fail "--help: exit $?"
+grep -q "^Usage: tools/hkt-data" "$work/help.txt" && ! grep -q "set -e" "$work/help.txt" || fail "--help: not the usage text"
+run badopt "$work/c14" "$base/ok" "" --frm x
+expect badopt 2 "unknown option '--frm'"
+
 [[ $bad == 0 ]] && echo "hkt-data: all cases ok"
 exit $bad
