@@ -20,7 +20,11 @@ for c in python3 curl; do
   command -v "$c" >/dev/null 2>&1 || { echo "SKIPPED: $c not found (tools/setup.sh installs it)"; exit 77; }
 done
 export PYTHONDONTWRITEBYTECODE=1
+# Straight to 127.0.0.1: no proxy from the environment, no ~/.curlrc.
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy
+export NO_PROXY=127.0.0.1 no_proxy=127.0.0.1
 work=$(mktemp -d)
+export CURL_HOME=$work XDG_CONFIG_HOME=$work
 server=""
 stop() {
   [[ -n "$server" ]] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
