@@ -150,10 +150,16 @@ TEST_CASE("registry: synthetic task, dimensions, unknown names") {
   CHECK(tsv.train.size() == 12);
   CHECK(tsv.val.size() == 10);
   CHECK(tsv.test.size() == 4);
-  // A missing data folder is an error naming it.
+  // A missing data folder is an error naming it and the command that fetches the data there.
   TaskOptions missing;
   missing.data_dir = "/nonexistent/hkt-data";
   CHECK_THROWS_AS(load_task("imdb", missing), Error);
+  for (const char* task : {"imdb", "cifar10", "cifar10-rgb", "fashion-mnist", "listops-tsv"}) {
+    const std::string set = std::string(task) == "cifar10-rgb" ? "cifar10" : task;
+    const std::string m = error_of([&] { load_task(task, missing); });
+    CHECK_MESSAGE(m.find(std::string("no ") + task + " data in '/nonexistent/hkt-data'") != std::string::npos, m);
+    CHECK_MESSAGE(m.find("`HKT_DATA=/nonexistent/hkt-data tools/hkt-data " + set + "`") != std::string::npos, m);
+  }
 }
 
 TEST_CASE("TrainConfig: JSON round trip and strict errors") {

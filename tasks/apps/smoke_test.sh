@@ -166,10 +166,14 @@ errors)
   expect_usage hkt-train "seed" --task synthetic --seed -1 "${r[@]}"
   expect_usage hkt-train "data-seed" --task synthetic --data-seed -5 "${r[@]}"
   expect_usage hkt-train "threads" --resume "$work/r" --threads -1
-  expect_usage hkt-train "load_cifar10: folder" --task cifar10 --data-dir "$work/no-data" "${r[@]}"
-  expect_usage hkt-train "load_imdb: folder" --task imdb --data-dir "$work/no-data" "${r[@]}"
-  expect_usage hkt-train "not found" --task listops-tsv --data-dir "$work/no-data" "${r[@]}"
-  expect_usage hkt-train "fashion" --task fashion-mnist --data-dir "$work/no-data" "${r[@]}"
+  # Missing data: the message names the command that fetches it (into --data-dir, or the default cache).
+  for t in imdb cifar10 cifar10-rgb fashion-mnist listops-tsv; do
+    expect_usage hkt-train "no $t data in '$work/no-data'; fetch it with \`HKT_DATA=$work/no-data tools/hkt-data ${t%-rgb}\`" \
+      --task "$t" --data-dir "$work/no-data" "${r[@]}"
+  done
+  mkdir -p "$work/empty-cache"
+  HKT_DATA=$work/empty-cache expect_usage hkt-train "data in '$work/empty-cache'; fetch it with \`tools/hkt-data imdb\`" \
+    --task imdb "${r[@]}"
   expect_usage hkt-compare "no-such-option" --no-such-option
   expect_usage hkt-compare "unknown preset" --task synthetic --models hkt-tiny,huge --steps 1 --run-dir "$work/c"
   expect_usage hkt-compare "levels must be >= 1" --task synthetic --levels 0 --steps 1 --run-dir "$work/c"

@@ -31,12 +31,13 @@ inline int64_t lra_gray(uint8_t r, uint8_t g, uint8_t b) {
 fs::path batches_dir(const std::string& dir) {
   const fs::path d(dir);
   HKT_CHECK(fs::is_directory(d), "load_cifar10: folder '", dir,
-            "' does not exist (extract cifar-10-binary.tar.gz there: tools/prepare_data.sh)");
+            "' does not exist (tools/hkt-data cifar10 downloads and extracts CIFAR-10 into "
+            "$HKT_DATA/cifar-10-batches-bin)");
   if (fs::exists(d / "data_batch_1.bin") || fs::exists(d / "test_batch.bin")) return d;
   if (fs::is_directory(d / "cifar-10-batches-bin")) return d / "cifar-10-batches-bin";
   throw Error(str_cat("load_cifar10: folder '", dir,
                       "' holds neither data_batch_1.bin / test_batch.bin nor a cifar-10-batches-bin folder "
-                      "(extract cifar-10-binary.tar.gz there: tools/prepare_data.sh)"));
+                      "(tools/hkt-data cifar10 downloads and extracts CIFAR-10 into $HKT_DATA/cifar-10-batches-bin)"));
 }
 
 // Appends the records of one batch file (at most `limit` of them; < 0 = all).

@@ -178,8 +178,8 @@ Splits load_fashion_mnist(const std::string& dir, int64_t val_size, uint64_t see
             max_train, ") must be >= 0");
   const fs::path d(dir);
   HKT_CHECK(fs::is_directory(d), "load_fashion_mnist: folder '", dir,
-            "' does not exist (Debian's dataset-fashion-mnist package installs the data in "
-            "/usr/share/datasets/fashion-mnist: run tools/prepare_data.sh as root)");
+            "' does not exist (tools/hkt-data fashion-mnist downloads the IDX files into $HKT_DATA/fashion-mnist; "
+            "Debian's dataset-fashion-mnist package installs them in /usr/share/datasets/fashion-mnist)");
   Splits s;
   s.train = idx_split("fashion_mnist/train", idx_file(d, "train-images-idx3-ubyte"),
                       idx_file(d, "train-labels-idx1-ubyte"), max_train);

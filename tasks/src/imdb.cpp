@@ -23,12 +23,12 @@ constexpr int64_t kVocab = 257;  // byte + 1; 0 = padding
 fs::path imdb_root(const std::string& dir) {
   const fs::path d(dir);
   HKT_CHECK(fs::is_directory(d), "load_imdb: folder '", dir,
-            "' does not exist (extract aclImdb_v1_traintest.tar.gz there: tools/prepare_data.sh)");
+            "' does not exist (tools/hkt-data imdb downloads and extracts IMDB into $HKT_DATA/aclImdb)");
   if (fs::is_directory(d / "train") || fs::is_directory(d / "test")) return d;
   if (fs::is_directory(d / "aclImdb")) return d / "aclImdb";
   throw Error(str_cat("load_imdb: folder '", dir,
                       "' holds neither train/ and test/ nor an aclImdb folder "
-                      "(extract aclImdb_v1_traintest.tar.gz there: tools/prepare_data.sh)"));
+                      "(tools/hkt-data imdb downloads and extracts IMDB into $HKT_DATA/aclImdb)"));
 }
 
 // True when `name` is <id>_<rating>.txt with decimal id and a rating 1..10.

@@ -2,8 +2,10 @@
 #include "hkt/tasks/registry.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <string_view>
 
 #include "hkt/core/error.hpp"
 #include "hkt/core/random.hpp"
@@ -37,6 +39,29 @@ namespace fs = std::filesystem;
 }
 
 int64_t or_default(int64_t v, int64_t def) { return v > 0 ? v : def; }
+
+// Throws, naming the command that fetches the data set, when `folder` (where the loader of
+// `task` will look) holds none of `markers`: the data are missing, not malformed. hkt-data
+// puts them in $HKT_DATA/<its folder>, which data_folder / fashion_folder look at first.
+void require_data(const std::string& task, const TaskOptions& opt, const std::string& folder,
+                  const std::vector<std::string>& markers) {
+  std::error_code ec;
+  for (const auto& m : markers)
+    if (fs::exists(fs::path(folder) / m, ec)) return;
+  std::string env;
+  if (!opt.data_dir.empty() && opt.data_dir != default_data_dir()) {
+    std::string root = fs::absolute(opt.data_dir, ec).string();
+    if (root.empty()) root = opt.data_dir;
+    const bool plain = std::all_of(root.begin(), root.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+             std::string_view("/._-+~").find(c) != std::string_view::npos;
+    });
+    env = plain ? "HKT_DATA=" + root + " " : "HKT_DATA='" + root + "' ";
+  }
+  const std::string set = task == "cifar10-rgb" ? "cifar10" : task;  // hkt-data's name of the data set
+  throw Error(str_cat("load_task: no ", task, " data in '", folder, "'; fetch it with `", env, "tools/hkt-data ", set,
+                      "` (run in the hkt repository; docs/tasks.md, \"Data sets\")"));
+}
 
 }  // namespace
 
@@ -121,21 +146,28 @@ Splits load_task(const std::string& name, const TaskOptions& opt) {
       lo.seed = opt.seed;
       s = make_listops(lo);
     } else {
-      s = load_listops_tsv(data_folder(opt, "listops"), or_default(opt.seq_len, 2000));
+      const std::string dir = data_folder(opt, "listops");
+      require_data(name, opt, dir, {"basic_train.tsv"});
+      s = load_listops_tsv(dir, or_default(opt.seq_len, 2000));
       // --train-size: a seeded subset of the training file, as for the other file tasks.
       if (opt.train_size > 0) s.train = sample(s.train, opt.train_size, opt.seed);
     }
   } else if (name == "cifar10" || name == "cifar10-rgb" || name == "fashion-mnist") {
     const int64_t val = or_default(opt.val_size, 5000);
-    if (name == "fashion-mnist")
-      s = load_fashion_mnist(fashion_folder(opt), val, opt.seed, opt.train_size);
-    else
-      s = load_cifar10(data_folder(opt, "cifar-10-batches-bin"),
-                       name == "cifar10" ? ImageEncoding::GrayTokens : ImageEncoding::RGB, val, opt.seed,
+    if (name == "fashion-mnist") {
+      const std::string dir = fashion_folder(opt);
+      require_data(name, opt, dir, {"train-images-idx3-ubyte.gz", "train-images-idx3-ubyte"});
+      s = load_fashion_mnist(dir, val, opt.seed, opt.train_size);
+    } else {
+      const std::string dir = data_folder(opt, "cifar-10-batches-bin");
+      require_data(name, opt, dir, {"data_batch_1.bin", "test_batch.bin"});
+      s = load_cifar10(dir, name == "cifar10" ? ImageEncoding::GrayTokens : ImageEncoding::RGB, val, opt.seed,
                        opt.train_size);
+    }
   } else if (name == "imdb") {
-    s = load_imdb(data_folder(opt, "aclImdb"), or_default(opt.seq_len, 1024), or_default(opt.val_size, 2500),
-                  opt.seed, opt.train_size);
+    const std::string dir = data_folder(opt, "aclImdb");
+    require_data(name, opt, dir, {"train", "test"});
+    s = load_imdb(dir, or_default(opt.seq_len, 1024), or_default(opt.val_size, 2500), opt.seed, opt.train_size);
   } else {
     check_task_name(name, "load_task: ");
     throw Error(str_cat("load_task: task '", name, "' has no loader"));  // a name added to task_names() only

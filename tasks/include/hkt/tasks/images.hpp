@@ -63,9 +63,10 @@ std::vector<uint8_t> read_idx_labels(const std::string& path);
 // train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and
 // t10k-labels-idx1-ubyte, each plain or gzipped (name + ".gz"); the default is
 // where Debian's dataset-fashion-mnist package installs them
-// (tools/prepare_data.sh installs it). train = the first `max_train` training
-// images when max_train > 0 (else all 60,000); `val_size` of them, chosen
-// with `seed`, become the validation set (0 = none); test = t10k.
+// (tools/hkt-data fashion-mnist downloads them into $HKT_DATA/fashion-mnist).
+// train = the first `max_train` training images when max_train > 0 (else all
+// 60,000); `val_size` of them, chosen with `seed`, become the validation set
+// (0 = none); test = t10k.
 // Names: "fashion_mnist/train", "fashion_mnist/val", "fashion_mnist/test".
 Splits load_fashion_mnist(const std::string& dir = "/usr/share/datasets/fashion-mnist", int64_t val_size = 5000,
                           uint64_t seed = 0, int64_t max_train = 0);

@@ -43,7 +43,7 @@ struct TaskOptions {
   bool operator==(const TaskOptions&) const = default;
 };
 
-// ${HKT_DATA}, else $HOME/.cache/hkt/data (where tools/prepare_data.sh extracts archives).
+// ${HKT_DATA}, else $HOME/.cache/hkt/data (where tools/hkt-data puts the data sets).
 std::string default_data_dir();
 // Every name load_task accepts.
 const std::vector<std::string>& task_names();
