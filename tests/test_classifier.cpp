@@ -135,8 +135,12 @@ TEST_CASE("classifier: preset parameter counts (vocab 20, classes 10, max_len 51
   CHECK(mha_small == 465162);
   CHECK(hkt_tiny == 13746);
   CHECK(mha_tiny == 11930);
-  for (const Row& r : {Row{"hkt-small", hkt_small}, Row{"mha-small", mha_small}, Row{"hkt-tiny", hkt_tiny},
-                       Row{"mha-tiny", mha_tiny}}) {
+  // mha-matched: mha-small with a 7D FFN; 3,616 parameters (1,808 a block) below hkt-small on every task.
+  const int64_t mha_matched = classifier_params(V, M, 128, 2, C, block_params(128, 7, mha_attention_params(128)));
+  CHECK(mha_matched == 662538);
+  CHECK(hkt_small - mha_matched == 3616);
+  for (const Row& r : {Row{"hkt-small", hkt_small}, Row{"mha-small", mha_small}, Row{"mha-matched", mha_matched},
+                       Row{"hkt-tiny", hkt_tiny}, Row{"mha-tiny", mha_tiny}}) {
     ClassifierConfig c = ClassifierConfig::preset(r.preset);
     c.vocab = V;
     c.classes = C;
@@ -145,6 +149,29 @@ TEST_CASE("classifier: preset parameter counts (vocab 20, classes 10, max_len 51
     INFO(r.preset);
     CHECK(m.num_parameters() == r.expected);
     CHECK(m.num_parameters(true) == r.expected);
+  }
+}
+
+TEST_CASE("classifier: mha-matched is within 2% of hkt-small's parameters on every task's shape") {
+  struct Shape {
+    int64_t vocab, features, max_len, classes;
+  };
+  // ListOps (T = 512, long or not), sequential CIFAR-10 (tokens and RGB), Fashion-MNIST, IMDB bytes.
+  for (const Shape& s : {Shape{16, 0, 512, 10}, Shape{16, 0, 2000, 10}, Shape{256, 0, 1024, 10}, Shape{0, 3, 1024, 10},
+                         Shape{256, 0, 784, 10}, Shape{257, 0, 1024, 2}}) {
+    int64_t n[2];
+    for (int k = 0; k < 2; ++k) {
+      ClassifierConfig c = ClassifierConfig::preset(k == 0 ? "hkt-small" : "mha-matched");
+      c.vocab = s.vocab;
+      c.input_features = s.features;
+      c.max_len = s.max_len;
+      c.classes = s.classes;
+      n[k] = SequenceClassifier(c).num_parameters();
+    }
+    CAPTURE(s.vocab);
+    CAPTURE(s.max_len);
+    CHECK(std::abs(static_cast<double>(n[1] - n[0])) / static_cast<double>(n[0]) < 0.02);
+    CHECK(n[0] - n[1] == 3616);
   }
 }
 
