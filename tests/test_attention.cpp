@@ -1,4 +1,4 @@
-// HKT attention and MHA: the special cases of HKT.md, gradients, masks.
+// HKT attention and MHA: the special cases of docs/hkt.md, gradients, masks.
 #include <cmath>
 
 #include "gradcheck_util.hpp"

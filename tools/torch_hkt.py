@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """hkt's models in PyTorch, for comparison only (hkt itself uses no other
 framework): the HKT attention, the MHA baseline and the sequence classifier of
-../shared/spec/HKT.md, written the way a PyTorch user would (composite ops:
+docs/hkt.md, written the way a PyTorch user would (composite ops:
 the T x T score matrices are formed), with hkt's parameter names and
 conventions (docs/hkt.md), so that hkt's safetensors files load as they are.
 

@@ -1,4 +1,4 @@
-// The sequence classifier of HKT.md (see classifier.hpp): config, JSON,
+// The sequence classifier of docs/hkt.md (see classifier.hpp): config, JSON,
 // presets, the pre-LN block and the classifier itself.
 #include "hkt/models/classifier.hpp"
 

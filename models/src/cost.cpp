@@ -1,4 +1,4 @@
-// The cost model of HKT.md: FLOPs of the Q K^T score products, and of all the
+// The cost model of docs/hkt.md: FLOPs of the Q K^T score products, and of all the
 // products of a classifier (the whole-model ratio of HKT to MHA).
 #include "hkt/models/attention.hpp"
 #include "hkt/models/classifier.hpp"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """An independent reference for hkt: NumPy only, written from
-../shared/spec/HKT.md and the documented conventions of hkt's public headers,
+docs/hkt.md and the documented conventions of hkt's public headers,
 sharing no code with the C++ library.
 
     check.py DIR      DIR holds cases.txt and the .safetensors files that

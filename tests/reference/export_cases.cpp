@@ -1,5 +1,5 @@
 // hkt-reference-export OUT_DIR [--device cuda]: writes the cases that tests/reference/check.py
-// recomputes with NumPy straight from ../shared/spec/HKT.md (an implementation
+// recomputes with NumPy straight from docs/hkt.md (an implementation
 // that shares no code with hkt). One safetensors file per case, in the format's
 // official layout, holding:
 //

@@ -1,6 +1,6 @@
 // Attention layers: the Hierarchical Kernel Transformer (HKT) attention and
 // the standard multi-head attention (MHA) baseline. Both map x [B, T, D] to
-// [B, T, D]; the definition is ../shared/spec/HKT.md. The attention core runs
+// [B, T, D]; the definition is docs/hkt.md. The attention core runs
 // in the fused kernel by default (never forming T x T matrices); with
 // `fused = false` it is the composite reference built from plain ops, which
 // the fused kernel is tested against. inspect() always uses the composite.

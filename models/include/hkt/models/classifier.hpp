@@ -1,4 +1,4 @@
-// The sequence classifier of ../shared/spec/HKT.md:
+// The sequence classifier of docs/hkt.md:
 //
 //   input map      token embedding (vocab > 0) or a linear map of real-valued
 //                  features (input_features > 0, e.g. RGB pixels)
