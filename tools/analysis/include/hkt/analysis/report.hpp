@@ -32,6 +32,11 @@ struct AnalysisOptions {
   int64_t cost_max_levels = 4;  // L = 1..this (at least the model's L)
   int64_t cost_batch = 4;
   int64_t cost_reps = 3;        // timed forward passes (the fastest is reported), after one warm-up
+  // Kurtosis at several dimensions (kurtosis_dims.csv): Mardia's normalised b2 of the score rows in
+  // these key windows, and of the full row (p = median len_l) when p <= full_row_max.
+  std::vector<int64_t> kurtosis_windows = {4, 16, 64};
+  bool full_row = true;
+  int64_t full_row_max = 256;
 };
 
 // A CSV table of numbers (integers are written without a decimal point, NaN as "nan").
