@@ -2,8 +2,10 @@
 // level, the non-Gaussianity of the scores (Mardia's b2, univariate excess
 // kurtosis), the spectra of the symmetrised bilinear forms and of the
 // symmetrised combined score matrix, the reciprocal / directional split, the
-// level weights lambda and gates beta, and the score cost next to measured
-// time. Everything is computed in float64.
+// level weights lambda and gates beta, Proposition 3.1's PSD condition per
+// head ("psd"), the kurtosis at several dimensions ("kurtosis_dims"), and the
+// score cost next to measured time. Everything is computed in float64.
+// approx.hpp has the error of a level sweep against a target.
 //
 //   LoadedModel m = load_trained("runs/listops-hkt");     // run folder, checkpoint folder or .safetensors
 //   Report r = analyze(*m.model, sample, opts);
