@@ -118,7 +118,13 @@ int approx_main(int argc, char** argv) {
     const hkt::tasks::Dataset& whole = split == "val" ? splits.val : split == "test" ? splits.test : splits.train;
     const hkt::tasks::Dataset data = hkt::tasks::sample(whole, samples, sample_seed);
     std::vector<hkt::analysis::ApproxModel> models;
-    for (size_t k = 0; k < lms.size(); ++k) models.push_back({runs[k], lms[k].model.get()});
+    // A run that is the target (the same weights file) is compared as the target itself: error 0, not fitted.
+    auto same = [](const std::string& a, const std::string& b) {
+      std::error_code ec;
+      return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
+    };
+    for (size_t k = 0; k < lms.size(); ++k)
+      models.push_back({runs[k], same(lms[k].weights, tm.weights) ? tm.model.get() : lms[k].model.get()});
     hkt::analysis::Report r = hkt::analysis::approx_report(models, {target, tm.model.get()}, data, batch_size);
     r.json["source"] = {{"task", tm.train->task}, {"split", split}, {"sample_seed", sample_seed},
                         {"weights", weights}};

@@ -30,7 +30,7 @@ double mean_of(const std::vector<double>& v) {
 double psd_tolerance(DType dtype) { return dtype == DType::Float64 ? 1e-10 : 1e-4; }
 
 json psd_section(const std::vector<FormRange>& forms, const ScoreStats& st, DType dtype, Report& r) {
-  const int64_t NL = st.layers, H = st.heads, L = st.levels;
+  const int64_t NL = st.layers, H = st.heads;
   const int64_t n_eig = NL * H > 0 ? static_cast<int64_t>(st.combined.size()) / (NL * H) : 0;
   const double tol = psd_tolerance(dtype);
   Table& t = r.tables["psd.csv"];
@@ -76,7 +76,6 @@ json psd_section(const std::vector<FormRange>& forms, const ScoreStats& st, DTyp
       pairs.push_back({{"layer", i}, {"head", h}, {"levels", levels}, {"condition_3_1", condition},
                        {"combined", combined}, {"consistent_with_3_1", !bad}});
     }
-  (void)L;
   return {{"what", "Proposition 3.1: if every level's per-head symmetrised form Ms_{l,h} = (M + M^T)/2 is PSD "
                    "(condition_3_1), the symmetrised combined score matrix (S_hier + S_hier^T)/2 is PSD on any "
                    "input. level rows: Ms_{l,h}, PSD when min >= -1e-9 max|v|; combined: the valid len x len "
