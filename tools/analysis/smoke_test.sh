@@ -99,9 +99,11 @@ plot_fails "oddrun/config.json: " "$tmp/oddrun" --out "$tmp/p2"
 
 if command -v gnuplot >/dev/null 2>&1; then
   "$bin/hkt-plot" "$tmp/run" "$tmp/run/analysis" --out "$tmp/plots" >/dev/null
-  for f in val_acc train_loss kurtosis directional_share frac_negative lambda eig_ms eig_combined cost; do
+  for f in val_acc train_loss kurtosis directional_share frac_negative lambda eig_ms eig_combined cost kurtosis_dims; do
     [[ -s "$tmp/plots/$f.png" ]] || fail "plots/$f.png missing"
   done
+  "$bin/hkt-plot" "$tmp/approx" --out "$tmp/plots2" >/dev/null
+  [[ -s "$tmp/plots2/approx.png" ]] || fail "plots2/approx.png missing"
 else
   echo "gnuplot not installed: hkt-plot not checked (tools/setup.sh installs gnuplot-nox)"
 fi

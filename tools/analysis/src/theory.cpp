@@ -145,8 +145,14 @@ json kurtosis_dims_section(ScoreStats& st, const AnalysisOptions& opt, Report& r
         ex[l].push_back(exk);
         s.sets.clear();  // the score vectors are no longer needed
       }
+  // kurtosis_levels.csv: the means per level, one column per normalised statistic (what hkt-plot draws).
+  Table& tl = r.tables["kurtosis_levels.csv"];
+  tl.columns = {"level", "kappa_entry"};
+  for (int64_t w : windows) tl.columns.push_back(w > 0 ? "kappa_window_" + std::to_string(w) : "kappa_full_row");
   json by_level = json::array();
   for (int64_t l = 0; l < L; ++l) {
+    tl.rows.push_back({double(l), mean_of(ent[l]) / 3.0});
+    for (size_t w = 0; w < windows.size(); ++w) tl.rows.back().push_back(mean_of(kap[l][w]));
     json ws = json::array();
     for (size_t w = 0; w < windows.size(); ++w)
       ws.push_back({{"window", windows[w] > 0 ? json(windows[w]) : json("full")}, {"p_mean", num(mean_of(pw[l][w]))},
