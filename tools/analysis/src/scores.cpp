@@ -35,9 +35,6 @@ void block_scores(nn::Block& blk, const Tensor& a, const Tensor& valid, std::vec
   levels = {combined};
 }
 
-}  // namespace
-
-namespace {
 // The classifier's input map, as in SequenceClassifier::forward.
 Tensor embed(nn::SequenceClassifier& model, const Tensor& inputs) {
   const nn::ClassifierConfig& cfg = model.config();
