@@ -128,6 +128,8 @@ int approx_main(int argc, char** argv) {
     hkt::analysis::Report r = hkt::analysis::approx_report(models, {target, tm.model.get()}, data, batch_size);
     r.json["source"] = {{"task", tm.train->task}, {"split", split}, {"sample_seed", sample_seed},
                         {"weights", weights}};
+    r.json["target"]["weights"] = tm.weights;
+    for (size_t k = 0; k < lms.size(); ++k) r.json["runs"][k]["weights"] = lms[k].weights;
     hkt::analysis::write_report(out, r);
     const auto& j = r.json;
     std::cout << "target " << target << " (" << j["target"]["attention"].get<std::string>() << "), "

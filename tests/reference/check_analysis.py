@@ -21,7 +21,7 @@ and requires the report's values to agree (1e-9 relative to the largest
 eigenvalue, 1e-12 relative for norms, 1e-6 absolute for the gates, which the
 report prints from float32). Every row the weights define must be in the
 report, and nothing else. The score statistics (kurtosis, combined spectra)
-depend on the sampled data and are not checked here.
+depend on the sampled data: check_scores.py checks them.
 Exit status 0 when everything agrees, 1 otherwise.
 """
 import json

@@ -17,7 +17,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 "$bin/hkt-analyze" "$tmp/run" --samples 8 --cost-reps 1 --cost-levels 2 --cost-batch 1 --threads 1 >"$tmp/out.txt"
 grep -q "kappa" "$tmp/out.txt" || fail "no summary printed"
 for f in report.json kurtosis.csv split.csv spectrum_ms.csv spectrum_combined.csv lambda.csv beta.csv levels.csv cost.csv \
-         psd.csv kurtosis_dims.csv kurtosis_entries.csv; do
+         psd.csv kurtosis_dims.csv kurtosis_entries.csv kurtosis_levels.csv sample.safetensors; do
   [[ -s "$tmp/run/analysis/$f" ]] || fail "analysis/$f missing"
 done
 [[ ! -e "$tmp/run/analysis.tmp" ]] || fail "analysis.tmp left behind"
@@ -36,7 +36,7 @@ train_tiny L1 --model hkt-tiny --levels 1
 "$bin/hkt-analyze" approx --target "$tmp/mha" "$tmp/L1" "$tmp/run" --out "$tmp/approx" --samples 8 --threads 1 \
   >"$tmp/approx.txt"
 grep -q "residual ratio per level" "$tmp/approx.txt" || fail "hkt-analyze approx printed no ratios"
-for f in report.json approx.csv approx_fit.csv; do
+for f in report.json approx.csv approx_fit.csv sample.safetensors; do
   [[ -s "$tmp/approx/$f" ]] || fail "approx/$f missing"
 done
 

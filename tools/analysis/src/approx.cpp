@@ -237,6 +237,7 @@ Report approx_report(const std::vector<ApproxModel>& runs, const ApproxModel& ta
   json files = json::array();
   for (const auto& [name, tb] : rep.tables) files.push_back(name);
   j["tables"] = files;
+  rep.sample = sample_tensors(data);
   return rep;
 }
 

@@ -353,6 +353,7 @@ Report analyze(nn::SequenceClassifier& model, const tasks::Dataset& data, const 
   json files = json::array();
   for (const auto& [name, t] : r.tables) files.push_back(name);
   j["tables"] = files;
+  r.sample = sample_tensors(data);
   return r;
 }
 

@@ -51,12 +51,18 @@ struct Table {
 struct Report {
   nlohmann::json json;                  // report.json
   std::map<std::string, Table> tables;  // file name (e.g. "kurtosis.csv") -> table
+  // The sampled inputs the report was computed on (sample.safetensors: "inputs" and "valid" [N, T]),
+  // so that it can be recomputed independently (tests/reference/check_analysis.py); empty: not written.
+  std::vector<std::pair<std::string, Tensor>> sample;
 };
+
+// The inputs and validity mask of every example of `data`, for Report::sample.
+std::vector<std::pair<std::string, Tensor>> sample_tensors(const tasks::Dataset& data);
 
 // Analyses `model` on every example of `data` (take a sample first; tasks::sample).
 Report analyze(nn::SequenceClassifier& model, const tasks::Dataset& data, const AnalysisOptions& opt = {});
 
-// Writes report.json and the tables into `dir`: first into a sibling temporary
+// Writes report.json, the tables and sample.safetensors (when Report::sample is set) into `dir`: first into a sibling temporary
 // folder, then renamed over `dir` (an existing `dir` is replaced), so that a
 // failure never leaves a half-written report.
 void write_report(const std::string& dir, const Report& r);
