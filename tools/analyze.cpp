@@ -3,12 +3,14 @@
 //   hkt-analyze runs/listops-hkt --samples 64                 # -> runs/listops-hkt/analysis/
 //   hkt-analyze runs/x/checkpoint --task listops --out /tmp/a # a checkpoint folder, the task named
 //   hkt-plot --analysis runs/listops-hkt/analysis --out plots # the figures
+//   hkt-analyze approx --target runs/mha runs/L1 runs/L2 runs/L3 --out runs/approx   # error against L
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 
+#include "hkt/analysis/approx.hpp"
 #include "hkt/analysis/report.hpp"
 #include "hkt/hkt.hpp"
 #include "hkt/tasks/registry.hpp"
@@ -43,25 +45,136 @@ void print_summary(const hkt::analysis::Report& r, const std::string& out) {
     for (const auto& c : j["cost"]["rows"])
       std::cout << c["levels"] << " | " << fmt(c["flop_ratio"]) << " | " << fmt(c["time_ratio"]) << "\n";
   }
+  const auto& psd = j["psd"];
+  std::cout << "Proposition 3.1 (per layer and head): condition (every Ms_{l,h} PSD) holds for "
+            << psd["condition_holds"] << " of " << psd["pairs"] << "; symmetrised combined scores PSD (min eig >= -"
+            << fmt(psd["tolerance"]) << " max|eig|) for " << psd["combined_psd"] << " of " << psd["pairs"];
+  if (psd["inconsistent"].get<int64_t>() > 0) std::cout << "; " << psd["inconsistent"] << " CONTRADICT it";
+  std::cout << "\nkurtosis per level (means over layers and heads), each with its normalisation and Gaussian value:\n";
+  for (const auto& e : j["kurtosis_dims"]["by_level"]) {
+    std::cout << "level " << e["level"] << ": per entry m4/m2^2 = " << fmt(e["entry_kurtosis_mean"])
+              << " (Gaussian 3), excess m4/m2^2-3 = " << fmt(e["entry_excess_kurtosis_mean"])
+              << " (Gaussian 0); per score row, Mardia b2/(r(r+2)) (Gaussian 1):";
+    for (const auto& w : e["windows"])
+      std::cout << " " << (w["window"].is_string() ? std::string("full row") : "window " + w["window"].dump())
+                << " (mean p " << fmt(w["p_mean"]) << ") " << fmt(w["kappa_mean"]) << ";";
+    std::cout << "\n";
+  }
   std::cout << "(means over layers and heads; written to " << out << "/report.json and "
             << j["tables"].size() << " CSV files)\n";
+}
+
+// hkt-analyze approx: the approximation error of a level sweep against a target (approx.hpp).
+int approx_main(int argc, char** argv) {
+  CLI::App app{"hkt-analyze approx: for trained runs of a level sweep (HKT with L = 1, 2, ...), the relative "
+               "Frobenius error of each run's combined score matrices to a target's (a trained MHA run of the same "
+               "task, or the largest-L run) on the same inputs, per L, and a log-linear fit of whether it falls "
+               "geometrically in L (slope with its 95% interval). Writes OUT/report.json, approx.csv and "
+               "approx_fit.csv (docs/analysis.md).",
+               "hkt-analyze approx"};
+  std::string target, out, data_dir, split = "val", weights = "best";
+  std::vector<std::string> runs;
+  int64_t samples = 16, batch_size = 4, threads = 0, seq_len = 0;
+  uint64_t sample_seed = 0;
+  app.add_option("runs", runs, "run folders (or checkpoints / .safetensors files) of the level sweep")->required();
+  app.add_option("--target", target, "the run whose scores are the target")->required();
+  app.add_option("--out", out, "output folder (replaced atomically if it exists)")->required();
+  app.add_option("--weights", weights, "for run folders: best or final")
+      ->check(CLI::IsMember({"best", "final"}))
+      ->capture_default_str();
+  app.add_option("--data-dir", data_dir, "data folder for file-based tasks (default: the target's)");
+  app.add_option("--seq-len", seq_len, "sequence length (default: the target's)")->check(kNonNegative);
+  app.add_option("--split", split, "which split to sample")
+      ->check(CLI::IsMember({"val", "test", "train"}))
+      ->capture_default_str();
+  app.add_option("--samples", samples, "examples drawn from the split (seeded)")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--sample-seed", sample_seed, "seed of the sample")->capture_default_str();
+  app.add_option("--batch-size", batch_size, "examples per forward pass")->check(kPositive)->capture_default_str();
+  app.add_option("--threads", threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)")->check(kNonNegative);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    if (threads > 0) hkt::set_num_threads(static_cast<int>(threads));
+    for (const std::string& p : runs) HKT_CHECK(fs::exists(p), "'", p, "' not found");
+    HKT_CHECK(fs::exists(target), "--target '", target, "' not found");
+    hkt::analysis::LoadedModel tm = hkt::analysis::load_trained(target, weights);
+    HKT_CHECK(tm.train.has_value(), "the target '", tm.weights, "' does not say which task it was trained on");
+    hkt::tasks::TaskOptions topts = tm.train->data;
+    if (!data_dir.empty()) topts.data_dir = data_dir;
+    if (seq_len > 0) topts.seq_len = seq_len;
+    std::vector<hkt::analysis::LoadedModel> lms;
+    for (const std::string& p : runs) {
+      lms.push_back(hkt::analysis::load_trained(p, weights));
+      const auto& tr = lms.back().train;
+      HKT_CHECK(!tr || tr->task == tm.train->task, "'", p, "' was trained on ", tr ? tr->task : "", ", the target on ",
+                tm.train->task, ": compare runs of one task");
+    }
+    const hkt::tasks::Splits splits = hkt::tasks::load_task(tm.train->task, topts);
+    const hkt::tasks::Dataset& whole = split == "val" ? splits.val : split == "test" ? splits.test : splits.train;
+    const hkt::tasks::Dataset data = hkt::tasks::sample(whole, samples, sample_seed);
+    std::vector<hkt::analysis::ApproxModel> models;
+    // A run that is the target (the same weights file) is compared as the target itself: error 0, not fitted.
+    auto same = [](const std::string& a, const std::string& b) {
+      std::error_code ec;
+      return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
+    };
+    for (size_t k = 0; k < lms.size(); ++k)
+      models.push_back({runs[k], same(lms[k].weights, tm.weights) ? tm.model.get() : lms[k].model.get()});
+    hkt::analysis::Report r = hkt::analysis::approx_report(models, {target, tm.model.get()}, data, batch_size);
+    r.json["source"] = {{"task", tm.train->task}, {"split", split}, {"sample_seed", sample_seed},
+                        {"weights", weights}};
+    r.json["target"]["weights"] = tm.weights;
+    for (size_t k = 0; k < lms.size(); ++k) r.json["runs"][k]["weights"] = lms[k].weights;
+    hkt::analysis::write_report(out, r);
+    const auto& j = r.json;
+    std::cout << "target " << target << " (" << j["target"]["attention"].get<std::string>() << "), "
+              << j["data"]["examples"] << " examples of " << j["data"]["name"].get<std::string>()
+              << "\nrun | L | rel. Frobenius error of the row-centred scores (heads matched) | with a scalar per head\n";
+    for (const auto& e : j["runs"])
+      std::cout << e["label"].get<std::string>() << " | " << (e["levels"].is_null() ? "mha" : e["levels"].dump())
+                << " | " << fmt(e["rel_error"]) << " | " << fmt(e["rel_error_fitted"])
+                << (e["is_target"].get<bool>() ? " (the target)" : "") << "\n";
+    for (const auto& e : j["ratios"])
+      std::cout << "L " << fmt(e["from_levels"]) << " -> " << fmt(e["to_levels"]) << ": residual ratio per level "
+                << fmt(e["ratio_per_level"]) << " (fitted " << fmt(e["ratio_per_level_fitted"]) << ")\n";
+    for (const char* k : {"fit", "fit_fitted"}) {
+      const auto& f = j[k];
+      std::cout << k << ": log(err) = a + b L over " << f["points"] << " runs: b = " << fmt(f["slope"]);
+      if (f.contains("slope_95"))
+        std::cout << " [" << fmt(f["slope_95"][0]) << ", " << fmt(f["slope_95"][1]) << "], factor per level "
+                  << fmt(f["factor"]) << " [" << fmt(f["factor_95"][0]) << ", " << fmt(f["factor_95"][1]) << "]";
+      std::cout << ": " << f["verdict"].get<std::string>() << "\n";
+    }
+    std::cout << "(written to " << out << ")\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "hkt-analyze approx: error: " << e.what() << "\n";
+    return 1;
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "approx") return approx_main(argc - 1, argv + 1);
   CLI::App app{
       "hkt-analyze: analyse a trained classifier on a sample of its task's data: Mardia's kurtosis of the scores, "
       "spectra of the symmetrised bilinear forms Ms_l and of the combined score matrix, the reciprocal / "
-      "directional split ||Ms_l||, ||Ma_l||, the level weights lambda and gates beta, and the score cost next to "
-      "measured time. Writes OUT/report.json and CSV tables (docs/analysis.md explains each quantity); "
+      "directional split ||Ms_l||, ||Ma_l||, the level weights lambda and gates beta, Proposition 3.1's PSD "
+      "condition per head (psd.csv), the kurtosis at several dimensions (kurtosis_dims.csv) and the score cost "
+      "next to measured time. 'hkt-analyze approx --help': the approximation error of a level sweep. Writes OUT/report.json and CSV tables (docs/analysis.md explains each quantity); "
       "hkt-plot draws them.",
       "hkt-analyze"};
   std::string path, out, task, data_dir, split = "val", weights = "best";
   int64_t seq_len = 0, samples = 64, threads = 0;
   uint64_t sample_seed = 0;
   AnalysisOptions opt;
-  bool no_cost = false;
+  bool no_cost = false, no_full_row = false;
   app.add_option("path", path,
                  "a run folder of hkt-train (best.safetensors, or checkpoint/ with --weights final), a checkpoint "
                  "folder (model.safetensors) or a .safetensors file written by hkt")
@@ -84,6 +197,15 @@ int main(int argc, char** argv) {
   app.add_option("--sample-seed", sample_seed, "seed of the sample")->capture_default_str();
   app.add_option("--window", opt.window,
                  "p: the score vectors are S_l[i, 0:p] (capped by the median sequence length at each level)")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--kurtosis-windows", opt.kurtosis_windows,
+                 "key windows of the kurtosis at several dimensions (kurtosis_dims.csv)")
+      ->check(kPositive)
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_flag("--no-full-row", no_full_row, "skip the full-row kurtosis (p = median len_l)");
+  app.add_option("--full-row-max", opt.full_row_max, "widest full row whose kurtosis is computed")
       ->check(kPositive)
       ->capture_default_str();
   app.add_option("--eig-samples", opt.eig_samples, "examples whose combined score matrix is diagonalised")
@@ -111,6 +233,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   opt.cost = !no_cost;
+  opt.full_row = !no_full_row;
 
   try {
     if (threads > 0) hkt::set_num_threads(static_cast<int>(threads));

@@ -8,6 +8,7 @@
 // each figure is a gnuplot script (OUT/<name>.gp, kept so it can be edited and rerun) drawn from CSV
 // files with the pngcairo (or svg) terminal.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -176,6 +177,23 @@ void plot_analysis(const fs::path& dir, const std::string& prefix, Plotter& plt)
 }
 void plot_analysis_json(const fs::path& dir, const std::string& prefix, Plotter& plt) {
   const json rep = json::parse(read_text(dir / "report.json"), nullptr, false);
+  if (rep.is_object() && rep.value("tool", "") == "hkt-analyze approx") {
+    // approx.csv: run, levels, layer, rel_error, rel_error_fitted; the pooled rows (layer -1) of HKT runs.
+    std::string fit;
+    for (const std::string k : {"fit", "fit_fitted"})
+      if (rep[k].contains("slope_95"))
+        fit += ", exp(" + std::to_string(rep[k]["intercept"].get<double>()) + " + " +
+               std::to_string(rep[k]["slope"].get<double>()) + " * x) dt 2 lc " + (k == "fit" ? "1" : "2") +
+               " title 'log-linear fit" + (k == "fit" ? "'" : " (scalar per head)'");
+    plt.draw({prefix + "approx",
+              "set title 'Score error against the target'\nset key noenhanced\nset xlabel 'levels L'\n"
+              "set ylabel 'relative Frobenius error'\nset xtics 1\nset offsets 0.25, 0.25, 0, 0\nset logscale y\nplot " + q(dir / "approx.csv") +
+                  " skip 1 using 2:($3 == -1 && $2 > 0 ? $4 : 1/0) with points pt 7 lc 1 title 'rel. error', " +
+                  q(dir / "approx.csv") +
+                  " skip 1 using 2:($3 == -1 && $2 > 0 ? $5 : 1/0) with points pt 5 lc 2 title "
+                  "'rel. error, a scalar per head'" + fit + "\n"});
+    return;
+  }
   if (!rep.is_object() || !rep.contains("model_config"))
     throw Fail((dir / "report.json").string() + ": not a report of hkt-analyze");
   const int64_t layers = rep["model_config"]["layers"].get<int64_t>();
@@ -224,6 +242,19 @@ void plot_analysis_json(const fs::path& dir, const std::string& prefix, Plotter&
                 ")'\nset xlabel 'eigenvalue'\nset ylabel 'count'\nset arrow from 0, graph 0 to 0, graph 1 nohead dt "
                 "2\nset style fill solid 0.5\nplot " + q(dir / "hist_combined.csv") +
                 " skip 1 using 1:2 with boxes title 'all layers, heads, samples'\n"});
+  if (fs::exists(dir / "kurtosis_levels.csv")) {
+    // kurtosis_levels.csv: level, kappa_entry, then one kappa column per window (means over layers, heads).
+    std::istringstream head(read_text(dir / "kurtosis_levels.csv"));
+    std::string header;
+    std::getline(head, header);
+    const int64_t cols = static_cast<int64_t>(std::count(header.begin(), header.end(), ',')) + 1;
+    plt.draw({prefix + "kurtosis_dims",
+              "set title 'Kurtosis of the scores at several dimensions, normalised to 1 = Gaussian (" + model +
+                  ")'\nset xlabel 'level l'\nset ylabel 'kurtosis / Gaussian value'\nset xtics 1\nset logscale y\n"
+                  "set key noenhanced\nplot for [c=2:" + std::to_string(cols) + "] " + q(dir / "kurtosis_levels.csv") +
+                  " using 1:c with linespoints pt 7 title columnheader(c), 1 dt 2 lc 'black' title 'Gaussian', 33 "
+                  "dt 3 lc 'red' title 'paper: about 33'\n"});
+  }
   if (fs::exists(dir / "cost.csv")) {
     plt.draw({prefix + "cost",
               "set title 'Cost of HKT relative to MHA, one attention layer'\nset xlabel 'levels L'\nset ylabel "
@@ -240,7 +271,8 @@ int main(int argc, char** argv) {
       "hkt-plot: draw figures with gnuplot. Each FOLDER is a run folder of hkt-train (metrics.jsonl: validation "
       "accuracy of all runs on one plot, and their training loss) or an analysis folder of hkt-analyze "
       "(report.json: kurtosis, directional share, fraction of negative eigenvalues and lambda per level, "
-      "eigenvalue histograms, cost). Writes OUT/*.png (or .svg), the CSV files they are drawn from and the "
+      "eigenvalue histograms, kurtosis at several dimensions, cost; or, from hkt-analyze approx, the score error "
+      "against L). Writes OUT/*.png (or .svg), the CSV files they are drawn from and the "
       "gnuplot scripts (*.gp).",
       "hkt-plot"};
   std::vector<std::string> folders;

@@ -13,12 +13,15 @@ and head (-1 = the whole layer):
                     columns), and their sign counts (|v| <= 1e-9 max|v| is 0)
   split             ||M||_F, ||Ms||_F, ||Ma||_F and ||Ma|| / ||M||
   gates             lambda = softmax(theta), beta = sigmoid(gate)
+  psd               per layer and head, each level's Ms_{l,h} smallest and largest
+                    eigenvalue and whether it is PSD (min >= -1e-9 max|v|), and
+                    Proposition 3.1's condition (every level PSD)
 
 and requires the report's values to agree (1e-9 relative to the largest
 eigenvalue, 1e-12 relative for norms, 1e-6 absolute for the gates, which the
 report prints from float32). Every row the weights define must be in the
 report, and nothing else. The score statistics (kurtosis, combined spectra)
-depend on the sampled data and are not checked here.
+depend on the sampled data: check_scores.py checks them.
 Exit status 0 when everything agrees, 1 otherwise.
 """
 import json
@@ -44,6 +47,8 @@ def main(argv):
     errors = []
 
     bil = {(r["layer"], r["level"], r["head"]): r for r in report["spectra"]["bilinear"]}
+    psd = {(r["layer"], r["head"]): r for r in report["psd"]["heads"]}
+    condition = {}
     split = {(r["layer"], r["level"], r["head"]): r for r in report["split"]}
     expected = set()
     for layer in range(cfg["layers"]):
@@ -63,6 +68,16 @@ def main(argv):
                 ev = np.linalg.eigvalsh(ms)
                 tol0 = 1e-9 * np.abs(ev).max()
                 neg, pos = int((ev < -tol0).sum()), int((ev > tol0).sum())
+                if head >= 0:
+                    ok = bool(ev[0] >= -tol0)
+                    condition[(layer, head)] = condition.get((layer, head), True) and ok
+                    p = psd.get((layer, head))
+                    row = None if p is None else next((x for x in p["levels"] if x["level"] == level), None)
+                    if row is None:
+                        errors.append("psd: no row for layer %d, level %d, head %d" % key)
+                    elif (abs(row["min"] - ev[0]) > 1e-9 * np.abs(ev).max()
+                          or abs(row["max"] - ev[-1]) > 1e-9 * np.abs(ev).max() or row["psd"] != ok):
+                        errors.append("psd: Ms range or PSD flag at layer %d, level %d, head %d differ" % key)
                 r = bil.get(key)
                 if r is None:
                     errors.append("spectra.bilinear: no row for layer %d, level %d, head %d" % key)
@@ -88,6 +103,12 @@ def main(argv):
                         if abs(g - ref) > 1e-12 * max(abs(ref), 1e-300):
                             errors.append("%s at layer %d, level %d, head %d: report %.17g, reference %.17g"
                                           % (name, *key, g, ref))
+    for key, ok in condition.items():
+        if key in psd and psd[key]["condition_3_1"] != ok:
+            errors.append("psd: condition_3_1 at layer %d, head %d: report %s, reference %s"
+                          % (*key, psd[key]["condition_3_1"], ok))
+    if set(psd) != set(condition):
+        errors.append("psd: (layer, head) rows %s, expected %s" % (sorted(psd), sorted(condition)))
     for what, rows in (("spectra.bilinear", bil), ("split", split)):
         extra = sorted(set(rows) - expected)
         if extra:
@@ -109,7 +130,8 @@ def main(argv):
     rows = len(expected)
     for e in errors:
         print("    " + e)
-    print("analysis report: %d bilinear and split rows, %s" % (rows, "ok" if not errors else "FAILED"))
+    print("analysis report: %d bilinear and split rows, %d psd rows, %s"
+          % (rows, len(condition), "ok" if not errors else "FAILED"))
     return 1 if errors else 0
 
 

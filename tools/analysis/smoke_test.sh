@@ -16,10 +16,29 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
   --batch-size 16 --steps 4 --eval-every 2 --run-dir "$tmp/run" --quiet --threads 1
 "$bin/hkt-analyze" "$tmp/run" --samples 8 --cost-reps 1 --cost-levels 2 --cost-batch 1 --threads 1 >"$tmp/out.txt"
 grep -q "kappa" "$tmp/out.txt" || fail "no summary printed"
-for f in report.json kurtosis.csv split.csv spectrum_ms.csv spectrum_combined.csv lambda.csv beta.csv levels.csv cost.csv; do
+for f in report.json kurtosis.csv split.csv spectrum_ms.csv spectrum_combined.csv lambda.csv beta.csv levels.csv cost.csv \
+         psd.csv kurtosis_dims.csv kurtosis_entries.csv kurtosis_levels.csv sample.safetensors; do
   [[ -s "$tmp/run/analysis/$f" ]] || fail "analysis/$f missing"
 done
 [[ ! -e "$tmp/run/analysis.tmp" ]] || fail "analysis.tmp left behind"
+grep -q "Proposition 3.1" "$tmp/out.txt" || fail "no Proposition 3.1 summary printed"
+grep -q "Mardia b2/(r(r+2)) (Gaussian 1)" "$tmp/out.txt" || fail "no kurtosis normalisation printed"
+
+# hkt-analyze approx: a level sweep (L = 1 and the run's L = 3) against an MHA target.
+train_tiny() {  # DIR ARGS...
+  local dir="$1"
+  shift
+  "$bin/hkt-train" --task synthetic --seq-len 16 --train-size 64 --val-size 32 --test-size 32 --batch-size 16 \
+    --steps 2 --eval-every 2 --run-dir "$tmp/$dir" --quiet --threads 1 "$@"
+}
+train_tiny mha --model mha-tiny
+train_tiny L1 --model hkt-tiny --levels 1
+"$bin/hkt-analyze" approx --target "$tmp/mha" "$tmp/L1" "$tmp/run" --out "$tmp/approx" --samples 8 --threads 1 \
+  >"$tmp/approx.txt"
+grep -q "residual ratio per level" "$tmp/approx.txt" || fail "hkt-analyze approx printed no ratios"
+for f in report.json approx.csv approx_fit.csv sample.safetensors; do
+  [[ -s "$tmp/approx/$f" ]] || fail "approx/$f missing"
+done
 
 # hkt-eval on the run's own test split reproduces summary.json's test accuracy exactly.
 "$bin/hkt-eval" "$tmp/run" --json "$tmp/eval.json" >"$tmp/eval.txt"
@@ -46,6 +65,12 @@ rc="$(status "$bin/hkt-eval" "$tmp/run" --device cuda)"
 [[ "$(status "$bin/hkt-analyze" "$tmp/missing")" == 1 ]] || fail "a missing path should exit 1"
 [[ "$(status "$bin/hkt-analyze" "$tmp/run" --task nosuch)" == 2 ]] || fail "--task nosuch should exit 2"
 [[ "$(status "$bin/hkt-analyze" "$tmp/run" --seq-len -5)" == 2 ]] || fail "--seq-len -5 should exit 2"
+[[ "$(status "$bin/hkt-analyze" "$tmp/run" --kurtosis-windows 4,0)" == 2 ]] || fail "--kurtosis-windows 4,0 should exit 2"
+[[ "$(status "$bin/hkt-analyze" approx --help)" == 0 ]] || fail "approx --help should exit 0"
+[[ "$(status "$bin/hkt-analyze" approx "$tmp/run" --out "$tmp/a2")" == 2 ]] || fail "approx without --target should exit 2"
+[[ "$(status "$bin/hkt-analyze" approx "$tmp/missing" --target "$tmp/run" --out "$tmp/a2")" == 1 ]] ||
+  fail "approx of a missing run should exit 1"
+[[ ! -e "$tmp/a2" ]] || fail "a failed approx left its output folder"
 [[ "$(status "$bin/hkt-plot" "$tmp/missing" --out "$tmp/p")" == 1 ]] || fail "hkt-plot of a missing folder should exit 1"
 [[ "$(status "$bin/hkt-plot")" == 2 ]] || fail "hkt-plot without folders should exit 2"
 # plot_fails TEXT ARGS...: hkt-plot ARGS must exit 1 with TEXT in its message.
@@ -74,9 +99,11 @@ plot_fails "oddrun/config.json: " "$tmp/oddrun" --out "$tmp/p2"
 
 if command -v gnuplot >/dev/null 2>&1; then
   "$bin/hkt-plot" "$tmp/run" "$tmp/run/analysis" --out "$tmp/plots" >/dev/null
-  for f in val_acc train_loss kurtosis directional_share frac_negative lambda eig_ms eig_combined cost; do
+  for f in val_acc train_loss kurtosis directional_share frac_negative lambda eig_ms eig_combined cost kurtosis_dims; do
     [[ -s "$tmp/plots/$f.png" ]] || fail "plots/$f.png missing"
   done
+  "$bin/hkt-plot" "$tmp/approx" --out "$tmp/plots2" >/dev/null
+  [[ -s "$tmp/plots2/approx.png" ]] || fail "plots2/approx.png missing"
 else
   echo "gnuplot not installed: hkt-plot not checked (tools/setup.sh installs gnuplot-nox)"
 fi

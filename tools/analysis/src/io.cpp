@@ -60,6 +60,7 @@ void write_report(const std::string& dir, const Report& r) {
   try {
     write_text(tmp / "report.json", r.json.dump(2) + "\n");
     for (const auto& [name, t] : r.tables) write_text(tmp / name, t.csv());
+    if (!r.sample.empty()) save_safetensors((tmp / "sample.safetensors").string(), r.sample);
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;
@@ -72,6 +73,13 @@ void write_report(const std::string& dir, const Report& r) {
   fs::rename(tmp, out, ec);
   HKT_CHECK(!ec, "write_report: cannot rename '", tmp.string(), "' to '", out.string(), "': ", ec.message());
   fs::remove_all(old, ec);
+}
+
+std::vector<std::pair<std::string, Tensor>> sample_tensors(const tasks::Dataset& data) {
+  std::vector<int64_t> idx(static_cast<size_t>(data.size()));
+  for (int64_t i = 0; i < data.size(); ++i) idx[i] = i;
+  const tasks::Batch b = data.batch(idx);
+  return {{"inputs", b.inputs}, {"valid", b.valid}};
 }
 
 LoadedModel load_trained(const std::string& path, const std::string& weights) {

@@ -8,6 +8,7 @@
 
 #include "hkt/hkt.hpp"
 #include "scores.hpp"
+#include "theory.hpp"
 
 namespace hkt::analysis {
 namespace {
@@ -137,14 +138,21 @@ json cost_section(const nn::ClassifierConfig& cfg, int64_t T, const AnalysisOpti
 
 Report analyze(nn::SequenceClassifier& model, const tasks::Dataset& data, const AnalysisOptions& opt) {
   const nn::ClassifierConfig& cfg = model.config();
-  ScoreStats st = collect_scores(model, data, opt.window, opt.eig_samples, opt.batch_size);
+  for (int64_t w : opt.kurtosis_windows)
+    HKT_CHECK(w >= 1, "analysis: a kurtosis window must be >= 1, got ", w);
+  std::vector<int64_t> windows = opt.kurtosis_windows;
+  if (opt.full_row) windows.push_back(0);
+  ScoreStats st = collect_scores(model, data, opt.window, opt.eig_samples, opt.batch_size, windows,
+                                 opt.full_row_max);
   const int64_t NL = st.layers, H = st.heads, L = st.levels, D = cfg.dim;
   Report r;
   json& j = r.json;
   j["tool"] = "hkt-analyze";
   j["model_config"] = json::parse(cfg.to_json());
   j["data"] = {{"name", data.name}, {"examples", data.size()}, {"seq_len", data.seq_len}};
-  j["options"] = {{"window", opt.window}, {"eig_samples", opt.eig_samples}, {"bins", opt.bins}};
+  j["options"] = {{"window", opt.window}, {"eig_samples", opt.eig_samples}, {"bins", opt.bins},
+                  {"kurtosis_windows", opt.kurtosis_windows}, {"full_row", opt.full_row},
+                  {"full_row_max", opt.full_row_max}};
   j["definitions"] = {
       {"score_vectors", "x_i = S_l[i, 0:p] (query i's scores against the first p keys of level l, before the "
                         "mask), one vector per valid query of every example with len_l >= p; p = min(window, "
@@ -170,24 +178,24 @@ Report analyze(nn::SequenceClassifier& model, const tasks::Dataset& data, const 
     for (int64_t h = 0; h < H; ++h)
       for (int64_t l = 0; l < L; ++l) {
         LevelScores& s = st.at(i, h, l);
-        const int64_t n = static_cast<int64_t>(s.rows.size()) / s.p;
-        const Mardia m = mardia_kurtosis(s.rows, n, s.p);
+        const RowSet& set = s.sets.at(s.p);
+        const int64_t n = static_cast<int64_t>(set.rows.size()) / s.p;
+        const Mardia m = mardia_kurtosis(set.rows, n, s.p);
         const double ex = s.entries.excess_kurtosis();
         const double kappa = m.ok ? m.kappa : kNaN;
         kappa_by[i * L + l].push_back(kappa);
         ex_by[i * L + l].push_back(ex);
-        json e = {{"layer", i}, {"head", h}, {"level", l}, {"p", s.p}, {"examples", s.examples}, {"n", n},
+        json e = {{"layer", i}, {"head", h}, {"level", l}, {"p", s.p}, {"examples", set.examples}, {"n", n},
                   {"rank", m.rank},
                   {"b2", num(m.ok ? m.b2 : kNaN)}, {"gaussian_reference", num(m.ok ? m.reference : kNaN)},
                   {"kappa", num(kappa)}, {"z", num(m.ok ? m.z : kNaN)}, {"excess_kurtosis", num(ex)},
                   {"entries", s.entries.count()}};
         if (!m.note.empty()) e["note"] = m.note;
         kurt.push_back(e);
-        kt.rows.push_back({double(i), double(h), double(l), double(s.p), double(s.examples), double(n),
+        kt.rows.push_back({double(i), double(h), double(l), double(s.p), double(set.examples), double(n),
                            double(m.rank),
                            m.ok ? m.b2 : kNaN, m.ok ? m.reference : kNaN, kappa, m.ok ? m.z : kNaN, ex,
                            double(s.entries.count())});
-        s.rows = {};
       }
   j["kurtosis"] = kurt;
 
@@ -202,6 +210,7 @@ Report analyze(nn::SequenceClassifier& model, const tasks::Dataset& data, const 
   std::vector<std::vector<double>> share_by(static_cast<size_t>(NL * L)), neg_by(static_cast<size_t>(NL * L));
   std::vector<std::vector<double>> share_layer(static_cast<size_t>(NL * L)), neg_layer(static_cast<size_t>(NL * L));
   std::vector<std::vector<double>> ms_vals(static_cast<size_t>(L)), ms_layer_vals(static_cast<size_t>(L));
+  std::vector<FormRange> forms;  // per head, for Proposition 3.1's condition
   for (int64_t i = 0; i < NL; ++i) {
     auto blk = model.blocks->at<nn::Block>(static_cast<size_t>(i));
     for (int64_t l = 0; l < L; ++l) {
@@ -211,6 +220,7 @@ Report analyze(nn::SequenceClassifier& model, const tasks::Dataset& data, const 
         const BilinearSplit s = split_bilinear(head_form(wq, wk, D, H, h), D);
         const std::vector<double> vals = sym_eig(s.sym, D).values;
         const SignCount c = sign_count(vals, kZeroTol);
+        if (h >= 0) forms.push_back({i, h, l, c.min, c.max});
         (h < 0 ? share_layer : share_by)[i * L + l].push_back(s.directional_share);
         (h < 0 ? neg_layer : neg_by)[i * L + l].push_back(c.frac_negative);
         const std::vector<double> nz = nonzero(vals);
@@ -260,6 +270,8 @@ Report analyze(nn::SequenceClassifier& model, const tasks::Dataset& data, const 
       comb_all.insert(comb_all.end(), pooled.begin(), pooled.end());
     }
   j["spectra"] = {{"bilinear", bil}, {"combined", comb}};
+  j["psd"] = psd_section(forms, st, cfg.dtype, r);
+  j["kurtosis_dims"] = kurtosis_dims_section(st, opt, r);
 
   // Histograms: nonzero eigenvalues of Ms per level (pooled over layers and heads); combined spectra.
   for (const char* name : {"hist_ms.csv", "hist_ms_layer.csv"}) {
@@ -341,6 +353,7 @@ Report analyze(nn::SequenceClassifier& model, const tasks::Dataset& data, const 
   json files = json::array();
   for (const auto& [name, t] : r.tables) files.push_back(name);
   j["tables"] = files;
+  r.sample = sample_tensors(data);
   return r;
 }
 

@@ -35,10 +35,35 @@ void block_scores(nn::Block& blk, const Tensor& a, const Tensor& valid, std::vec
   levels = {combined};
 }
 
+// The classifier's input map, as in SequenceClassifier::forward.
+Tensor embed(nn::SequenceClassifier& model, const Tensor& inputs) {
+  const nn::ClassifierConfig& cfg = model.config();
+  Tensor x = model.embed ? model.embed->forward(inputs) : model.input_map->forward(to_dtype(inputs, cfg.dtype));
+  return x + slice(model.pos, 0, 0, inputs.size(1));
+}
 }  // namespace
 
+std::vector<Tensor> layer_scores(nn::SequenceClassifier& model, const Tensor& inputs, const Tensor& valid) {
+  const bool was_training = model.is_training();
+  model.eval();
+  NoGradGuard ng;
+  Tensor x = embed(model, inputs);
+  std::vector<Tensor> out;
+  for (int64_t layer = 0; layer < model.config().layers; ++layer) {
+    auto blk = model.blocks->at<nn::Block>(static_cast<size_t>(layer));
+    std::vector<Tensor> levels;
+    Tensor combined;
+    block_scores(*blk, blk->ln1->forward(x), valid, levels, combined);
+    out.push_back(combined);
+    x = blk->forward(x, valid);
+  }
+  model.train(was_training);
+  return out;
+}
+
 ScoreStats collect_scores(nn::SequenceClassifier& model, const tasks::Dataset& data, int64_t window,
-                          int64_t eig_samples, int64_t batch_size) {
+                          int64_t eig_samples, int64_t batch_size, const std::vector<int64_t>& windows,
+                          int64_t max_p) {
   HKT_CHECK(data.size() >= 1, "analysis: the data set '", data.name, "' has no examples");
   HKT_CHECK(window >= 1 && batch_size >= 1 && eig_samples >= 0, "analysis: window (", window, ") and batch size (",
             batch_size, ") must be >= 1, eig_samples (", eig_samples, ") >= 0");
@@ -57,7 +82,18 @@ ScoreStats collect_scores(nn::SequenceClassifier& model, const tasks::Dataset& d
   const int64_t median_len = lens[(lens.size() - 1) / 2];
   for (int64_t i = 0; i < st.layers; ++i)
     for (int64_t h = 0; h < st.heads; ++h)
-      for (int64_t l = 0; l < st.levels; ++l) st.at(i, h, l).p = std::min(window, level_len(median_len, l));
+      for (int64_t l = 0; l < st.levels; ++l) {
+        LevelScores& ls = st.at(i, h, l);
+        const int64_t full = level_len(median_len, l);
+        ls.p = std::min(window, full);
+        ls.sets[ls.p];
+        for (int64_t w : windows) {
+          const int64_t p = w > 0 ? std::min(w, full) : full;
+          const bool fits = max_p <= 0 || p <= max_p;
+          ls.window_p.push_back(fits ? p : 0);
+          if (fits) ls.sets[p];
+        }
+      }
   const int64_t n_eig = std::min(eig_samples, data.size());
   st.combined.resize(static_cast<size_t>(st.layers * st.heads * n_eig));
 
@@ -70,10 +106,7 @@ ScoreStats collect_scores(nn::SequenceClassifier& model, const tasks::Dataset& d
     std::vector<int64_t> idx(static_cast<size_t>(B));
     for (int64_t b = 0; b < B; ++b) idx[b] = lo + b;
     const tasks::Batch batch = data.batch(idx);
-    // The classifier's input map, as in SequenceClassifier::forward.
-    Tensor x = model.embed ? model.embed->forward(batch.inputs)
-                           : model.input_map->forward(to_dtype(batch.inputs, cfg.dtype));
-    x = x + slice(model.pos, 0, 0, T);
+    Tensor x = embed(model, batch.inputs);
     for (int64_t layer = 0; layer < st.layers; ++layer) {
       auto blk = model.blocks->at<nn::Block>(static_cast<size_t>(layer));
       std::vector<Tensor> levels;
@@ -87,12 +120,13 @@ ScoreStats collect_scores(nn::SequenceClassifier& model, const tasks::Dataset& d
           for (int64_t h = 0; h < st.heads; ++h) {
             LevelScores& acc = st.at(layer, h, l);
             const double* m = s.data() + (b * st.heads + h) * Tl * Tl;
-            const bool rows = len >= acc.p;  // its window holds real keys only
-            acc.examples += rows;
-            for (int64_t i = 0; i < len; ++i) {
-              if (rows) acc.rows.insert(acc.rows.end(), m + i * Tl, m + i * Tl + acc.p);
-              for (int64_t j = 0; j < len; ++j) acc.entries.add(m[i * Tl + j]);
+            for (auto& [p, set] : acc.sets) {
+              if (len < p) continue;  // a window must hold real keys only
+              ++set.examples;
+              for (int64_t i = 0; i < len; ++i) set.rows.insert(set.rows.end(), m + i * Tl, m + i * Tl + p);
             }
+            for (int64_t i = 0; i < len; ++i)
+              for (int64_t j = 0; j < len; ++j) acc.entries.add(m[i * Tl + j]);
           }
         }
       }

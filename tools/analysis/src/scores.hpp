@@ -2,6 +2,7 @@
 // reduced to what the report needs (analysis/src/scores.cpp).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "hkt/analysis/stats.hpp"
@@ -10,12 +11,18 @@
 
 namespace hkt::analysis {
 
+// The score vectors of one key window p.
+struct RowSet {
+  int64_t examples = 0;      // examples with len_l >= p, which give score vectors
+  std::vector<double> rows;  // n x p: S_l[i, 0:p] for every valid query i of those examples
+};
+
 // One (layer, head, level) of the scores S_l.
 struct LevelScores {
-  int64_t p = 0;               // the key window of the score vectors
-  int64_t examples = 0;        // examples with len_l >= p, which give score vectors
-  std::vector<double> rows;    // n x p: S_l[i, 0:p] for every valid query i of those examples
-  Moments entries;             // every S_l[i, j] with i, j valid
+  int64_t p = 0;                   // the key window of --window's score vectors
+  std::vector<int64_t> window_p;   // p of each requested window (0: not collected, too wide)
+  std::map<int64_t, RowSet> sets;  // p -> its score vectors (p and every collected window_p)
+  Moments entries;                 // every S_l[i, j] with i, j valid
 };
 
 // One (layer, head) of the symmetrised combined score matrix (S_hier + S_hier^T) / 2 over the valid
@@ -36,7 +43,14 @@ struct ScoreStats {
 
 // Runs the model (eval mode, no gradient) over `data` in batches and collects the scores of every
 // block: HKT blocks through HKTAttention::inspect, MHA blocks as one level S_0 = Q K^T / sqrt(dh).
+// `windows` are further key windows whose score vectors are kept too (0 = the full row: p = the
+// median len_l), each capped by the median len_l; a window whose p exceeds `max_p` is not collected.
 ScoreStats collect_scores(nn::SequenceClassifier& model, const tasks::Dataset& data, int64_t window,
-                          int64_t eig_samples, int64_t batch_size);
+                          int64_t eig_samples, int64_t batch_size, const std::vector<int64_t>& windows = {},
+                          int64_t max_p = 0);
+
+// The combined scores S_hier [B, H, T, T] of every block (before the mask) for one batch (eval mode,
+// no gradient); for an MHA block S_0 = Q K^T / sqrt(dh).
+std::vector<Tensor> layer_scores(nn::SequenceClassifier& model, const Tensor& inputs, const Tensor& valid);
 
 }  // namespace hkt::analysis

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include <boost/math/distributions/students_t.hpp>
+
 #include "hkt/core/error.hpp"
 
 // LAPACK's symmetric divide-and-conquer eigensolver; OpenBLAS exports it.
@@ -12,6 +14,11 @@
 extern "C" void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
                         double* work, const int* lwork, int* iwork, const int* liwork, int* info, size_t jobz_len,
                         size_t uplo_len);
+
+// LAPACK's divide-and-conquer SVD (dgesdd), exported by OpenBLAS; jobz = 'N': values only.
+extern "C" void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s, double* u,
+                        const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork, int* iwork,
+                        int* info, size_t jobz_len);
 
 namespace hkt::analysis {
 
@@ -42,6 +49,39 @@ SymEig sym_eig(const std::vector<double>& a, int64_t n, bool want_vectors) {
     for (int64_t i = 0; i < n; ++i)
       for (int64_t k = 0; k < n; ++k) r.vectors[i * n + k] = m[k * n + i];  // column-major -> row-major
   }
+  return r;
+}
+
+std::vector<double> singular_values(const std::vector<double>& a, int64_t m, int64_t n) {
+  HKT_CHECK(m >= 1 && n >= 1 && m <= std::numeric_limits<int>::max() / 8 && n <= std::numeric_limits<int>::max() / 8,
+            "singular_values: size ", m, " x ", n, " out of range");
+  HKT_CHECK(static_cast<int64_t>(a.size()) == m * n, "singular_values: expected ", m * n, " values (", m, " x ", n,
+            "), got ", a.size());
+  for (double v : a) HKT_CHECK(std::isfinite(v), "singular_values: the matrix has a non-finite entry (", v, ")");
+  // A row-major m x n matrix is the column-major n x m matrix A^T: the same singular values.
+  std::vector<double> t = a;
+  const int rows = static_cast<int>(n), cols = static_cast<int>(m), one = 1;
+  const char jobz = 'N';
+  std::vector<double> s(static_cast<size_t>(std::min(m, n)));
+  std::vector<int> iwork(static_cast<size_t>(8 * std::min(m, n)));
+  int info = 0, lwork = -1;
+  double work_q = 0, dummy = 0;
+  dgesdd_(&jobz, &rows, &cols, t.data(), &rows, s.data(), &dummy, &one, &dummy, &one, &work_q, &lwork, iwork.data(),
+          &info, 1);
+  HKT_CHECK(info == 0, "singular_values: dgesdd workspace query failed (info = ", info, ")");
+  lwork = std::max(1, static_cast<int>(work_q));
+  std::vector<double> work(static_cast<size_t>(lwork));
+  dgesdd_(&jobz, &rows, &cols, t.data(), &rows, s.data(), &dummy, &one, &dummy, &one, work.data(), &lwork,
+          iwork.data(), &info, 1);
+  HKT_CHECK(info == 0, "singular_values: dgesdd failed on a ", m, " x ", n, " matrix (info = ", info, ")");
+  return s;
+}
+
+int64_t numerical_rank(const std::vector<double>& sv, double rel_tol) {
+  if (sv.empty()) return 0;
+  const double top = *std::max_element(sv.begin(), sv.end());
+  int64_t r = 0;
+  for (double v : sv) r += v > rel_tol * top;
   return r;
 }
 
@@ -191,6 +231,46 @@ std::vector<double> mul_abt(const std::vector<double>& a, const std::vector<doub
       c[i * m + j] = s;
     }
   return c;
+}
+
+LogLinearFit log_linear_fit(const std::vector<double>& L, const std::vector<double>& err) {
+  HKT_CHECK(L.size() == err.size(), "log_linear_fit: ", L.size(), " levels but ", err.size(), " errors");
+  LogLinearFit f;
+  const int64_t n = static_cast<int64_t>(L.size());
+  f.points = n;
+  for (int64_t i = 0; i < n; ++i)
+    HKT_CHECK(err[i] > 0 && std::isfinite(err[i]) && std::isfinite(L[i]), "log_linear_fit: point ", i, " (L = ",
+              L[i], ", err = ", err[i], ") needs a finite L and a positive, finite error");
+  double mx = 0, my = 0;
+  for (int64_t i = 0; i < n; ++i) mx += L[i], my += std::log(err[i]);
+  if (n > 0) mx /= static_cast<double>(n), my /= static_cast<double>(n);
+  double sxx = 0, sxy = 0, syy = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double dx = L[i] - mx, dy = std::log(err[i]) - my;
+    sxx += dx * dx, sxy += dx * dy, syy += dy * dy;
+  }
+  if (n < 2 || !(sxx > 0)) {
+    f.note = "needs at least 2 distinct L (got " + std::to_string(n) + " points)";
+    return f;
+  }
+  f.slope = sxy / sxx;
+  f.intercept = my - f.slope * mx;
+  f.factor = std::exp(f.slope);
+  const double rss = std::max(0.0, syy - f.slope * sxy);
+  f.r2 = syy > 0 ? 1.0 - rss / syy : 1.0;
+  if (n < 3) {
+    f.note = "2 points: the slope has no interval (needs 3 or more)";
+    return f;
+  }
+  const double df = static_cast<double>(n - 2);
+  f.slope_se = std::sqrt(rss / df / sxx);
+  f.t975 = boost::math::quantile(boost::math::students_t(df), 0.975);
+  f.slope_lo = f.slope - f.t975 * f.slope_se;
+  f.slope_hi = f.slope + f.t975 * f.slope_se;
+  f.factor_lo = std::exp(f.slope_lo);
+  f.factor_hi = std::exp(f.slope_hi);
+  f.ok = true;
+  return f;
 }
 
 Histogram histogram(const std::vector<double>& values, double lo, double hi, int64_t bins) {

@@ -2,8 +2,10 @@
 // level, the non-Gaussianity of the scores (Mardia's b2, univariate excess
 // kurtosis), the spectra of the symmetrised bilinear forms and of the
 // symmetrised combined score matrix, the reciprocal / directional split, the
-// level weights lambda and gates beta, and the score cost next to measured
-// time. Everything is computed in float64.
+// level weights lambda and gates beta, Proposition 3.1's PSD condition per
+// head ("psd"), the kurtosis at several dimensions ("kurtosis_dims"), and the
+// score cost next to measured time. Everything is computed in float64.
+// approx.hpp has the error of a level sweep against a target.
 //
 //   LoadedModel m = load_trained("runs/listops-hkt");     // run folder, checkpoint folder or .safetensors
 //   Report r = analyze(*m.model, sample, opts);
@@ -32,6 +34,11 @@ struct AnalysisOptions {
   int64_t cost_max_levels = 4;  // L = 1..this (at least the model's L)
   int64_t cost_batch = 4;
   int64_t cost_reps = 3;        // timed forward passes (the fastest is reported), after one warm-up
+  // Kurtosis at several dimensions (kurtosis_dims.csv): Mardia's normalised b2 of the score rows in
+  // these key windows, and of the full row (p = median len_l) when p <= full_row_max.
+  std::vector<int64_t> kurtosis_windows = {4, 16, 64};
+  bool full_row = true;
+  int64_t full_row_max = 256;
 };
 
 // A CSV table of numbers (integers are written without a decimal point, NaN as "nan").
@@ -44,12 +51,18 @@ struct Table {
 struct Report {
   nlohmann::json json;                  // report.json
   std::map<std::string, Table> tables;  // file name (e.g. "kurtosis.csv") -> table
+  // The sampled inputs the report was computed on (sample.safetensors: "inputs" and "valid" [N, T]),
+  // so that it can be recomputed independently (tests/reference/check_analysis.py); empty: not written.
+  std::vector<std::pair<std::string, Tensor>> sample;
 };
+
+// The inputs and validity mask of every example of `data`, for Report::sample.
+std::vector<std::pair<std::string, Tensor>> sample_tensors(const tasks::Dataset& data);
 
 // Analyses `model` on every example of `data` (take a sample first; tasks::sample).
 Report analyze(nn::SequenceClassifier& model, const tasks::Dataset& data, const AnalysisOptions& opt = {});
 
-// Writes report.json and the tables into `dir`: first into a sibling temporary
+// Writes report.json, the tables and sample.safetensors (when Report::sample is set) into `dir`: first into a sibling temporary
 // folder, then renamed over `dir` (an existing `dir` is replaced), so that a
 // failure never leaves a half-written report.
 void write_report(const std::string& dir, const Report& r);

@@ -18,6 +18,13 @@ struct SymEig {
 };
 SymEig sym_eig(const std::vector<double>& a, int64_t n, bool want_vectors = false);
 
+// Singular values of an m x n row-major matrix, descending (LAPACK dgesdd, from OpenBLAS). Throws
+// hkt::Error when LAPACK fails or an entry is not finite.
+std::vector<double> singular_values(const std::vector<double>& a, int64_t m, int64_t n);
+
+// The numerical rank of a spectrum of singular values (descending): how many exceed rel_tol * the largest.
+int64_t numerical_rank(const std::vector<double>& sv, double rel_tol);
+
 // Signs of a spectrum: |v| <= rel_tol * max|v| counts as zero.
 struct SignCount {
   int64_t negative = 0, zero = 0, positive = 0;
@@ -66,6 +73,20 @@ BilinearSplit split_bilinear(const std::vector<double>& m, int64_t n);
 // C = A B^T for A (n x k) and B (m x k), row-major, in float64.
 std::vector<double> mul_abt(const std::vector<double>& a, const std::vector<double>& b, int64_t n, int64_t m,
                             int64_t k);
+
+// A least-squares line log(err) = intercept + slope * L through the points (L_i, err_i) (err_i > 0), with
+// the 95% interval of the slope (Student's t with n - 2 degrees of freedom, from Boost.Math): a geometric
+// decay err ~ C r^L has slope log r. `factor` = exp(slope) is the fitted residual factor per level, and
+// factor_lo / factor_hi its interval. The interval needs n >= 3 points with at least 2 distinct L;
+// with fewer, `ok` is false and `note` says why (the slope is still set when n = 2 with distinct L).
+struct LogLinearFit {
+  bool ok = false;
+  std::string note;
+  int64_t points = 0;
+  double slope = 0, intercept = 0, slope_se = 0, slope_lo = 0, slope_hi = 0, t975 = 0, r2 = 0;
+  double factor = 0, factor_lo = 0, factor_hi = 0;
+};
+LogLinearFit log_linear_fit(const std::vector<double>& L, const std::vector<double>& err);
 
 // Histogram of `values` over [lo, hi] in `bins` equal bins (values outside are clamped to the
 // end bins). centers[i] is the middle of bin i.
