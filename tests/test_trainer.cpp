@@ -231,8 +231,10 @@ TEST_CASE("train: settings refused by the set-up leave an earlier run's folder a
   TrainConfig nodata = c;  // a file task whose folder does not exist
   nodata.task = "imdb";
   nodata.data.data_dir = tmp.str("no-such-data");
+  RunOptions replace = quiet();  // even when the old run may be replaced
+  replace.overwrite = true;
   for (const TrainConfig& bad : {warm, nodata}) {
-    CHECK_THROWS_AS((void)train(bad, quiet()), InputError);
+    CHECK_THROWS_AS((void)train(bad, replace), InputError);
     std::map<std::string, std::string> after;
     for (const auto& e : fs::recursive_directory_iterator(c.run_dir))
       if (e.is_regular_file()) after[e.path().string()] = file_bytes(e.path().string());

@@ -116,9 +116,16 @@ int main(int argc, char** argv) {
     if (threads > 0) hkt::set_num_threads(static_cast<int>(threads));
     if (!fs::exists(path)) {
       std::cerr << "hkt-analyze: error: '" << path << "' not found\n";
-      return 1;
+      return 2;
     }
-    hkt::analysis::LoadedModel lm = hkt::analysis::load_trained(path, weights);
+    // A model that cannot be loaded (damaged, non-finite, hostile metadata) is bad input: exit 2.
+    hkt::analysis::LoadedModel lm;
+    try {
+      lm = hkt::analysis::load_trained(path, weights);
+    } catch (const std::exception& e) {
+      std::cerr << "hkt-analyze: error: " << e.what() << "\n";
+      return 2;
+    }
     hkt::tasks::TaskOptions topts;
     std::string task_name = task;
     if (lm.train) {

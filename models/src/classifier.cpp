@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "hkt/core/json_read.hpp"
 #include "hkt/models/init.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
@@ -62,19 +63,19 @@ void read_field(ClassifierConfig& c, const Field& f, const ordered_json& v) {
           HKT_CHECK(v.is_string(), kFromJson, "key '", f.key, "' must be a string, got ", v.type_name());
           c.*ptr = v.get<std::string>();
         } else if constexpr (std::is_same_v<T, int64_t>) {
-          HKT_CHECK(v.is_number_integer(), kFromJson, "key '", f.key, "' must be an integer, got ", v.dump());
+          HKT_CHECK(v.is_number_integer(), kFromJson, "key '", f.key, "' must be an integer, got ", excerpt(v.dump()));
           HKT_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max()),
-                    kFromJson, "key '", f.key, "' is out of range: ", v.dump());
+                    kFromJson, "key '", f.key, "' is out of range: ", excerpt(v.dump()));
           c.*ptr = v.get<int64_t>();
         } else if constexpr (std::is_same_v<T, double>) {
-          HKT_CHECK(v.is_number(), kFromJson, "key '", f.key, "' must be a number, got ", v.dump());
+          HKT_CHECK(v.is_number(), kFromJson, "key '", f.key, "' must be a number, got ", excerpt(v.dump()));
           c.*ptr = v.get<double>();
         } else if constexpr (std::is_same_v<T, bool>) {
-          HKT_CHECK(v.is_boolean(), kFromJson, "key '", f.key, "' must be true or false, got ", v.dump());
+          HKT_CHECK(v.is_boolean(), kFromJson, "key '", f.key, "' must be true or false, got ", excerpt(v.dump()));
           c.*ptr = v.get<bool>();
         } else {
           static_assert(std::is_same_v<T, DType>);
-          HKT_CHECK(v.is_string(), kFromJson, "key '", f.key, "' must be \"float32\" or \"float64\", got ", v.dump());
+          HKT_CHECK(v.is_string(), kFromJson, "key '", f.key, "' must be \"float32\" or \"float64\", got ", excerpt(v.dump()));
           const std::string s = v.get<std::string>();
           HKT_CHECK(s == "float32" || s == "float64", kFromJson, "key '", f.key,
                     "' must be \"float32\" or \"float64\", got \"", s, "\"");
@@ -128,9 +129,9 @@ std::string ClassifierConfig::to_json() const {
 ClassifierConfig ClassifierConfig::from_json(const std::string& text) {
   ordered_json j;
   try {
-    j = ordered_json::parse(text);
-  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for numbers like 1E581
-    throw Error(str_cat(kFromJson, "invalid JSON: ", e.what()));
+    j = read_json<ordered_json>(text, "the JSON text");  // parse_error, and out_of_range for numbers like 1E581
+  } catch (const Error& e) {
+    throw Error(str_cat(kFromJson, e.what()));
   }
   HKT_CHECK(j.is_object(), kFromJson, "expected a JSON object, got ", j.type_name());
   ClassifierConfig c;

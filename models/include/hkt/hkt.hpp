@@ -7,6 +7,7 @@
 #include "hkt/core/error.hpp"
 #include "hkt/core/function.hpp"
 #include "hkt/core/grad_mode.hpp"
+#include "hkt/core/json_read.hpp"
 #include "hkt/core/kernel_table.hpp"
 #include "hkt/core/profiler.hpp"
 #include "hkt/core/random.hpp"

@@ -22,9 +22,15 @@
 //                      renamed, the previous one kept as checkpoint.old/ until then
 //   best.safetensors   the model with the best validation accuracy so far
 //   summary.json       at the end: config, best step, best val acc, test acc of the best model, ...
+//   lock               flock'ed by the one process writing the run (it holds its pid); a second
+//                      train() or resume() on the folder is refused at once (InputError)
+//   replaced/          with RunOptions::overwrite, the run it replaces, until this run's first checkpoint
 //
-// A non-finite loss or gradient norm throws hkt::Error naming the step; the
-// last checkpoint is left as it was.
+// A non-finite loss or gradient norm throws hkt::Error naming the step and
+// the first non-finite parameter or gradient; so do a failed append to
+// metrics.jsonl and SIGINT / SIGTERM (checked after each step; SIGXFSZ is
+// ignored while a run writes, so a file size limit is a failed write). In
+// every case the last checkpoint is left as it was, for resume().
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -124,12 +130,22 @@ struct RunOptions {
   // bytes); tasks::RunAttentionKernels (attention_kernels.hpp). The tuner's
   // setting is the caller's again when the run returns. InputError on the CPU.
   bool cuda_autotune = false;
+  // train() into a folder that holds a run (any file a run writes): false =
+  // refused (InputError); true = the old run's files are moved to
+  // RUN_DIR/replaced/ once the data and settings are checked, and deleted when
+  // the new run has written its first checkpoint.
+  bool overwrite = false;
 };
 
-// A fresh run (an existing run folder is overwritten).
+// A fresh run (a folder holding a run is refused unless opt.overwrite).
 TrainResult train(const TrainConfig& cfg, const RunOptions& opt = {});
-// Continues the run in `run_dir` from its last checkpoint (from scratch if it
-// has none yet), reading run_dir/config.json.
+// Continues the run in `run_dir` from its last checkpoint, reading
+// run_dir/config.json; from step 0 only when the run has no checkpoint at all
+// (stopped before its first). InputError (exit status 2), naming the file,
+// for an empty path, a folder without config.json, a damaged or partial
+// checkpoint (checkpoint/ that is a file, a dangling link, or lacks a file),
+// a finished run without its checkpoint, non-finite weights, or a
+// best.safetensors missing or not the best model the checkpoint records.
 TrainResult resume(const std::string& run_dir, const RunOptions& opt = {});
 
 // Evaluates on `data` in eval mode without gradients; the model's mode is

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# A run's data is safe from the commands a user can type (docs/reliability.md,
+# "Run folders"). One CTest test per mode:
+#   run_safety.sh lock      BIN_DIR  a second writer (train, resume, --overwrite) is refused, naming the holder's pid
+#   run_safety.sh overwrite BIN_DIR  a folder holding a run is refused without --overwrite; with it the old
+#                                    run waits in replaced/ until the new run's first checkpoint
+#   run_safety.sh resume    BIN_DIR  --resume "" / a missing folder, a missing, partial, linked or corrupt
+#                                    checkpoint, a missing or wrong best.safetensors: exit 2 naming the file
+#   run_safety.sh json      BIN_DIR  JSON nested 100,000 deep into every reader: exit 2, a short message
+#   run_safety.sh bounds    BIN_DIR  sizes over their limits, overflowing integers, levels > log2(T) + 1 and
+#                                    a step that does not fit in memory: exit 2 at once
+#   run_safety.sh append    BIN_DIR  a file size limit (ulimit -f) stops the run cleanly (exit 1), the last
+#                                    checkpoint kept, and --resume finishes it; SIGTERM is the same stop
+#   run_safety.sh nonfinite BIN_DIR  NaN / Inf weights refused by hkt-eval, hkt-analyze and --resume (exit 2)
+set -euo pipefail
+mode="$1"
+bin="$(realpath "$2")"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+bad=0
+small=(--task synthetic --train-size 64 --val-size 16 --test-size 16 --seq-len 16 --batch-size 8 --threads 1 --quiet)
+
+# expect STATUS TEXT CMD...: CMD exits STATUS and its stderr contains TEXT.
+expect() {
+  local want=$1 text=$2 st=0
+  shift 2
+  "$@" >out.txt 2>err.txt || st=$?
+  if [[ $st != "$want" ]] || { [[ -n $text ]] && ! grep -qi -- "$text" err.txt; }; then
+    echo "FAILED: ${*#"$bin/"} -> exit $st (expected $want and '$text'):"; head -c 2000 err.txt; bad=1
+  else
+    echo "ok: exit $st: ${text:+$(grep -i -m1 -- "$text" err.txt | head -c 300)}"
+  fi
+  if (( $(wc -c <err.txt) > 4000 )); then echo "FAILED: a message of $(wc -c <err.txt) bytes"; bad=1; fi
+}
+# A finished six-step run with checkpoints and a best model.
+finished() { "$bin/hkt-train" "${small[@]}" --steps 6 --checkpoint-every 2 --eval-every 2 --run-dir "$1"; }
+# u64le N: N as 8 little-endian bytes.
+u64le() { local n=$1 i; for i in 0 1 2 3 4 5 6 7; do printf "\\x$(printf %02x $(( (n >> (8 * i)) & 255 )))"; done; }
+
+case "$mode" in
+lock)
+  "$bin/hkt-train" "${small[@]}" --steps 100000 --run-dir L & pid=$!
+  for _ in $(seq 100); do [[ -s L/lock && -e L/config.json ]] && break; sleep 0.1; done
+  expect 2 "pid $pid" "$bin/hkt-train" --resume L
+  expect 2 "pid $pid" "$bin/hkt-train" "${small[@]}" --steps 3 --run-dir L --overwrite
+  expect 2 "already holds a run" "$bin/hkt-train" "${small[@]}" --steps 3 --run-dir L
+  kill -TERM "$pid"
+  st=0; wait "$pid" || st=$?
+  [[ $st == 1 ]] || { echo "FAILED: the run stopped by SIGTERM exited $st, not 1"; bad=1; }
+  # The holder gone, the lock is free again.
+  expect 0 "" "$bin/hkt-train" "${small[@]}" --steps 3 --run-dir L --overwrite
+  ;;
+overwrite)
+  finished R
+  cp R/best.safetensors best.orig
+  expect 2 "already holds a run" "$bin/hkt-train" "${small[@]}" --steps 4 --run-dir R
+  cmp R/best.safetensors best.orig && [[ -e R/summary.json && -e R/checkpoint ]] ||
+    { echo "FAILED: a refused run changed the folder"; bad=1; }
+  # Refused settings with --overwrite leave the old run alone too.
+  expect 2 "warmup" "$bin/hkt-train" "${small[@]}" --steps 4 --warmup 9 --run-dir R --overwrite
+  cmp R/best.safetensors best.orig || { echo "FAILED: refused settings changed the run"; bad=1; }
+  # Stopped before its first checkpoint (SIGTERM), the new run leaves the old one in replaced/.
+  "$bin/hkt-train" "${small[@]}" --steps 100000 --run-dir R --overwrite & pid=$!
+  for _ in $(seq 100); do [[ -e R/replaced/summary.json ]] && break; sleep 0.1; done
+  kill -TERM "$pid"; wait "$pid" || true
+  cmp R/replaced/best.safetensors best.orig || { echo "FAILED: the replaced run is not in replaced/"; bad=1; }
+  # A new run's first checkpoint removes it.
+  expect 0 "" "$bin/hkt-train" "${small[@]}" --steps 4 --checkpoint-every 2 --run-dir R --overwrite
+  [[ ! -e R/replaced && -e R/summary.json ]] || { echo "FAILED: replaced/ is still there"; bad=1; }
+  grep -q '"steps": 4' R/summary.json || { echo "FAILED: the new run did not finish"; bad=1; }
+  ;;
+resume)
+  expect 2 "empty" "$bin/hkt-train" --resume ""
+  expect 2 "'nope' is not a folder" "$bin/hkt-train" --resume nope
+  finished R
+  cp -r R a; rm a/checkpoint/optimizer.safetensors
+  expect 2 "a/checkpoint/optimizer.safetensors' is missing" "$bin/hkt-train" --resume a
+  cp -r R b; rm b/checkpoint/model.safetensors; ln -s nowhere b/checkpoint/model.safetensors
+  expect 2 "b/checkpoint/model.safetensors' is missing" "$bin/hkt-train" --resume b
+  cp -r R c; rm -r c/checkpoint; ln -s nowhere c/checkpoint
+  expect 2 "c/checkpoint' is not a checkpoint folder" "$bin/hkt-train" --resume c
+  cp -r R d; rm -r d/checkpoint; echo x >d/checkpoint
+  expect 2 "d/checkpoint' is not a checkpoint folder" "$bin/hkt-train" --resume d
+  cp -r R e; head -c 3000 R/checkpoint/model.safetensors >e/checkpoint/model.safetensors
+  expect 2 "e/checkpoint/model.safetensors" "$bin/hkt-train" --resume e
+  cp -r R f; rm -r f/checkpoint
+  expect 2 "no checkpoint" "$bin/hkt-train" --resume f
+  cp -r R g; rm g/best.safetensors
+  expect 2 "g/best.safetensors' is missing" "$bin/hkt-train" --resume g
+  cp -r R h; head -c 100 R/best.safetensors >h/best.safetensors
+  expect 2 "h/best.safetensors" "$bin/hkt-train" --resume h
+  cp -r R i; echo '{"step": "x"' >i/checkpoint/state.json
+  expect 2 "i/checkpoint/state.json" "$bin/hkt-train" --resume i
+  # Untouched, the finished run resumes to the same summary.
+  expect 0 "" "$bin/hkt-train" --resume R
+  # Killed before its first checkpoint (config.json only): starts from step 0.
+  mkdir k; cp R/config.json k/
+  "$bin/hkt-train" --resume k >k.txt
+  grep -q "starting from step 0" k.txt || { echo "FAILED: k did not start again"; bad=1; }
+  [[ -e k/summary.json ]] || { echo "FAILED: k did not finish"; bad=1; }
+  ;;
+json)
+  deep() { head -c 100000 /dev/zero | tr '\0' "$1"; }
+  deep '[' >deep.json
+  { printf '{"task": "synthetic", "model_overrides": {"x": '; deep '['; } >deep_overrides.json
+  expect 2 "nested more than" "$bin/hkt-train" --config deep.json --run-dir x
+  expect 2 "nested more than" "$bin/hkt-train" --config deep_overrides.json --run-dir x
+  [[ ! -e x ]] || { echo "FAILED: a refused config left a run folder"; bad=1; }
+  finished R
+  cp -r R a; cp deep.json a/config.json
+  expect 2 "nested more than" "$bin/hkt-train" --resume a
+  cp -r R b; cp deep.json b/checkpoint/state.json
+  expect 2 "nested more than" "$bin/hkt-train" --resume b
+  expect 2 "nested more than" "$bin/hkt-experiment" deep.json --list
+  # A checkpoint whose hkt.model_config metadata string is the deep text (a valid safetensors header).
+  header="{\"__metadata__\":{\"hkt.model_config\":\"$(deep '[')\"}}"
+  { u64le ${#header}; printf '%s' "$header"; } >meta.safetensors
+  expect 2 "nested more than" "$bin/hkt-eval" meta.safetensors --task synthetic
+  expect 2 "nested more than" "$bin/hkt-analyze" meta.safetensors
+  # A deep metrics.jsonl line is skipped by --resume, as a torn line is.
+  cp -r R c; deep '{' >>c/metrics.jsonl; echo >>c/metrics.jsonl
+  expect 0 "" "$bin/hkt-train" --resume c
+  # hkt-experiment --list: a summary.json that is a folder, or deep, is reported, not a crash.
+  printf '%s\n' '{"name": "e", "out_dir": "E", "tasks": {"synthetic": {}}, "models": {"hkt-tiny": {}},' \
+    '"base": {"data": {"train_size": 64, "val_size": 16, "test_size": 16, "seq_len": 16},' \
+    '"batch_size": 8, "steps": 2, "threads": 1}, "seeds": [1, 2]}' >exp.json
+  "$bin/hkt-experiment" exp.json --quiet --no-report >/dev/null
+  rm E/synthetic/hkt-tiny/seed1/summary.json; mkdir E/synthetic/hkt-tiny/seed1/summary.json
+  deep '{' >E/synthetic/hkt-tiny/seed2/summary.json
+  expect 1 "" "$bin/hkt-experiment" exp.json --list
+  grep -q "seed1/summary.json.*folder" err.txt && grep -q "seed2/summary.json.*nested more than" err.txt &&
+    [[ $(grep -c "unreadable" out.txt) == 2 ]] ||
+    { echo "FAILED: --list did not report the two summaries:"; cat out.txt err.txt; bad=1; }
+  ;;
+nonfinite)
+  finished R
+  # The first 4 bytes of a file's tensor data (float32, little-endian) become NaN or +Inf.
+  poison() {  # poison FILE BYTES
+    local n; n=$(od -An -tu8 -N8 "$1" | tr -d ' ')
+    printf "$2" | dd of="$1" bs=1 seek=$((8 + n)) conv=notrunc status=none
+  }
+  cp -r R a; poison a/best.safetensors '\x00\x00\xc0\x7f'
+  expect 2 "not finite" "$bin/hkt-eval" a
+  grep -q "tensor '" err.txt || { echo "FAILED: the message does not name the tensor"; bad=1; }
+  expect 2 "not finite" "$bin/hkt-analyze" a
+  cp -r R b; poison b/checkpoint/model.safetensors '\x00\x00\x80\x7f'
+  expect 2 "not finite" "$bin/hkt-train" --resume b
+  expect 2 "not finite" "$bin/hkt-eval" b --weights final
+  ;;
+*)
+  echo "unknown mode $mode"; exit 2 ;;
+esac
+[[ $bad == 0 ]] && echo "run_safety $mode: ok"
+exit $bad
