@@ -133,6 +133,25 @@ json)
     [[ $(grep -c "unreadable" out.txt) == 2 ]] ||
     { echo "FAILED: --list did not report the two summaries:"; cat out.txt err.txt; bad=1; }
   ;;
+append)
+  long=("${small[@]}" --steps 700 --log-every 1 --eval-every 100 --checkpoint-every 50)
+  "$bin/hkt-train" "${long[@]}" --run-dir ref
+  # 100 KiB: the checkpoints fit, metrics.jsonl (a line per step) outgrows it near step 450.
+  expect 1 "metrics.jsonl.*File too large.*is kept" bash -c 'ulimit -f 100; exec "$@"' - \
+    "$bin/hkt-train" "${long[@]}" --run-dir A
+  [[ -z $(tail -c 1 A/metrics.jsonl) ]] || { echo "FAILED: metrics.jsonl ends in a cut line"; bad=1; }
+  [[ -e A/checkpoint/model.safetensors && ! -e A/summary.json ]] || { echo "FAILED: no checkpoint kept"; bad=1; }
+  expect 0 "" "$bin/hkt-train" --resume A
+  cmp A/checkpoint/model.safetensors ref/checkpoint/model.safetensors && cmp A/best.safetensors ref/best.safetensors ||
+    { echo "FAILED: the resumed run differs from an uninterrupted one"; bad=1; }
+  # SIGTERM: the same clean stop after the step under way.
+  "$bin/hkt-train" "${small[@]}" --steps 100000 --checkpoint-every 20 --run-dir T 2>T.err & pid=$!
+  for _ in $(seq 100); do [[ -e T/checkpoint/model.safetensors ]] && break; sleep 0.1; done
+  kill -TERM "$pid"
+  st=0; wait "$pid" || st=$?
+  [[ $st == 1 ]] && grep -q "stopped by signal 15.*T/checkpoint', is kept" T.err ||
+    { echo "FAILED: SIGTERM gave exit $st:"; cat T.err; bad=1; }
+  ;;
 nonfinite)
   finished R
   # The first 4 bytes of a file's tensor data (float32, little-endian) become NaN or +Inf.
