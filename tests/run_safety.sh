@@ -133,6 +133,35 @@ json)
     [[ $(grep -c "unreadable" out.txt) == 2 ]] ||
     { echo "FAILED: --list did not report the two summaries:"; cat out.txt err.txt; bad=1; }
   ;;
+bounds)
+  # Each refusal comes at once (timeout 30: nothing is allocated or generated first).
+  b=("${small[@]}" --steps 2 --run-dir B --seq-len 32)
+  t() { expect 2 "$1" timeout 30 "${@:2}"; }
+  t "levels must be <= floor(log2(max_len)) + 1 = 6" "$bin/hkt-train" "${b[@]}" --levels 7
+  t "dim must be <= 65536" "$bin/hkt-train" "${b[@]}" --dim 1000000000
+  t "layers must be <= 1024" "$bin/hkt-train" "${b[@]}" --layers 1000000
+  t "heads must be <= 1024" "$bin/hkt-train" "${b[@]}" --heads 4096 --dim 4096
+  t "more than the limit of" "$bin/hkt-train" "${b[@]}" --dim 8192 --layers 64
+  t "train_size must be <=" "$bin/hkt-train" "${b[@]}" --train-size 1000000000000
+  t "must be <= 1048576, got 4611686018427387904" "$bin/hkt-train" "${b[@]}" --seq-len 4611686018427387904
+  t "out of range: 99999999999999999999" "$bin/hkt-train" "${b[@]}" --steps 99999999999999999999
+  t "out of range" "$bin/hkt-train" "${b[@]}" --seed 99999999999999999999
+  echo '{"steps": 18446744073709551615}' >big.json
+  t "'steps' is out of range" "$bin/hkt-train" --config big.json --run-dir B
+  echo '{"steps": 99999999999999999999}' >float.json
+  t "'steps' must be an integer" "$bin/hkt-train" --config float.json --run-dir B
+  # The memory estimate: refused with the estimate and the available memory.
+  t "a step needs about .* is available (MemAvailable" "$bin/hkt-train" "${b[@]}" --batch-size 4096 --seq-len 4096
+  t "a step needs about .* is allowed (--max-memory)" "$bin/hkt-train" "${b[@]}" --max-memory 0.000001
+  [[ ! -e B ]] || { echo "FAILED: a refused run left a run folder"; bad=1; }
+  expect 0 "" "$bin/hkt-train" "${b[@]}" --max-memory 1
+  t "a step needs about" "$bin/hkt-eval" B --max-memory 0.000001
+  # A checkpoint whose metadata says dim 1e9: refused before the model is built.
+  header='{"__metadata__":{"hkt.model_config":"{\"dim\": 1000000000, \"vocab\": 4, \"classes\": 4}"}}'
+  { u64le ${#header}; printf '%s' "$header"; } >huge.safetensors
+  t "dim must be <= 65536" "$bin/hkt-eval" huge.safetensors --task synthetic
+  t "dim must be <= 65536" "$bin/hkt-analyze" huge.safetensors --task synthetic
+  ;;
 append)
   long=("${small[@]}" --steps 700 --log-every 1 --eval-every 100 --checkpoint-every 50)
   "$bin/hkt-train" "${long[@]}" --run-dir ref

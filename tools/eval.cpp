@@ -21,6 +21,7 @@
 #include "hkt/analysis/report.hpp"
 #include "hkt/hkt.hpp"
 #include "hkt/tasks/files.hpp"
+#include "hkt/tasks/memory.hpp"
 #include "hkt/tasks/registry.hpp"
 
 namespace fs = std::filesystem;
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
                "hkt-eval"};
   std::string path, weights = "best", split = "test", task, data_dir, device = "cpu", json_out;
   int64_t test_size = -1, batch_size = 0, threads = 0;
+  double max_memory_gib = 0;
   app.add_option("path", path,
                  "a run folder of hkt-train (best.safetensors, or checkpoint/ with --weights final), a checkpoint "
                  "folder (model.safetensors) or a .safetensors file written by hkt")
@@ -67,6 +69,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   app.add_option("--json", json_out, "also write the result as JSON to this file");
+  app.add_option("--max-memory", max_memory_gib,
+                 "GiB the evaluation (a forward pass and the data set) may take, checked on an estimate before it "
+                 "starts (default 0: the available memory, MemAvailable of /proc/meminfo)")
+      ->check(CLI::Range(0.0, 1e9));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -103,6 +109,12 @@ int main(int argc, char** argv) {
               "'", data.name, "' (vocab ", data.vocab, ", features ", data.features, ", T ", data.seq_len,
               ", classes ", data.classes, ") does not fit the model (vocab ", mc.vocab, ", features ",
               mc.input_features, ", max_len ", mc.max_len, ", classes ", mc.classes, ")");
+    if (device == "cpu") {
+      const int64_t per_example = data.seq_len * (data.vocab > 0 ? 9 : 1 + 4 * data.features);
+      hkt::tasks::check_memory(
+          hkt::tasks::estimate_step_memory(mc, batch_size, data.seq_len, data.size(), per_example, false),
+          max_memory_gib * 1024.0 * 1024.0 * 1024.0, "evaluation");
+    }
     // The run's own kernels for the shapes it tuned (a malformed file: exit 2).
     if (device == "cuda")
       kernels.emplace(lm.run_dir, hkt::Device::cuda(), hkt::tasks::KernelsUse::evaluate);

@@ -108,6 +108,33 @@ void ClassifierConfig::validate() const {
   HKT_CHECK(classes >= 2, who, "classes must be >= 2, got ", classes);
   HKT_CHECK(levels >= 1, who, "levels must be >= 1, got ", levels);
   HKT_CHECK(is_floating(dtype), who, "dtype must be float32 or float64, got ", dtype);
+  // Sizes are bounded before anything is allocated (a config or a checkpoint's metadata may say anything).
+  const auto limit = [&](const char* name, int64_t v, int64_t max) {
+    HKT_CHECK(v <= max, who, name, " must be <= ", max, ", got ", v);
+  };
+  limit("vocab", vocab, kMaxVocab);
+  limit("input_features", input_features, kMaxFeatures);
+  limit("max_len", max_len, kMaxLen);
+  limit("dim", dim, kMaxDim);
+  limit("heads", heads, kMaxHeads);
+  limit("layers", layers, kMaxLayers);
+  limit("ffn_mult", ffn_mult, kMaxFfnMult);
+  limit("classes", classes, kMaxClasses);
+  if (attention == "hkt") {
+    // Level l pools blocks of 2^(l-1) positions: beyond floor(log2(T)) + 1 a level has one block or none.
+    int64_t max_levels = 1;
+    while ((int64_t{1} << max_levels) <= max_len) ++max_levels;
+    HKT_CHECK(levels <= max_levels, who, "levels must be <= floor(log2(max_len)) + 1 = ", max_levels,
+              " for max_len (T) ", max_len, ", got ", levels);
+  }
+  // The parameters of the largest layers (embeddings, projections, FFN, head), in long double: no overflow.
+  const long double D = static_cast<long double>(dim);
+  const long double params = static_cast<long double>(vocab + input_features + max_len + classes) * D +
+                             static_cast<long double>(layers) *
+                                 (static_cast<long double>(4 + 3 * levels + 2 * ffn_mult) * D * D);
+  HKT_CHECK(params <= static_cast<long double>(kMaxParams), who, "the model would have about ",
+            static_cast<double>(params), " parameters, more than the limit of ", kMaxParams, " (dim ", dim,
+            ", layers ", layers, ", vocab ", vocab, ", max_len ", max_len, ")");
 }
 
 std::string ClassifierConfig::to_json() const {

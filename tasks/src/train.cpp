@@ -32,6 +32,7 @@
 #include "hkt/ops/threads.hpp"
 #include "hkt/tasks/attention_kernels.hpp"
 #include "hkt/tasks/files.hpp"
+#include "hkt/tasks/memory.hpp"
 
 namespace hkt::tasks {
 namespace {
@@ -398,9 +399,16 @@ struct Run {
     (void)con;
     if (cfg.threads > 0) set_num_threads(cfg.threads);
     try {
+      check_memory_before_data();
       data = load_task(cfg.task, cfg.data);
       mcfg = cfg.model_config(data.train);
       mcfg.validate();
+      const Dataset& d = data.train;
+      const int64_t per_example = d.seq_len * (d.vocab > 0 ? 9 : 1 + 4 * d.features);  // ids or features + mask
+      check_memory(on_host(estimate_step_memory(mcfg, cfg.batch_size, d.seq_len,
+                                                data.train.size() + data.val.size() + data.test.size(), per_example,
+                                                true)),
+                   ropt.max_memory, "train");
     } catch (const Error& e) {
       throw InputError(e.what());
     }
@@ -417,6 +425,22 @@ struct Run {
     if (cfg.schedule == "constant") sched = nn::LRSchedule::constant(cfg.warmup);
     else if (cfg.schedule == "cosine") sched = nn::LRSchedule::warmup_cosine(cfg.warmup, total, cfg.min_lr_factor);
     else sched = nn::LRSchedule::warmup_linear(cfg.warmup, total, cfg.min_lr_factor);
+  }
+
+  // Before a data set is generated or read: the sizes the config gives (a task's
+  // defaults are small), the model with a one-token vocabulary.
+  void check_memory_before_data() const {
+    nn::ClassifierConfig m = cfg.model_config_unfilled();
+    if (cfg.data.seq_len > 0) m.max_len = cfg.data.seq_len;
+    if (m.vocab == 0 && m.input_features == 0) m.vocab = 1;
+    const int64_t n = cfg.data.train_size + cfg.data.val_size + cfg.data.test_size;
+    check_memory(on_host(estimate_step_memory(m, cfg.batch_size, m.max_len, n, m.max_len * 9, true)),
+                 ropt.max_memory, "train");
+  }
+  // On a CUDA device the step's tensors live in the device's memory, not in MemAvailable's.
+  StepMemory on_host(StepMemory m) const {
+    if (!ropt.device.is_cpu()) m.optimizer = m.activations = m.attention = 0;
+    return m;
   }
 
   // Restores model, optimizer, generator and the loop's state from the last checkpoint.
@@ -822,6 +846,7 @@ void TrainConfig::validate() const {
       // The task fills in vocab / input_features later; check everything else now.
       nn::ClassifierConfig mc = nn::ClassifierConfig::from_json(m.dump());
       if (mc.vocab == 0 && mc.input_features == 0) mc.vocab = 1;
+      if (data.seq_len > 0) mc.max_len = data.seq_len;  // the levels' bound depends on T
       mc.validate();
     } catch (const Error& e) {
       throw Error(str_cat(kCfg, "model_overrides: ", e.what()));
@@ -845,6 +870,21 @@ void TrainConfig::validate() const {
   HKT_CHECK(data.seq_len >= 0 && data.train_size >= 0 && data.val_size >= 0 && data.test_size >= 0 &&
                 data.max_depth >= 0 && data.max_args >= 0,
             kCfg, "data sizes must be >= 0");
+  // Stated limits, checked before anything is allocated (the memory a run needs is checked too, in train()).
+  const auto limit = [](const char* name, int64_t v, int64_t max) {
+    HKT_CHECK(v <= max, kCfg, name, " must be <= ", max, ", got ", v);
+  };
+  limit("batch_size", batch_size, kMaxBatch);
+  limit("steps", steps, kMaxSteps);
+  limit("epochs", epochs, kMaxEpochs);
+  limit("warmup", warmup, kMaxSteps);
+  limit("threads", threads, 1024);
+  limit("data.seq_len", data.seq_len, nn::ClassifierConfig::kMaxLen);
+  limit("data.train_size", data.train_size, kMaxExamples);
+  limit("data.val_size", data.val_size, kMaxExamples);
+  limit("data.test_size", data.test_size, kMaxExamples);
+  limit("data.max_depth", data.max_depth, 1024);
+  limit("data.max_args", data.max_args, 1024);
 }
 
 std::string TrainConfig::to_json() const { return config_json(*this).dump(2); }
@@ -906,12 +946,16 @@ void TrainConfig::set_override(const std::string& key, const std::string& json_v
 }
 
 nn::ClassifierConfig TrainConfig::model_config(const Dataset& train) const {
+  nn::ClassifierConfig c = model_config_unfilled();
+  fill_model_config(c, train);
+  return c;
+}
+
+nn::ClassifierConfig TrainConfig::model_config_unfilled() const {
   json m = parse_json(nn::ClassifierConfig::preset(model).to_json(), "preset");
   const json o = parse_json(model_overrides, "TrainConfig: model_overrides");
   for (auto it = o.begin(); it != o.end(); ++it) m[it.key()] = it.value();
-  nn::ClassifierConfig c = nn::ClassifierConfig::from_json(m.dump());
-  fill_model_config(c, train);
-  return c;
+  return nn::ClassifierConfig::from_json(m.dump());
 }
 
 // --- entry points ---------------------------------------------------------------

@@ -43,5 +43,6 @@
 #include "hkt/tasks/images.hpp"
 #include "hkt/tasks/imdb.hpp"
 #include "hkt/tasks/listops.hpp"
+#include "hkt/tasks/memory.hpp"
 #include "hkt/tasks/registry.hpp"
 #include "hkt/tasks/train.hpp"

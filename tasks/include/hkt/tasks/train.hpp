@@ -80,6 +80,12 @@ struct TrainConfig {
   void set_override(const std::string& key, const std::string& json_value);
   // The preset with the overrides applied and the task's dimensions filled in.
   nn::ClassifierConfig model_config(const Dataset& train) const;
+  // The same before the data is known (vocab, classes, max_len: the preset's or overrides').
+  nn::ClassifierConfig model_config_unfilled() const;
+
+  // Limits of validate() (the model's are ClassifierConfig's).
+  static constexpr int64_t kMaxBatch = int64_t{1} << 20, kMaxSteps = int64_t{1} << 48, kMaxEpochs = int64_t{1} << 20,
+                           kMaxExamples = int64_t{1} << 31;
 
   bool operator==(const TrainConfig&) const = default;
 };
@@ -135,6 +141,11 @@ struct RunOptions {
   // RUN_DIR/replaced/ once the data and settings are checked, and deleted when
   // the new run has written its first checkpoint.
   bool overwrite = false;
+  // The memory a step may take, in bytes (0: MemAvailable of /proc/meminfo).
+  // Before the data is loaded and again before the model is built, the peak
+  // memory of a step and the data set is estimated (tasks/memory.hpp); a run
+  // that does not fit is refused (InputError) with the estimate and the limit.
+  double max_memory = 0;
 };
 
 // A fresh run (a folder holding a run is refused unless opt.overwrite).
