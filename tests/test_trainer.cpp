@@ -349,6 +349,10 @@ TEST_CASE("a non-finite loss or gradient stops the run, naming the step, and kee
   REQUIRE(!e.empty());
   CHECK(e.find("train: step ") == 0);
   CHECK(e.find("not finite") != std::string::npos);
+  // It names the cause: the largest weight, or the first non-finite gradient; not a guess.
+  CHECK((e.find("the weights are finite (the largest, in '") != std::string::npos ||
+         e.find("the first non-finite gradient is that of '") != std::string::npos));
+  CHECK(e.find("', is kept") != std::string::npos);
   const int64_t failed = std::stoll(e.substr(std::string("train: step ").size()));
   CHECK(failed >= 2);
   // The last good checkpoint (step failed - 1) loads.

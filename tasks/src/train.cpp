@@ -562,10 +562,19 @@ struct Run {
       for (const auto& [name, p] : model->named_parameters())
         if (p.grad().defined()) grads.emplace_back(name, p.grad());
       const std::string bad_grad = nn::first_non_finite(grads);
-      cause = bad_grad.empty()
-                  ? std::string("the weights are finite; the loss overflowed in the forward pass.")
-                  : "the weights are finite; the first non-finite gradient is that of " + bad_grad +
-                        " (the step's gradients overflowed: a lower --lr or --clip-norm may help).";
+      // The largest weight, which tells an overflow of huge weights from one of the inputs.
+      double largest = 0;
+      std::string where;
+      for (const auto& [name, p] : model->named_parameters()) {
+        const std::vector<double> w = to_dtype(to_device(p.detach(), Device::cpu()), DType::Float64).to_vector<double>();
+        for (double x : w)
+          if (std::abs(x) > largest) largest = std::abs(x), where = name;
+      }
+      const std::string size = str_cat("the weights are finite (the largest, in '", where, "', is ",
+                                       short_num(largest), ")");
+      cause = bad_grad.empty() ? size + "; the loss overflowed in the forward pass."
+                               : size + "; the first non-finite gradient is that of " + bad_grad +
+                                     " (the step's gradients overflowed: a lower --lr or --clip-norm may help).";
     }
     const std::string msg =
         str_cat("train: step ", step + 1, ": the ", what, " is ", v, " (not finite); stopping: ", cause, " ",
