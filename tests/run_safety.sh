@@ -50,6 +50,16 @@ lock)
   [[ $st == 1 ]] || { echo "FAILED: the run stopped by SIGTERM exited $st, not 1"; bad=1; }
   # The holder gone, the lock is free again.
   expect 0 "" "$bin/hkt-train" "${small[@]}" --steps 3 --run-dir L --overwrite
+  # hkt-experiment's runs hold the lock too: a second hkt-experiment on the same grid is refused.
+  printf '%s\n' '{"name": "e", "out_dir": "E", "tasks": {"synthetic": {}}, "models": {"hkt-tiny": {}},' \
+    '"base": {"data": {"train_size": 64, "val_size": 16, "test_size": 16, "seq_len": 16},' \
+    '"batch_size": 8, "steps": 100000, "threads": 1}, "seeds": [1]}' >slow.json
+  "$bin/hkt-experiment" slow.json --quiet --no-report >/dev/null 2>&1 & pid=$!
+  for _ in $(seq 100); do [[ -s E/synthetic/hkt-tiny/seed1/lock ]] && break; sleep 0.1; done
+  expect 2 "pid $pid" "$bin/hkt-experiment" slow.json --no-report
+  kill -TERM "$pid"
+  st=0; wait "$pid" || st=$?
+  [[ $st == 1 ]] || { echo "FAILED: hkt-experiment stopped by SIGTERM exited $st, not 1"; bad=1; }
   ;;
 overwrite)
   finished R
@@ -92,6 +102,11 @@ resume)
   expect 2 "h/best.safetensors" "$bin/hkt-train" --resume h
   cp -r R i; echo '{"step": "x"' >i/checkpoint/state.json
   expect 2 "i/checkpoint/state.json" "$bin/hkt-train" --resume i
+  # A run folder or data folder that is a link loop: named, exit 2.
+  ln -s loop2 loop1; ln -s loop1 loop2
+  expect 2 "the run folder 'loop1': Too many levels" "$bin/hkt-train" --resume loop1
+  expect 2 "the run folder 'loop1': Too many levels" "$bin/hkt-train" "${small[@]}" --steps 2 --run-dir loop1
+  expect 2 "the data of task imdb.*loop1" "$bin/hkt-train" "${small[@]}" --task imdb --data-dir loop1 --run-dir im
   # Untouched, the finished run resumes to the same summary.
   expect 0 "" "$bin/hkt-train" --resume R
   # Killed before its first checkpoint (config.json only): starts from step 0.

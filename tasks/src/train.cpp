@@ -156,7 +156,18 @@ fs::path find_checkpoint(const fs::path& run) {
 // Whether `p` is there in any form (a file, a folder, a dangling link).
 bool present(const fs::path& p) {
   std::error_code ec;
-  return fs::symlink_status(p, ec).type() != fs::file_type::not_found;
+  const fs::file_type t = fs::symlink_status(p, ec).type();
+  return !ec && t != fs::file_type::not_found && t != fs::file_type::none;
+}
+
+// A run folder that exists must be a folder (not a file, a link loop, ...).
+void check_run_folder(const fs::path& dir, const char* who) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    throw InputError(str_cat(who, ": the run folder '", dir.string(), "': ", ec.message()));
+  if (!ec && !fs::is_directory(st))
+    throw InputError(str_cat(who, ": the run folder '", dir.string(), "' is not a folder"));
 }
 
 // The checkpoint --resume must continue from. checkpoint/ is only ever made by
@@ -411,6 +422,8 @@ struct Run {
                    ropt.max_memory, "train");
     } catch (const Error& e) {
       throw InputError(e.what());
+    } catch (const fs::filesystem_error& e) {  // a data folder that cannot be listed (a link loop, ...)
+      throw InputError(str_cat("the data of task ", cfg.task, ": ", e.what()));
     }
     Generator gen(cfg.seed);
     model = std::make_unique<nn::SequenceClassifier>(mcfg, &gen);
@@ -751,6 +764,7 @@ struct Run {
     return found;
   }
   void refuse_earlier_run() const {
+    check_run_folder(dir, "train");
     const std::vector<std::string> found = earlier_run();
     if (found.empty() || ropt.overwrite) return;
     std::string list;
@@ -1037,6 +1051,7 @@ TrainResult resume(const std::string& run_dir, const RunOptions& opt) {
   check_autotune(opt);
   if (run_dir.empty()) throw InputError("resume: the run folder is empty (an unset variable?)");
   const fs::path dir(run_dir);
+  check_run_folder(dir, "resume");
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw InputError(str_cat("resume: '", run_dir, "' is not a folder (no config.json to resume from)"));
   if (!fs::exists(dir / "config.json", ec))
