@@ -33,12 +33,14 @@
 #include "hkt/tasks/attention_kernels.hpp"
 #include "hkt/tasks/files.hpp"
 #include "hkt/tasks/memory.hpp"
+#include "run_folder.hpp"
 
 namespace hkt::tasks {
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
+using namespace detail;  // run_folder.hpp
 using Clock = std::chrono::steady_clock;
 
 // --- config JSON ------------------------------------------------------------
@@ -152,90 +154,6 @@ fs::path find_checkpoint(const fs::path& run) {
   }
   return {};
 }
-
-// Whether `p` is there in any form (a file, a folder, a dangling link).
-bool present(const fs::path& p) {
-  std::error_code ec;
-  const fs::file_type t = fs::symlink_status(p, ec).type();
-  return !ec && t != fs::file_type::not_found && t != fs::file_type::none;
-}
-
-// A run folder that exists must be a folder (not a file, a link loop, ...).
-void check_run_folder(const fs::path& dir, const char* who) {
-  std::error_code ec;
-  const fs::file_status st = fs::status(dir, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory)
-    throw InputError(str_cat(who, ": the run folder '", dir.string(), "': ", ec.message()));
-  if (!ec && !fs::is_directory(st))
-    throw InputError(str_cat(who, ": the run folder '", dir.string(), "' is not a folder"));
-}
-
-// The checkpoint --resume must continue from. checkpoint/ is only ever made by
-// renaming a whole save folder, so when it is there in any form it must be
-// complete; without it, checkpoint.old/ (a kill between save_folder's two
-// renames). Empty when the run has none yet (killed before its first
-// checkpoint); InputError naming the file when one is damaged or missing.
-fs::path checkpoint_to_resume(const fs::path& run) {
-  for (const char* name : {"checkpoint", "checkpoint.old"}) {
-    const fs::path ck = run / name;
-    if (!present(ck)) continue;
-    std::error_code ec;
-    if (!fs::is_directory(ck, ec))
-      throw InputError(str_cat("resume: '", ck.string(), "' is not a checkpoint folder (",
-                               fs::is_symlink(fs::symlink_status(ck, ec)) ? "a link to nothing" : "not a folder",
-                               "); refusing to start the run again from step 0"));
-    for (const char* f : {"model.safetensors", "optimizer.safetensors"})
-      if (!fs::is_regular_file(ck / f, ec))
-        throw InputError(str_cat("resume: '", (ck / f).string(), "' is missing (a damaged checkpoint); refusing to "
-                                 "start the run again from step 0"));
-    return ck;
-  }
-  if (present(run / "summary.json"))
-    throw InputError(str_cat("resume: '", run.string(), "' holds a finished run (summary.json) but no checkpoint/; "
-                             "refusing to start it again from step 0"));
-  return {};
-}
-
-// What a run writes into its folder (the lock file aside).
-constexpr const char* kRunFiles[] = {"config.json",  "metrics.jsonl",    "checkpoint",       "checkpoint.tmp",
-                                     "checkpoint.old", "checkpoint.trash", "best.safetensors", "summary.json",
-                                     kAttentionKernelsFile};
-// Where --overwrite moves the run it replaces until the new run's first checkpoint.
-constexpr const char* kReplaced = "replaced";
-
-// SIGINT / SIGTERM during a run: the loop stops after the current step.
-volatile sig_atomic_t g_stop_signal = 0;
-extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
-
-// While a run writes its folder: SIGINT and SIGTERM ask the loop to stop (a
-// second one acts as usual), SIGXFSZ is ignored so that a file size limit
-// comes back as a failed write. The previous handlers return afterwards.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sa.sa_flags = SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-    struct sigaction ign {};
-    ign.sa_handler = SIG_IGN;
-    sigemptyset(&ign.sa_mask);
-    sigaction(SIGXFSZ, &ign, &old_xfsz_);
-  }
-  ~StopSignals() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-    sigaction(SIGXFSZ, &old_xfsz_, nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
- private:
-  struct sigaction old_int_ {}, old_term_ {}, old_xfsz_ {};
-};
 
 // --- data order -----------------------------------------------------------------
 
@@ -505,9 +423,9 @@ struct Run {
     };
     HKT_CHECK(need("hkt.model_config") == mcfg.to_json(), "'", ck.string(),
               "' holds a different model config than ", (dir / "config.json").string());
-    step = to_int(need("hkt.step"), ck, "hkt.step");
-    best_step = to_int(need("hkt.train.best_step"), ck, "hkt.train.best_step");
-    best_val = to_double(need("hkt.train.best_val_acc"), ck, "hkt.train.best_val_acc");
+    step = metadata_int(need("hkt.step"), ck, "hkt.step");
+    best_step = metadata_int(need("hkt.train.best_step"), ck, "hkt.train.best_step");
+    best_val = metadata_double(need("hkt.train.best_val_acc"), ck, "hkt.train.best_val_acc");
     HKT_CHECK(step <= total && best_step >= -1 && best_step <= step, "'", ck.string(), "': step ", step,
               ", best step ", best_step, " do not fit a run of ", total, " steps");
     const fs::path sp = ck / "state.json";
@@ -519,30 +437,6 @@ struct Run {
       prior_wall = st.value("wall_s", 0.0);
       prior_train = st.value("train_s", 0.0);
     }
-  }
-  static int64_t to_int(const std::string& s, const fs::path& ck, const char* key) {
-    size_t used = 0;
-    int64_t v = 0;
-    try {
-      v = std::stoll(s, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    HKT_CHECK(used == s.size() && used > 0, "'", ck.string(), "': metadata '", key, "' = '", excerpt(s),
-              "' is not an integer");
-    return v;
-  }
-  static double to_double(const std::string& s, const fs::path& ck, const char* key) {
-    size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(s, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    HKT_CHECK(used == s.size() && used > 0 && std::isfinite(v), "'", ck.string(), "': metadata '", key, "' = '",
-              excerpt(s), "' is not a finite number");
-    return v;
   }
   // best.safetensors must hold the best model the checkpoint records (or one
   // written after the checkpoint, which the resumed run writes again).
@@ -557,7 +451,7 @@ struct Run {
     const nn::Metadata md = nn::load_model(bp.string(), best);
     const auto it = md.find("hkt.step");
     HKT_CHECK(it != md.end(), "'", bp.string(), "' has no 'hkt.step' in its metadata");
-    const int64_t bs = to_int(it->second, bp, "hkt.step");
+    const int64_t bs = metadata_int(it->second, bp, "hkt.step");
     HKT_CHECK(bs == best_step || bs > step, "'", bp.string(), "' is the model of step ", bs,
               " but the checkpoint records the best model at step ", best_step);
   }
@@ -632,8 +526,8 @@ struct Run {
     int64_t win_correct = 0, win_n = 0, win_steps = 0, seg_steps = 0;
     bool first = true;
     while (step < total) {
-      if (g_stop_signal != 0)
-        throw Error(str_cat("train: stopped by signal ", g_stop_signal, " (", strsignal(g_stop_signal),
+      if (stop_signal() != 0)
+        throw Error(str_cat("train: stopped by signal ", stop_signal(), " (", strsignal(stop_signal()),
                             ") after step ", step, ". ", kept_checkpoint()));
       if (ropt.stop_after > 0 && step >= ropt.stop_after) {
         con.end_bar();
