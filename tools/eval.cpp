@@ -126,6 +126,9 @@ int main(int argc, char** argv) {
   try {
     if (device == "cuda") lm.model->to(hkt::Device::cuda());
     const hkt::tasks::EvalResult r = hkt::tasks::evaluate(*lm.model, data, batch_size);
+    // Finite weights whose loss overflows: no result to report.
+    HKT_CHECK(std::isfinite(r.loss), "the loss of '", lm.weights, "' on ", data.name, " is ", r.loss,
+              " (not finite): the model's outputs overflow");
     const int64_t C = r.classes, n = r.examples;
     const double half = 1.96 * std::sqrt(r.accuracy * (1.0 - r.accuracy) / static_cast<double>(n));
     std::string step = "?";
