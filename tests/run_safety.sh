@@ -11,7 +11,8 @@
 #                                    a step that does not fit in memory: exit 2 at once
 #   run_safety.sh append    BIN_DIR  a file size limit (ulimit -f) stops the run cleanly (exit 1), the last
 #                                    checkpoint kept, and --resume finishes it; SIGTERM is the same stop
-#   run_safety.sh nonfinite BIN_DIR  NaN / Inf weights refused by hkt-eval, hkt-analyze and --resume (exit 2)
+#   run_safety.sh nonfinite BIN_DIR  NaN / Inf weights refused by hkt-eval, hkt-analyze and --resume (exit 2);
+#                                    hkt-eval of weights whose outputs overflow fails (exit 1)
 set -euo pipefail
 mode="$1"
 bin="$(realpath "$2")"
@@ -210,6 +211,10 @@ nonfinite)
   cp -r R b; poison b/checkpoint/model.safetensors '\x00\x00\x80\x7f'
   expect 2 "not finite" "$bin/hkt-train" --resume b
   expect 2 "not finite" "$bin/hkt-eval" b --weights final
+  # Finite weights (3e38) whose outputs overflow: an error (exit 1), not a result with "loss": null.
+  cp -r R c; poison c/best.safetensors '\xe6\xb1\x61\x7f'
+  expect 1 "is nan (not finite): the model's outputs overflow" "$bin/hkt-eval" c --json c.json
+  [[ ! -e c.json ]] || { echo "FAILED: hkt-eval wrote a result"; bad=1; }
   ;;
 *)
   echo "unknown mode $mode"; exit 2 ;;
