@@ -166,6 +166,10 @@ bounds)
   t "'steps' is out of range" "$bin/hkt-train" --config big.json --run-dir B
   echo '{"steps": 99999999999999999999}' >float.json
   t "'steps' must be an integer" "$bin/hkt-train" --config float.json --run-dir B
+  # An experiment grid over its limit of runs.
+  printf '{"name": "e", "tasks": {"synthetic": {}}, "models": {"hkt-tiny": {}}, "seeds": [%s]}' "$(seq -s, 0 200000)" \
+    >many.json
+  t "more than the limit of 100000 runs" "$bin/hkt-experiment" many.json --list
   # The memory estimate: refused with the estimate and the available memory.
   t "a step needs about .* is available (MemAvailable" "$bin/hkt-train" "${b[@]}" --batch-size 4096 --seq-len 4096
   t "a step needs about .* is allowed (--max-memory)" "$bin/hkt-train" "${b[@]}" --max-memory 0.000001

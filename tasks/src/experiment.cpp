@@ -196,6 +196,12 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
       e.comparisons.push_back(pair);
     }
   }
+  // The grid is bounded before it is built (a file of 64 MiB could ask for billions of runs).
+  constexpr double kMaxRuns = 100000;
+  HKT_CHECK(static_cast<double>(e.tasks.size()) * static_cast<double>(e.models.size()) *
+                    static_cast<double>(e.seeds.size()) <= kMaxRuns,
+            "experiment: ", e.tasks.size(), " tasks x ", e.models.size(), " models x ", e.seeds.size(),
+            " seeds is more than the limit of ", kMaxRuns, " runs");
   // A task's "per_model": {"<model key>": {fields}} applies after the model's fields.
   for (auto t = tasks.begin(); t != tasks.end(); ++t) {
     if (!t.value().is_object() || !t.value().contains("per_model")) continue;
