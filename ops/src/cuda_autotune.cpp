@@ -96,7 +96,8 @@ std::string cuda_attention_autotune_to_json() {
 void cuda_attention_autotune_from_json(const std::string& text) {
   std::vector<Decision> all;
   try {
-    const auto j = read_json<nlohmann::json>(text, "the JSON text");
+    check_json_text(text, "not JSON");  // size and nesting limits (hkt/core/json_read.hpp)
+    const nlohmann::json j = nlohmann::json::parse(text);
     HKT_CHECK(j.is_object() && j.value("format", "") == kFormat, "not an \"", kFormat, "\" file (its \"format\")");
     HKT_CHECK(j.value("version", 0) == 1, "version ", j.value("version", nlohmann::json()).dump(),
               " is not 1, the one this build reads");
