@@ -173,6 +173,8 @@ bounds)
   # The memory estimate: refused with the estimate and the available memory.
   t "a step needs about .* is available (MemAvailable" "$bin/hkt-train" "${b[@]}" --batch-size 4096 --seq-len 4096
   t "a step needs about .* is allowed (--max-memory)" "$bin/hkt-train" "${b[@]}" --max-memory 0.000001
+  # A generated data set that cannot fit is refused before it is generated.
+  t "data [0-9.]* GiB).* is available" "$bin/hkt-train" "${b[@]}" --train-size 2000000000 --seq-len 4096
   [[ ! -e B ]] || { echo "FAILED: a refused run left a run folder"; bad=1; }
   expect 0 "" "$bin/hkt-train" "${b[@]}" --max-memory 1
   t "a step needs about" "$bin/hkt-eval" B --max-memory 0.000001
