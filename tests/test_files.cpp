@@ -1,6 +1,7 @@
 // hkt/tasks/files.hpp: atomic writes (all or nothing, errors name the file)
 // and whole-file reads.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,7 @@
 
 #include "gradcheck_util.hpp"
 #include "helpers/temp_dir.hpp"
+#include "hkt/core/json_read.hpp"
 #include "hkt/tasks/files.hpp"
 
 using namespace hkt;
@@ -57,4 +59,42 @@ TEST_CASE("write_file_atomic: a failed rename keeps the old target and removes t
 TEST_CASE("read_text_file names a missing file") {
   TempDir dir("files");
   check_error([&] { (void)read_text_file(dir / "missing.txt"); }, "cannot read '" + (dir / "missing.txt").string() + "'");
+}
+
+TEST_CASE("read_text_file refuses a folder and a file over its limit") {
+  TempDir dir("files");
+  check_error([&] { (void)read_text_file(dir.path); }, "it is a folder");
+  write_file_atomic(dir / "big.txt", std::string(100, 'x'));
+  check_error([&] { (void)read_text_file(dir / "big.txt", 99); }, "more than the limit of 99");
+  CHECK(read_text_file(dir / "big.txt", 100).size() == 100);
+}
+
+TEST_CASE("append_file appends whole lines and names the file when it cannot") {
+  TempDir dir("files");
+  append_file(dir / "m.jsonl", "a\n");
+  append_file(dir / "m.jsonl", "b\n");
+  CHECK(read_text_file(dir / "m.jsonl") == "a\nb\n");
+  check_error([&] { append_file(dir / "no" / "m.jsonl", "c\n"); }, "cannot append to '");
+}
+
+TEST_CASE("FolderLock: one holder at a time, the second refused with the holder's pid") {
+  TempDir dir("files");
+  {
+    const FolderLock first(dir.path);
+    check_error([&] { const FolderLock second(dir.path); },
+                "is in use by another process (pid " + std::to_string(::getpid()) + ",");
+  }
+  const FolderLock again(dir.path);  // released with its holder
+  check_error([&] { const FolderLock none(dir / "missing"); }, "cannot open the lock file");
+}
+
+TEST_CASE("read_json: nesting and size limits, short excerpts") {
+  check_error([] { hkt::check_json_text(std::string(65, '['), "x.json"); },
+              "x.json: the JSON is nested more than 64 levels deep (at byte 64)");
+  hkt::check_json_text(std::string(64, '[') + std::string(64, ']'), "ok");
+  hkt::check_json_text("\"[[[[[[\\\"[[[[\"", "brackets in a string", {1024, 1});  // not nesting
+  check_error([] { hkt::check_json_text("{}", "y", {1, 64}); }, "y: the JSON text is 2 bytes, more than the limit of 1");
+  const std::string cut = hkt::excerpt(std::string(1000, 'a') + "\n", 10);
+  CHECK(cut == "aaaaaaaaaa... (1001 bytes)");
+  CHECK(hkt::excerpt("a\nb") == "a?b");
 }

@@ -237,8 +237,10 @@ TEST_CASE("train: settings refused by the set-up leave an earlier run's folder a
   TrainConfig nodata = c;  // a file task whose folder does not exist
   nodata.task = "imdb";
   nodata.data.data_dir = tmp.str("no-such-data");
+  RunOptions replace = quiet();  // even when the old run may be replaced
+  replace.overwrite = true;
   for (const TrainConfig& bad : {warm, nodata}) {
-    CHECK_THROWS_AS((void)train(bad, quiet()), InputError);
+    CHECK_THROWS_AS((void)train(bad, replace), InputError);
     std::map<std::string, std::string> after;
     for (const auto& e : fs::recursive_directory_iterator(c.run_dir))
       if (e.is_regular_file()) after[e.path().string()] = file_bytes(e.path().string());
@@ -353,6 +355,10 @@ TEST_CASE("a non-finite loss or gradient stops the run, naming the step, and kee
   REQUIRE(!e.empty());
   CHECK(e.find("train: step ") == 0);
   CHECK(e.find("not finite") != std::string::npos);
+  // It names the cause: the largest weight, or the first non-finite gradient; not a guess.
+  CHECK((e.find("the weights are finite (the largest, in '") != std::string::npos ||
+         e.find("the first non-finite gradient is that of '") != std::string::npos));
+  CHECK(e.find("', is kept") != std::string::npos);
   const int64_t failed = std::stoll(e.substr(std::string("train: step ").size()));
   CHECK(failed >= 2);
   // The last good checkpoint (step failed - 1) loads.

@@ -239,9 +239,16 @@ int main(int argc, char** argv) {
     if (threads > 0) hkt::set_num_threads(static_cast<int>(threads));
     if (!fs::exists(path)) {
       std::cerr << "hkt-analyze: error: '" << path << "' not found\n";
-      return 1;
+      return 2;
     }
-    hkt::analysis::LoadedModel lm = hkt::analysis::load_trained(path, weights);
+    // A model that cannot be loaded (damaged, non-finite, hostile metadata) is bad input: exit 2.
+    hkt::analysis::LoadedModel lm;
+    try {
+      lm = hkt::analysis::load_trained(path, weights);
+    } catch (const std::exception& e) {
+      std::cerr << "hkt-analyze: error: " << e.what() << "\n";
+      return 2;
+    }
     hkt::tasks::TaskOptions topts;
     std::string task_name = task;
     if (lm.train) {
@@ -261,17 +268,24 @@ int main(int argc, char** argv) {
     }
     if (!data_dir.empty()) topts.data_dir = data_dir;
     if (seq_len > 0) topts.seq_len = seq_len;
-    const hkt::tasks::Splits splits = hkt::tasks::load_task(task_name, topts);
-    const hkt::tasks::Dataset& whole = split == "val" ? splits.val : split == "test" ? splits.test : splits.train;
-    const auto& mc = lm.config;
-    HKT_CHECK((mc.vocab > 0) == (whole.vocab > 0), "the model takes ",
-              mc.vocab > 0 ? "token ids" : "real-valued features", " but '", whole.name, "' holds ",
-              whole.vocab > 0 ? "token ids" : "real-valued features");
-    HKT_CHECK(whole.vocab <= mc.vocab && whole.features == mc.input_features && whole.seq_len <= mc.max_len,
-              "'", whole.name, "' (vocab ", whole.vocab, ", features ", whole.features, ", T ",
-              whole.seq_len, ") does not fit the model (vocab ", mc.vocab, ", features ", mc.input_features,
-              ", max_len ", mc.max_len, ")");
-    const hkt::tasks::Dataset data = hkt::tasks::sample(whole, samples, sample_seed);
+    // Data that cannot be read or does not fit the model is bad input too: exit 2.
+    hkt::tasks::Dataset data;
+    try {
+      const hkt::tasks::Splits splits = hkt::tasks::load_task(task_name, topts);
+      const hkt::tasks::Dataset& whole = split == "val" ? splits.val : split == "test" ? splits.test : splits.train;
+      const auto& mc = lm.config;
+      HKT_CHECK((mc.vocab > 0) == (whole.vocab > 0), "the model takes ",
+                mc.vocab > 0 ? "token ids" : "real-valued features", " but '", whole.name, "' holds ",
+                whole.vocab > 0 ? "token ids" : "real-valued features");
+      HKT_CHECK(whole.vocab <= mc.vocab && whole.features == mc.input_features && whole.seq_len <= mc.max_len,
+                "'", whole.name, "' (vocab ", whole.vocab, ", features ", whole.features, ", T ",
+                whole.seq_len, ") does not fit the model (vocab ", mc.vocab, ", features ", mc.input_features,
+                ", max_len ", mc.max_len, ")");
+      data = hkt::tasks::sample(whole, samples, sample_seed);
+    } catch (const std::exception& e) {
+      std::cerr << "hkt-analyze: error: " << e.what() << "\n";
+      return 2;
+    }
     if (out.empty()) {
       fs::path p = fs::path(path).lexically_normal();
       if (p.filename().empty()) p = p.parent_path();

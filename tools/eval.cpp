@@ -22,6 +22,7 @@
 #include "hkt/analysis/report.hpp"
 #include "hkt/hkt.hpp"
 #include "hkt/tasks/files.hpp"
+#include "hkt/tasks/memory.hpp"
 #include "hkt/tasks/registry.hpp"
 
 namespace fs = std::filesystem;
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
                "hkt-eval"};
   std::string path, weights = "best", split = "test", task, data_dir, device = "cpu", json_out;
   int64_t test_size = -1, batch_size = 0, threads = 0, seq_len = -1, min_len = -1, max_len = -1;
+  double max_memory_gib = 0;
   app.add_option("path", path,
                  "a run folder of hkt-train (best.safetensors, or checkpoint/ with --weights final), a checkpoint "
                  "folder (model.safetensors) or a .safetensors file written by hkt")
@@ -76,6 +78,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   app.add_option("--json", json_out, "also write the result as JSON to this file");
+  app.add_option("--max-memory", max_memory_gib,
+                 "GiB the evaluation (a forward pass and the data set) may take, checked on an estimate before it "
+                 "starts (default 0: the available memory, MemAvailable of /proc/meminfo)")
+      ->check(CLI::Range(0.0, 1e9));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -120,6 +126,12 @@ int main(int argc, char** argv) {
               "'", data.name, "' (vocab ", data.vocab, ", features ", data.features, ", T ", data.seq_len,
               ", classes ", data.classes, ") does not fit the model (vocab ", mc.vocab, ", features ",
               mc.input_features, ", max_len ", mc.max_len, ", classes ", mc.classes, ")");
+    if (device == "cpu") {
+      const int64_t per_example = data.seq_len * (data.vocab > 0 ? 9 : 1 + 4 * data.features);
+      hkt::tasks::check_memory(
+          hkt::tasks::estimate_step_memory(mc, batch_size, data.seq_len, data.size(), per_example, false),
+          max_memory_gib * 1024.0 * 1024.0 * 1024.0, "evaluation");
+    }
     // The run's own kernels for the shapes it tuned (a malformed file: exit 2).
     if (device == "cuda")
       kernels.emplace(lm.run_dir, hkt::Device::cuda(), hkt::tasks::KernelsUse::evaluate);
@@ -131,6 +143,9 @@ int main(int argc, char** argv) {
   try {
     if (device == "cuda") lm.model->to(hkt::Device::cuda());
     const hkt::tasks::EvalResult r = hkt::tasks::evaluate(*lm.model, data, batch_size);
+    // Finite weights whose loss overflows: no result to report.
+    HKT_CHECK(std::isfinite(r.loss), "the loss of '", lm.weights, "' on ", data.name, " is ", r.loss,
+              " (not finite): the model's outputs overflow");
     const int64_t C = r.classes, n = r.examples;
     const double half = 1.96 * std::sqrt(r.accuracy * (1.0 - r.accuracy) / static_cast<double>(n));
     std::string step = "?";

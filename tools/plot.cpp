@@ -17,6 +17,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "hkt/core/json_read.hpp"
+
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
@@ -27,11 +29,24 @@ struct Fail : std::runtime_error {
 };
 
 std::string read_text(const fs::path& p) {
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) throw Fail("cannot read '" + p.string() + "': it is a folder");
   std::ifstream f(p, std::ios::binary);
   if (!f) throw Fail("cannot read '" + p.string() + "'");
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+// JSON text within hkt's limits of size and nesting (hkt/core/json_read.hpp); a value that does not
+// parse comes back discarded.
+json parse_text(const std::string& text, const std::string& what) {
+  try {
+    hkt::check_json_text(text, what);
+  } catch (const hkt::Error& e) {
+    throw Fail(e.what());
+  }
+  return json::parse(text, nullptr, false);
 }
 
 void write_text(const fs::path& p, const std::string& text) {
@@ -88,7 +103,7 @@ class Plotter {
 std::string run_label(const fs::path& run, const std::string& folder, std::string& task) {
   try {
     std::string label = folder;
-    const json c = json::parse(read_text(run / "config.json"), nullptr, false);
+    const json c = parse_text(read_text(run / "config.json"), (run / "config.json").string());
     if (c.is_object() && c.contains("model") && c["model"].get<std::string>() != folder) {
       std::string model = c["model"].get<std::string>();
       if (c.contains("model_overrides") && c["model_overrides"].is_object())
@@ -122,7 +137,7 @@ void plot_runs(const std::vector<fs::path>& runs, const fs::path& out, Plotter& 
     while (std::getline(in, line)) {
       ++lineno;
       if (line.empty()) continue;
-      const json j = json::parse(line, nullptr, false);
+      const json j = parse_text(line, (runs[r] / "metrics.jsonl").string() + ":" + std::to_string(lineno));
       // The last line may be torn by a kill while it was appended: skipped, as the trainer's resume does.
       if (!j.is_object() && in.peek() == std::char_traits<char>::eof()) break;
       if (!j.is_object()) throw Fail((runs[r] / "metrics.jsonl").string() + ":" + std::to_string(lineno) +
@@ -176,7 +191,7 @@ void plot_analysis(const fs::path& dir, const std::string& prefix, Plotter& plt)
   }
 }
 void plot_analysis_json(const fs::path& dir, const std::string& prefix, Plotter& plt) {
-  const json rep = json::parse(read_text(dir / "report.json"), nullptr, false);
+  const json rep = parse_text(read_text(dir / "report.json"), (dir / "report.json").string());
   if (rep.is_object() && rep.value("tool", "") == "hkt-analyze approx") {
     // approx.csv: run, levels, layer, rel_error, rel_error_fitted; the pooled rows (layer -1) of HKT runs.
     std::string fit;

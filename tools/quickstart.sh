@@ -25,6 +25,6 @@ HKT_BUILD_DIR=build tools/build.sh "${cmake_args[@]}"
 args=(--task listops --seq-len 128 --train-size 4000 --val-size 500 --test-size 500 --data-seed 0
       --models hkt-small,mha-small --dim 64
       --steps 300 --batch-size 32 --lr 1e-3 --warmup 30 --schedule cosine
-      --eval-every 150 --log-every 50 --seed 0 --run-dir runs/quickstart)
+      --eval-every 150 --log-every 50 --seed 0 --run-dir runs/quickstart --overwrite)  # a rerun replaces the last
 echo "== run: build/bin/hkt-compare ${args[*]}${*:+ $*} =="
 exec build/bin/hkt-compare "${args[@]}" "$@"

@@ -1,5 +1,6 @@
 #include "hkt/models/checkpoint.hpp"
 
+#include <cmath>
 #include <filesystem>
 
 #include "hkt/core/random.hpp"
@@ -44,7 +45,24 @@ NamedTensors on_cpu(NamedTensors ts) {
   return ts;
 }
 
+// Refuses a file whose tensors are not all finite.
+void check_finite(const SafetensorsFile& f, const std::string& path, const char* who) {
+  const std::string bad = first_non_finite(f.tensors);
+  HKT_CHECK(bad.empty(), who, ": '", path, "': tensor ", bad, ": the weights are not finite (a diverged run, or a "
+            "damaged file)");
+}
+
 }  // namespace
+
+std::string first_non_finite(const NamedTensors& tensors) {
+  for (const auto& [name, t] : tensors) {
+    if (!t.defined() || !is_floating(t.dtype()) || t.numel() == 0) continue;
+    const std::vector<double> v = to_dtype(to_device(t.detach(), Device::cpu()), DType::Float64).to_vector<double>();
+    for (size_t i = 0; i < v.size(); ++i)
+      if (!std::isfinite(v[i])) return str_cat("'", name, "' (", v[i], " at element ", i, ")");
+  }
+  return "";
+}
 
 void save_model(const std::string& path, const Module& model, const Metadata& metadata) {
   save_safetensors(path, on_cpu(model.state_dict()), metadata);
@@ -52,6 +70,7 @@ void save_model(const std::string& path, const Module& model, const Metadata& me
 
 Metadata load_model(const std::string& path, Module& model, bool strict) {
   SafetensorsFile f = load_safetensors(path);
+  check_finite(f, path, "load_model");
   try {
     model.load_state_dict(tensors_of(f), strict);
   } catch (const Error& e) {
@@ -74,6 +93,8 @@ Metadata load_checkpoint(const std::string& dir, Module& model, Optimizer& opt) 
   const std::string mp = dir + "/model.safetensors", op = dir + "/optimizer.safetensors";
   SafetensorsFile mf = load_safetensors(mp);
   SafetensorsFile of = load_safetensors(op);
+  check_finite(mf, mp, "load_checkpoint");
+  check_finite(of, op, "load_checkpoint");
   const std::string& ms = need(mf.metadata, "hkt.step", mp);
   const std::string& os = need(of.metadata, "hkt.step", op);
   HKT_CHECK(ms == os, "load_checkpoint: '", dir, "': the model is from step ", ms, " but the optimizer from step ",

@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "hkt/core/json_read.hpp"
 #include "hkt/models/init.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
@@ -62,19 +63,19 @@ void read_field(ClassifierConfig& c, const Field& f, const ordered_json& v) {
           HKT_CHECK(v.is_string(), kFromJson, "key '", f.key, "' must be a string, got ", v.type_name());
           c.*ptr = v.get<std::string>();
         } else if constexpr (std::is_same_v<T, int64_t>) {
-          HKT_CHECK(v.is_number_integer(), kFromJson, "key '", f.key, "' must be an integer, got ", v.dump());
+          HKT_CHECK(v.is_number_integer(), kFromJson, "key '", f.key, "' must be an integer, got ", excerpt(v.dump()));
           HKT_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max()),
-                    kFromJson, "key '", f.key, "' is out of range: ", v.dump());
+                    kFromJson, "key '", f.key, "' is out of range: ", excerpt(v.dump()));
           c.*ptr = v.get<int64_t>();
         } else if constexpr (std::is_same_v<T, double>) {
-          HKT_CHECK(v.is_number(), kFromJson, "key '", f.key, "' must be a number, got ", v.dump());
+          HKT_CHECK(v.is_number(), kFromJson, "key '", f.key, "' must be a number, got ", excerpt(v.dump()));
           c.*ptr = v.get<double>();
         } else if constexpr (std::is_same_v<T, bool>) {
-          HKT_CHECK(v.is_boolean(), kFromJson, "key '", f.key, "' must be true or false, got ", v.dump());
+          HKT_CHECK(v.is_boolean(), kFromJson, "key '", f.key, "' must be true or false, got ", excerpt(v.dump()));
           c.*ptr = v.get<bool>();
         } else {
           static_assert(std::is_same_v<T, DType>);
-          HKT_CHECK(v.is_string(), kFromJson, "key '", f.key, "' must be \"float32\" or \"float64\", got ", v.dump());
+          HKT_CHECK(v.is_string(), kFromJson, "key '", f.key, "' must be \"float32\" or \"float64\", got ", excerpt(v.dump()));
           const std::string s = v.get<std::string>();
           HKT_CHECK(s == "float32" || s == "float64", kFromJson, "key '", f.key,
                     "' must be \"float32\" or \"float64\", got \"", s, "\"");
@@ -107,6 +108,33 @@ void ClassifierConfig::validate() const {
   HKT_CHECK(classes >= 2, who, "classes must be >= 2, got ", classes);
   HKT_CHECK(levels >= 1, who, "levels must be >= 1, got ", levels);
   HKT_CHECK(is_floating(dtype), who, "dtype must be float32 or float64, got ", dtype);
+  // Sizes are bounded before anything is allocated (a config or a checkpoint's metadata may say anything).
+  const auto limit = [&](const char* name, int64_t v, int64_t max) {
+    HKT_CHECK(v <= max, who, name, " must be <= ", max, ", got ", v);
+  };
+  limit("vocab", vocab, kMaxVocab);
+  limit("input_features", input_features, kMaxFeatures);
+  limit("max_len", max_len, kMaxLen);
+  limit("dim", dim, kMaxDim);
+  limit("heads", heads, kMaxHeads);
+  limit("layers", layers, kMaxLayers);
+  limit("ffn_mult", ffn_mult, kMaxFfnMult);
+  limit("classes", classes, kMaxClasses);
+  if (attention == "hkt") {
+    // Level l pools blocks of 2^(l-1) positions: beyond floor(log2(T)) + 1 a level has one block or none.
+    int64_t max_levels = 1;
+    while ((int64_t{1} << max_levels) <= max_len) ++max_levels;
+    HKT_CHECK(levels <= max_levels, who, "levels must be <= floor(log2(max_len)) + 1 = ", max_levels,
+              " for max_len (T) ", max_len, ", got ", levels);
+  }
+  // The parameters of the largest layers (embeddings, projections, FFN, head), in long double: no overflow.
+  const long double D = static_cast<long double>(dim);
+  const long double params = static_cast<long double>(vocab + input_features + max_len + classes) * D +
+                             static_cast<long double>(layers) *
+                                 (static_cast<long double>(4 + 3 * levels + 2 * ffn_mult) * D * D);
+  HKT_CHECK(params <= static_cast<long double>(kMaxParams), who, "the model would have about ",
+            static_cast<double>(params), " parameters, more than the limit of ", kMaxParams, " (dim ", dim,
+            ", layers ", layers, ", vocab ", vocab, ", max_len ", max_len, ")");
 }
 
 std::string ClassifierConfig::to_json() const {
@@ -128,9 +156,9 @@ std::string ClassifierConfig::to_json() const {
 ClassifierConfig ClassifierConfig::from_json(const std::string& text) {
   ordered_json j;
   try {
-    j = ordered_json::parse(text);
-  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for numbers like 1E581
-    throw Error(str_cat(kFromJson, "invalid JSON: ", e.what()));
+    j = read_json<ordered_json>(text, "the JSON text");  // parse_error, and out_of_range for numbers like 1E581
+  } catch (const Error& e) {
+    throw Error(str_cat(kFromJson, e.what()));
   }
   HKT_CHECK(j.is_object(), kFromJson, "expected a JSON object, got ", j.type_name());
   ClassifierConfig c;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "hkt/core/json_read.hpp"
 #include "hkt/core/error.hpp"
 #include "hkt/ops/cuda.hpp"
 // Plain declarations: the JSON is checked in every build, and only a CUDA
@@ -95,6 +96,7 @@ std::string cuda_attention_autotune_to_json() {
 void cuda_attention_autotune_from_json(const std::string& text) {
   std::vector<Decision> all;
   try {
+    check_json_text(text, "not JSON");  // size and nesting limits (hkt/core/json_read.hpp)
     const nlohmann::json j = nlohmann::json::parse(text);
     HKT_CHECK(j.is_object() && j.value("format", "") == kFormat, "not an \"", kFormat, "\" file (its \"format\")");
     HKT_CHECK(j.value("version", 0) == 1, "version ", j.value("version", nlohmann::json()).dump(),
@@ -102,7 +104,7 @@ void cuda_attention_autotune_from_json(const std::string& text) {
     HKT_CHECK(j.contains("decisions") && j["decisions"].is_array(), "\"decisions\" is missing or not a list");
     for (size_t i = 0; i < j["decisions"].size(); ++i) all.push_back(parse(j["decisions"][i], i));
   } catch (const nlohmann::json::exception& e) {
-    throw Error(str_cat("attention kernel decisions: not JSON: ", e.what()));
+    throw Error(str_cat("attention kernel decisions: not JSON: ", excerpt(e.what(), 240)));
   } catch (const Error& e) {
     throw Error(str_cat("attention kernel decisions: ", e.what()));
   }

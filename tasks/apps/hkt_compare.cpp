@@ -9,6 +9,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "hkt/tasks/files.hpp"
 #include "hkt/tasks/train.hpp"
 #include "train_options.hpp"
 
@@ -40,10 +41,12 @@ int main(int argc, char** argv) {
   hkt::apps::TrainOptions topts;
   topts.add(app, /*with_model=*/false);
   std::string models = "hkt-tiny,mha-tiny", run_dir = "runs/compare";
-  bool quiet = false;
+  bool quiet = false, overwrite = false;
   app.add_option("--models", models, "comma-separated presets to compare")->capture_default_str();
   app.add_option("--run-dir", run_dir, "folder of the runs and results.md")->capture_default_str();
   app.add_flag("--quiet", quiet, "no training output, only the table");
+  app.add_flag("--overwrite", overwrite,
+               "replace runs already in RUN_DIR (as hkt-train --overwrite; without it such a folder is refused)");
   if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;
 
   try {
@@ -70,6 +73,7 @@ int main(int argc, char** argv) {
       if (!quiet) std::cout << "== " << m << " (" << cfg.run_dir << ") ==\n" << std::flush;
       hkt::tasks::RunOptions ropt;
       ropt.quiet = quiet;
+      ropt.overwrite = overwrite;
       ropt.device = device;
       ropt.cuda_autotune = topts.cuda_autotune();
       const hkt::tasks::TrainResult r = hkt::tasks::train(cfg, ropt);
@@ -83,7 +87,7 @@ int main(int argc, char** argv) {
                                                std::to_string(base.epochs) + " epochs")
         << " of batch " << base.batch_size << ", lr " << base.lr << ", seed " << base.seed << ".\n\n"
         << table.str();
-    std::ofstream(run_dir + "/results.md") << doc.str();
+    hkt::tasks::write_file_atomic(run_dir + "/results.md", doc.str());
     std::cout << "\n" << doc.str() << "\n(written to " << run_dir << "/results.md)\n";
     if (!quiet) hkt::tasks::print_attention_kernels(std::cout);
     return 0;

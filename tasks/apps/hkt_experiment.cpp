@@ -195,17 +195,24 @@ int main(int argc, char** argv) {
   }
   const fs::path self_exe = fs::canonical("/proc/self/exe"), self_dir = self_exe.parent_path();
   if (list) {
-    try {
-      for (const ExperimentRun& r : e.runs) {
-        const RunState st = run_state(r.cfg.run_dir);
-        std::cout << run_id(r) << "  " << state_name(st) << "  " << r.cfg.run_dir << progress(r, st) << "\n";
+    // A run whose summary.json cannot be read is listed with the reason; the status is then 1.
+    int status = 0;
+    std::string errors;
+    for (const ExperimentRun& r : e.runs) {
+      const RunState st = run_state(r.cfg.run_dir);
+      std::string more;
+      try {
+        more = progress(r, st);
+      } catch (const std::exception& ex) {
+        more = "  (unreadable, see below)";
+        errors += std::string("hkt-experiment: --list: ") + ex.what() + "\n";
+        status = 1;
       }
-    } catch (const hkt::Error& ex) {  // a run's summary.json or metrics that cannot be read
-      std::cout.flush();
-      std::cerr << "hkt-experiment: --list: " << ex.what() << "\n";
-      return 1;
+      std::cout << run_id(r) << "  " << state_name(st) << "  " << r.cfg.run_dir << more << "\n";
     }
-    return 0;
+    std::cout.flush();
+    std::cerr << errors;
+    return status;
   }
   auto selected = [&](const ExperimentRun& r) {
     const std::string id = run_id(r);

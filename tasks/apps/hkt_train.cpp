@@ -20,24 +20,39 @@ int main(int argc, char** argv) {
   hkt::apps::TrainOptions topts;
   topts.add(app);
   std::string run_dir, resume_dir;
-  bool quiet = false, print_config = false;
+  bool quiet = false, print_config = false, overwrite = false;
+  double max_memory_gib = 0;
   app.add_option("--run-dir", run_dir, "run folder (default runs/<task>-<model>-s<seed>)");
-  app.add_option("--resume", resume_dir,
+  app.add_flag("--overwrite", overwrite,
+               "train even if RUN_DIR holds a run: its files move to RUN_DIR/replaced/ and are deleted once the new "
+               "run has written its first checkpoint (without the flag such a folder is refused)");
+  app.add_option("--max-memory", max_memory_gib,
+                 "GiB a training step (with the data set) may take; the estimate is checked before anything is "
+                 "built (default 0: the available memory, MemAvailable of /proc/meminfo; a larger value overrides)")
+      ->check(CLI::Range(0.0, 1e9));
+  CLI::Option* resume_opt = app.add_option("--resume", resume_dir,
                  "continue the run in RUN_DIR from its last checkpoint, with its config.json (only --threads, --quiet, "
-                 "--device and --cuda-autotune may be given with it)");
+                 "--device, --cuda-autotune and --max-memory may be given with it)");
   app.add_flag("--quiet", quiet, "no console output (the run folder is still written)");
   app.add_flag("--print-config", print_config, "print the resolved config as JSON and exit");
   if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;
 
+  if (resume_opt->count() > 0 && resume_dir.empty()) {
+    std::cerr << "hkt-train: --resume: the run folder is empty (an unset variable?)\n";
+    return hkt::apps::kExitUsage;
+  }
   try {
     hkt::tasks::RunOptions ropt;
     ropt.quiet = quiet;
+    ropt.overwrite = overwrite;
+    ropt.max_memory = max_memory_gib * 1024.0 * 1024.0 * 1024.0;
     ropt.device = topts.device();
     ropt.cuda_autotune = topts.cuda_autotune();
     if (!resume_dir.empty()) {
       std::vector<std::string> extra = topts.given();
       if (!run_dir.empty()) extra.push_back("--run-dir");
       if (print_config) extra.push_back("--print-config");
+      if (overwrite) extra.push_back("--overwrite");
       if (!extra.empty()) {
         std::string list;
         for (const auto& e : extra) list += " " + e;

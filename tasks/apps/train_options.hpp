@@ -3,6 +3,8 @@
 // --config FILE).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <charconv>
+#include <limits>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -179,11 +181,28 @@ class TrainOptions {
   static std::string non_negative(const std::string& v) {
     return !v.empty() && v[0] == '-' ? "must be >= 0, got " + v : std::string();
   }
+  // A CLI11 check for an integer flag: a value outside T's range is refused, not clamped.
+  template <class T>
+  static std::string in_range(const std::string& v) {
+    T x{};
+    const char* end = v.data() + v.size();
+    const auto [p, ec] = std::from_chars(v.data() + (v.size() > 1 && v[0] == '+'), end, x);
+    if (ec == std::errc::result_out_of_range)
+      return "out of range: " + v + " (limits " + std::to_string(std::numeric_limits<T>::min()) + " to " +
+             std::to_string(std::numeric_limits<T>::max()) + ")";
+    (void)p;
+    return std::string();  // other malformed values: CLI11's conversion error
+  }
+  template <class T>
+  static void check_integer(CLI::Option* o) {
+    if constexpr (std::is_integral_v<T>) o->check(in_range<T>);
+  }
   // A flag bound to a TrainConfig field (data_flag: a field of its TaskOptions):
   // parsed into tmp_, copied into the resolved config only when given.
   template <class T>
   void flag(CLI::App& app, const std::string& name, T tasks::TrainConfig::*field, const std::string& help) {
     CLI::Option* o = app.add_option(name, tmp_.*field, help)->capture_default_str();
+    check_integer<T>(o);
     // Seeds are unsigned: "-1" would wrap. Thread counts are checked here too, for --resume.
     if constexpr (std::is_unsigned_v<T>) o->check(non_negative);
     if (name == "--threads") o->check(non_negative);
@@ -192,6 +211,7 @@ class TrainOptions {
   template <class T>
   void data_flag(CLI::App& app, const std::string& name, T tasks::TaskOptions::*field, const std::string& help) {
     CLI::Option* o = app.add_option(name, tmp_.data.*field, help)->capture_default_str();
+    check_integer<T>(o);
     if constexpr (std::is_unsigned_v<T>) o->check(non_negative);
     setters_.emplace_back(o, [this, field](tasks::TrainConfig& d) { d.data.*field = tmp_.data.*field; });
   }
@@ -199,6 +219,7 @@ class TrainOptions {
   void override_flag(CLI::App& app, const std::string& name, const std::string& key, const std::string& help) {
     auto value = std::make_shared<T>();
     CLI::Option* o = app.add_option(name, *value, help);
+    check_integer<T>(o);
     setters_.emplace_back(o, [value, key](tasks::TrainConfig& d) {
       if constexpr (std::is_same_v<T, std::string>) d.set_override(key, "\"" + *value + "\"");
       else {

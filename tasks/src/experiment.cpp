@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hkt/core/error.hpp"
+#include "hkt/core/json_read.hpp"
 #include "hkt/models/classifier.hpp"
 #include "hkt/tasks/files.hpp"
 #include "hkt/tasks/stats.hpp"
@@ -195,10 +196,11 @@ double sum(const std::vector<double>& x) {
 
 Experiment Experiment::from_json(const std::string& text, const std::string& out_dir_override) {
   json j;
+  check_json_text(text, "experiment");
   try {
     j = json::parse(text);
   } catch (const json::exception& ex) {
-    throw Error(str_cat("experiment: not valid JSON: ", ex.what()));
+    throw Error(str_cat("experiment: not valid JSON: ", excerpt(ex.what(), 240)));
   }
   HKT_CHECK(j.is_object(), "experiment: the file must hold a JSON object");
   static const char* known[] = {"name", "description", "notes", "out_dir", "baseline", "compare", "base", "tasks",
@@ -221,10 +223,10 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
     HKT_CHECK(j.contains("seeds") && j.at("seeds").is_array() && !j.at("seeds").empty(),
               "experiment: \"seeds\" must be a non-empty array of integers");
     for (const json& s : j.at("seeds"))
-      HKT_CHECK(s.is_number_unsigned(), "experiment: \"seeds\" must hold integers >= 0, got ", s.dump());
+      HKT_CHECK(s.is_number_unsigned(), "experiment: \"seeds\" must hold integers >= 0, got ", excerpt(s.dump()));
     e.seeds = j.at("seeds").get<std::vector<uint64_t>>();
   } catch (const json::exception& ex) {
-    throw Error(str_cat("experiment: a top-level field has the wrong type: ", ex.what()));
+    throw Error(str_cat("experiment: a top-level field has the wrong type: ", excerpt(ex.what(), 240)));
   }
   const json base = j.contains("base") ? j.at("base") : json::object();
   HKT_CHECK(base.is_object(), "experiment: \"base\" must be an object");
@@ -256,6 +258,12 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
       e.comparisons.push_back(pair);
     }
   }
+  // The grid is bounded before it is built (a file of 64 MiB could ask for billions of runs).
+  constexpr double kMaxRuns = 100000;
+  HKT_CHECK(static_cast<double>(e.tasks.size()) * static_cast<double>(e.models.size()) *
+                    static_cast<double>(e.seeds.size()) <= kMaxRuns,
+            "experiment: ", e.tasks.size(), " tasks x ", e.models.size(), " models x ", e.seeds.size(),
+            " seeds is more than the limit of ", kMaxRuns, " runs");
   // A task's "per_model": {"<model key>": {fields}} applies after the model's fields.
   for (auto t = tasks.begin(); t != tasks.end(); ++t) {
     if (!t.value().is_object() || !t.value().contains("per_model")) continue;
@@ -348,12 +356,22 @@ RunState run_state(const std::string& run_dir) {
 }
 
 int64_t last_logged_step(const std::string& run_dir) {
-  std::ifstream f(fs::path(run_dir) / "metrics.jsonl", std::ios::binary);
-  if (!f.good()) return -1;
+  std::string text;
+  try {
+    text = read_text_file(fs::path(run_dir) / "metrics.jsonl");
+  } catch (const Error&) {
+    return -1;  // none yet (or not a readable file)
+  }
+  std::istringstream f(text);
   std::vector<std::string> lines;
   for (std::string line; std::getline(f, line);)
     if (!line.empty()) lines.push_back(std::move(line));
   for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    try {
+      check_json_text(*it, "metrics.jsonl");
+    } catch (const Error&) {
+      continue;
+    }
     const json j = json::parse(*it, nullptr, /*allow_exceptions=*/false);
     if (j.is_object() && j.contains("step") && j["step"].is_number_integer()) return j["step"].get<int64_t>();
   }
@@ -362,10 +380,11 @@ int64_t last_logged_step(const std::string& run_dir) {
 
 RunSummary read_summary(const std::string& run_dir) {
   RunSummary s;
-  std::ifstream f(fs::path(run_dir) / "summary.json");
-  if (!f.good()) return s;
+  const fs::path file = fs::path(run_dir) / "summary.json";
+  std::error_code ec;
+  if (fs::symlink_status(file, ec).type() == fs::file_type::not_found) return s;
+  const json j = read_json<json>(read_text_file(file), file.string());
   try {
-    const json j = json::parse(f);
     s.steps = j.at("steps").get<int64_t>();
     s.params = j.at("params").get<int64_t>();
     s.best_step = j.at("best_step").get<int64_t>();
@@ -380,7 +399,7 @@ RunSummary read_summary(const std::string& run_dir) {
     }
     s.done = true;
   } catch (const json::exception& ex) {
-    throw Error(str_cat(run_dir, "/summary.json: unreadable: ", ex.what()));
+    throw Error(str_cat(file.string(), ": unreadable: ", excerpt(ex.what(), 240)));
   }
   return s;
 }

@@ -1,6 +1,9 @@
 #include "hkt/tasks/files.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -64,13 +67,97 @@ void write_file_atomic(const fs::path& path, std::string_view text, bool make_pa
   }
 }
 
-std::string read_text_file(const fs::path& path) {
+std::string read_text_file(const fs::path& path, size_t max_bytes) {
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  HKT_CHECK(!ec, "cannot read '", path.string(), "': ", ec.message());
+  HKT_CHECK(!fs::is_directory(st), "cannot read '", path.string(), "': it is a folder, not a file");
+  if (fs::is_regular_file(st)) {
+    const auto size = fs::file_size(path, ec);
+    HKT_CHECK(!ec, "cannot read '", path.string(), "': ", ec.message());
+    HKT_CHECK(size <= max_bytes, "cannot read '", path.string(), "': it is ", size, " bytes, more than the limit of ",
+              max_bytes);
+  }
   std::ifstream f(path, std::ios::binary);
   HKT_CHECK(f, "cannot read '", path.string(), "': ", std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
+  std::string out;
+  char buf[65536];
+  try {  // libstdc++ throws std::ios_base::failure for a read error (EIO, EISDIR)
+    while (f.read(buf, sizeof buf) || f.gcount() > 0) {
+      out.append(buf, static_cast<size_t>(f.gcount()));
+      HKT_CHECK(out.size() <= max_bytes, "cannot read '", path.string(), "': more than the limit of ", max_bytes,
+                " bytes");
+    }
+  } catch (const std::ios_base::failure& e) {
+    throw Error(str_cat("error while reading '", path.string(), "': ", e.what()));
+  }
   HKT_CHECK(!f.bad(), "error while reading '", path.string(), "'");
-  return ss.str();
+  return out;
+}
+
+void append_file(const fs::path& path, std::string_view text) {
+  // SIGXFSZ (over a file size limit) would kill the process; ignored, the write fails with EFBIG.
+  struct sigaction ign {}, old {};
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  sigaction(SIGXFSZ, &ign, &old);
+  std::string why;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    why = std::strerror(errno);
+  } else {
+    const char* p = text.data();
+    size_t n = text.size();
+    while (n > 0 && why.empty()) {
+      const ssize_t w = ::write(fd, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        why = w < 0 ? std::strerror(errno) : "nothing written";
+      } else {
+        p += w;
+        n -= static_cast<size_t>(w);
+      }
+    }
+    if (::close(fd) != 0 && why.empty()) why = std::string("close failed: ") + std::strerror(errno);
+    if (!why.empty() && n < text.size()) {
+      // A line cut short is dropped, so that the file ends at a whole line.
+      struct stat sb {};
+      if (::stat(path.c_str(), &sb) == 0 && sb.st_size >= static_cast<off_t>(text.size() - n))
+        (void)::truncate(path.c_str(), sb.st_size - static_cast<off_t>(text.size() - n));
+    }
+  }
+  sigaction(SIGXFSZ, &old, nullptr);
+  HKT_CHECK(why.empty(), "cannot append to '", path.string(), "': ", why);
+}
+
+FolderLock::FolderLock(const fs::path& dir, const char* name) {
+  const fs::path file = dir / name;
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  HKT_CHECK(fd_ >= 0, "cannot open the lock file '", file.string(), "': ", std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char buf[32] = {};
+    const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    std::string pid = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+    if (err == EWOULDBLOCK)
+      throw Error(str_cat("'", dir.string(), "' is in use by another process (pid ", pid.empty() ? "unknown" : pid,
+                          ", holding '", file.string(), "'); wait for it to end or stop it"));
+    throw Error(str_cat("cannot lock '", file.string(), "': ", std::strerror(err)));
+  }
+  const std::string me = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    throw Error(str_cat("cannot write the lock file '", file.string(), "': ", std::strerror(err)));
+  }
+}
+
+FolderLock::~FolderLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock
 }
 
 }  // namespace hkt::tasks

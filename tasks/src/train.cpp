@@ -2,6 +2,7 @@
 // evaluation and checkpoints, resume, and the run folder's files.
 #include "hkt/tasks/train.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <sstream>
 
 #include "hkt/core/grad_mode.hpp"
+#include "hkt/core/json_read.hpp"
 #include "hkt/core/random.hpp"
 #include "hkt/models/checkpoint.hpp"
 #include "hkt/models/optim.hpp"
@@ -30,12 +32,15 @@
 #include "hkt/ops/threads.hpp"
 #include "hkt/tasks/attention_kernels.hpp"
 #include "hkt/tasks/files.hpp"
+#include "hkt/tasks/memory.hpp"
+#include "run_folder.hpp"
 
 namespace hkt::tasks {
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
+using namespace detail;  // run_folder.hpp
 using Clock = std::chrono::steady_clock;
 
 // --- config JSON ------------------------------------------------------------
@@ -53,11 +58,13 @@ void each_key(const json& j, const std::string& where, F&& f) {
 }
 
 void get(const json& v, const std::string& key, std::string& out) {
-  HKT_CHECK(v.is_string(), kCfg, "'", key, "' must be a string, got ", v.dump());
+  HKT_CHECK(v.is_string(), kCfg, "'", key, "' must be a string, got ", excerpt(v.dump()));
   out = v.get<std::string>();
 }
 void get(const json& v, const std::string& key, int64_t& out) {
-  HKT_CHECK(v.is_number_integer(), kCfg, "'", key, "' must be an integer, got ", v.dump());
+  HKT_CHECK(v.is_number_integer(), kCfg, "'", key, "' must be an integer, got ", excerpt(v.dump()));
+  HKT_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max()), kCfg,
+            "'", key, "' is out of range: ", excerpt(v.dump()));
   out = v.get<int64_t>();
 }
 void get(const json& v, const std::string& key, int& out) {
@@ -69,11 +76,11 @@ void get(const json& v, const std::string& key, int& out) {
 }
 void get(const json& v, const std::string& key, uint64_t& out) {
   HKT_CHECK(v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0), kCfg, "'", key,
-            "' must be a non-negative integer, got ", v.dump());
+            "' must be a non-negative integer, got ", excerpt(v.dump()));
   out = v.get<uint64_t>();
 }
 void get(const json& v, const std::string& key, double& out) {
-  HKT_CHECK(v.is_number(), kCfg, "'", key, "' must be a number, got ", v.dump());
+  HKT_CHECK(v.is_number(), kCfg, "'", key, "' must be a number, got ", excerpt(v.dump()));
   out = v.get<double>();
 }
 
@@ -110,13 +117,7 @@ json config_json(const TrainConfig& c) {
   return j;
 }
 
-json parse_json(const std::string& text, const std::string& what) {
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error(str_cat(what, ": invalid JSON: ", e.what()));
-  }
-}
+json parse_json(const std::string& text, const std::string& what) { return read_json<json>(text, what); }
 
 std::string fmt(double v, int prec = 4) {
   char buf[64];
@@ -271,11 +272,21 @@ struct Run {
   double seg_train = 0.0;
   Clock::time_point seg_start = Clock::now();
 
+  // Appends an event; a failed append stops the run (the last checkpoint is kept).
   void metric(const json& j) {
     if (dir.empty()) return;
-    std::ofstream f(dir / "metrics.jsonl", std::ios::app);
-    HKT_CHECK(f, "train: cannot append to '", (dir / "metrics.jsonl").string(), "'");
-    f << j.dump() << "\n";
+    try {
+      append_file(dir / "metrics.jsonl", j.dump() + "\n");
+    } catch (const Error& e) {
+      throw Error(str_cat("train: step ", step, ": ", e.what(), "; stopping. ", kept_checkpoint()));
+    }
+  }
+
+  // What a stopped run leaves to --resume.
+  std::string kept_checkpoint() const {
+    const fs::path ck = dir.empty() ? fs::path() : find_checkpoint(dir);
+    return ck.empty() ? std::string("No checkpoint was written yet.")
+                      : str_cat("The last checkpoint, '", ck.string(), "', is kept; --resume continues from it.");
   }
 
   double wall() const { return prior_wall + std::chrono::duration<double>(Clock::now() - seg_start).count(); }
@@ -332,17 +343,28 @@ struct Run {
     fs::rename(tmp, cur, ec);
     HKT_CHECK(!ec, "train: cannot rename '", tmp.string(), "' to '", cur.string(), "': ", ec.message());
     discard(old);
+    // The run --overwrite replaced goes once this one has a checkpoint.
+    if (present(dir / kReplaced)) fs::remove_all(dir / kReplaced);
   }
 
   void setup(const Console& con) {
     (void)con;
     if (cfg.threads > 0) set_num_threads(cfg.threads);
     try {
+      check_memory_before_data();
       data = load_task(cfg.task, cfg.data);
       mcfg = cfg.model_config(data.train);
       mcfg.validate();
+      const Dataset& d = data.train;
+      const int64_t per_example = d.seq_len * (d.vocab > 0 ? 9 : 1 + 4 * d.features);  // ids or features + mask
+      check_memory(on_host(estimate_step_memory(mcfg, cfg.batch_size, d.seq_len,
+                                                data.train.size() + data.val.size() + data.test.size(), per_example,
+                                                true)),
+                   ropt.max_memory, "train");
     } catch (const Error& e) {
       throw InputError(e.what());
+    } catch (const fs::filesystem_error& e) {  // a data folder that cannot be listed (a link loop, ...)
+      throw InputError(str_cat("the data of task ", cfg.task, ": ", e.what()));
     }
     Generator gen(cfg.seed);
     model = std::make_unique<nn::SequenceClassifier>(mcfg, &gen);
@@ -360,54 +382,138 @@ struct Run {
     else sched = nn::LRSchedule::warmup_linear(cfg.warmup, total, cfg.min_lr_factor);
   }
 
+  // Before a data set is generated or read: the sizes the config gives (a task's
+  // defaults are small), the model with a one-token vocabulary.
+  void check_memory_before_data() const {
+    nn::ClassifierConfig m = cfg.model_config_unfilled();
+    if (cfg.data.seq_len > 0) m.max_len = cfg.data.seq_len;
+    if (m.vocab == 0 && m.input_features == 0) m.vocab = 1;
+    const int64_t n = cfg.data.train_size + cfg.data.val_size + cfg.data.test_size;
+    check_memory(on_host(estimate_step_memory(m, cfg.batch_size, m.max_len, n, m.max_len * 9, true)),
+                 ropt.max_memory, "train");
+  }
+  // On a CUDA device the step's tensors live in the device's memory, not in MemAvailable's.
+  StepMemory on_host(StepMemory m) const {
+    if (!ropt.device.is_cpu()) m.optimizer = m.activations = m.attention = 0;
+    return m;
+  }
+
   // Restores model, optimizer, generator and the loop's state from the last checkpoint.
+  // A damaged, missing or inconsistent checkpoint or best model is bad input
+  // (InputError, exit status 2), never a reason to start again from step 0.
   void restore(Console& con) {
-    const fs::path ck = find_checkpoint(dir);
+    const fs::path ck = checkpoint_to_resume(dir);
     if (ck.empty()) {
-      con.line("resume: no checkpoint in '" + dir.string() + "' yet; starting from step 0");
-      return;
+      con.line("resume: no checkpoint in '" + dir.string() + "' yet (stopped before its first); starting from step 0");
+    } else {
+      try {
+        restore_from(ck);
+        check_best();
+      } catch (const InputError&) {
+        throw;
+      } catch (const Error& e) {
+        throw InputError(str_cat("resume: ", e.what()));
+      }
     }
-    const nn::Metadata md = nn::load_checkpoint(ck.string(), *model, *opt);
-    auto need = [&](const std::string& k) -> const std::string& {
-      auto it = md.find(k);
-      HKT_CHECK(it != md.end(), "resume: '", ck.string(), "' has no '", k, "' in its metadata");
-      return it->second;
-    };
-    HKT_CHECK(need("hkt.model_config") == mcfg.to_json(), "resume: '", ck.string(),
-              "' holds a different model config than ", (dir / "config.json").string());
-    step = std::stoll(need("hkt.step"));
-    best_step = std::stoll(need("hkt.train.best_step"));
-    best_val = std::stod(need("hkt.train.best_val_acc"));
-    std::error_code ec;
-    if (fs::exists(ck / "state.json", ec)) {
-      const json st = parse_json(read_text_file(ck / "state.json"), (ck / "state.json").string());
-      prior_wall = st.value("wall_s", 0.0);
-      prior_train = st.value("train_s", 0.0);
-    }
-    // Events after the checkpoint will be logged again.
-    if (fs::exists(dir / "metrics.jsonl", ec)) {
+    // Events after the checkpoint will be logged again; lines that do not parse (a torn last line) go.
+    if (present(dir / "metrics.jsonl")) {
       std::istringstream in(read_text_file(dir / "metrics.jsonl"));
       std::string kept, line;
       while (std::getline(in, line)) {
         if (line.empty()) continue;
-        const json j = json::parse(line, nullptr, false);
-        if (j.is_object() && j.value("event", "") != "test" && j.value("event", "") != "error" &&
-            j.value("step", int64_t{0}) <= step)
-          kept += line + "\n";
+        json j;
+        try {
+          check_json_text(line, "metrics.jsonl");
+          j = json::parse(line, nullptr, false);
+        } catch (const Error&) {
+          continue;
+        }
+        if (!j.is_object()) continue;
+        const json ev = j.value("event", json()), st = j.value("step", json(0));
+        if (ev == "test" || ev == "error" || !st.is_number_integer() || st.get<int64_t>() > step) continue;
+        kept += line + "\n";
       }
       write_file_atomic(dir / "metrics.jsonl", kept);
     }
-    con.line("resume: continuing from step " + std::to_string(step) + " (" + ck.string() + ")");
+    if (!ck.empty()) con.line("resume: continuing from step " + std::to_string(step) + " (" + ck.string() + ")");
   }
 
+  void restore_from(const fs::path& ck) {
+    const nn::Metadata md = nn::load_checkpoint(ck.string(), *model, *opt);
+    auto need = [&](const std::string& k) -> const std::string& {
+      auto it = md.find(k);
+      HKT_CHECK(it != md.end(), "'", ck.string(), "' has no '", k, "' in its metadata");
+      return it->second;
+    };
+    HKT_CHECK(need("hkt.model_config") == mcfg.to_json(), "'", ck.string(),
+              "' holds a different model config than ", (dir / "config.json").string());
+    step = metadata_int(need("hkt.step"), ck, "hkt.step");
+    best_step = metadata_int(need("hkt.train.best_step"), ck, "hkt.train.best_step");
+    best_val = metadata_double(need("hkt.train.best_val_acc"), ck, "hkt.train.best_val_acc");
+    HKT_CHECK(step <= total && best_step >= -1 && best_step <= step, "'", ck.string(), "': step ", step,
+              ", best step ", best_step, " do not fit a run of ", total, " steps");
+    const fs::path sp = ck / "state.json";
+    if (present(sp)) {
+      const json st = parse_json(read_text_file(sp, 1 << 20), sp.string());
+      HKT_CHECK(st.is_object() && st.value("wall_s", json(0.0)).is_number() &&
+                    st.value("train_s", json(0.0)).is_number(),
+                "'", sp.string(), "' must be an object with numbers wall_s and train_s");
+      prior_wall = st.value("wall_s", 0.0);
+      prior_train = st.value("train_s", 0.0);
+    }
+  }
+  // best.safetensors must hold the best model the checkpoint records (or one
+  // written after the checkpoint, which the resumed run writes again).
+  void check_best() const {
+    if (best_step < 0) return;
+    const fs::path bp = dir / "best.safetensors";
+    if (!present(bp))
+      throw InputError(str_cat("resume: '", bp.string(), "' is missing; the checkpoint records the best model at step ",
+                               best_step));
+    Generator gen(cfg.seed);
+    nn::SequenceClassifier best(mcfg, &gen);
+    const nn::Metadata md = nn::load_model(bp.string(), best);
+    const auto it = md.find("hkt.step");
+    HKT_CHECK(it != md.end(), "'", bp.string(), "' has no 'hkt.step' in its metadata");
+    const int64_t bs = metadata_int(it->second, bp, "hkt.step");
+    HKT_CHECK(bs == best_step || bs > step, "'", bp.string(), "' is the model of step ", bs,
+              " but the checkpoint records the best model at step ", best_step);
+  }
+
+  // Stops at a non-finite loss or gradient norm, naming the first non-finite
+  // parameter (weights that were not finite before the step) or, when the
+  // weights are finite, the first non-finite gradient.
   [[noreturn]] void non_finite(const std::string& what, double v) {
-    const fs::path ck = dir.empty() ? fs::path() : find_checkpoint(dir);
-    const std::string msg = str_cat(
-        "train: step ", step + 1, ": the ", what, " is ", v, " (not finite); stopping. ",
-        ck.empty() ? std::string("No checkpoint was written.")
-                   : str_cat("The last good checkpoint, '", ck.string(), "', is unchanged."),
-        " Try a lower --lr or a smaller --clip-norm.");
-    metric(json{{"event", "error"}, {"step", step + 1}, {"message", msg}});
+    const std::string bad_param = nn::first_non_finite(model->named_parameters());
+    std::string cause;
+    if (!bad_param.empty()) {
+      cause = "the weights were not finite before this step: parameter " + bad_param + ".";
+    } else {
+      nn::NamedTensors grads;
+      for (const auto& [name, p] : model->named_parameters())
+        if (p.grad().defined()) grads.emplace_back(name, p.grad());
+      const std::string bad_grad = nn::first_non_finite(grads);
+      // The largest weight, which tells an overflow of huge weights from one of the inputs.
+      double largest = 0;
+      std::string where;
+      for (const auto& [name, p] : model->named_parameters()) {
+        const std::vector<double> w = to_dtype(to_device(p.detach(), Device::cpu()), DType::Float64).to_vector<double>();
+        for (double x : w)
+          if (std::abs(x) > largest) largest = std::abs(x), where = name;
+      }
+      const std::string size = str_cat("the weights are finite (the largest, in '", where, "', is ",
+                                       short_num(largest), ")");
+      cause = bad_grad.empty() ? size + "; the loss overflowed in the forward pass."
+                               : size + "; the first non-finite gradient is that of " + bad_grad +
+                                     " (the step's gradients overflowed: a lower --lr or --clip-norm may help).";
+    }
+    const std::string msg =
+        str_cat("train: step ", step + 1, ": the ", what, " is ", v, " (not finite); stopping: ", cause, " ",
+                kept_checkpoint());
+    try {
+      metric(json{{"event", "error"}, {"step", step + 1}, {"message", msg}});
+    } catch (const Error&) {  // the error below says more
+    }
     throw Error(msg);
   }
 
@@ -444,6 +550,9 @@ struct Run {
     int64_t win_correct = 0, win_n = 0, win_steps = 0, seg_steps = 0;
     bool first = true;
     while (step < total) {
+      if (stop_signal() != 0)
+        throw Error(str_cat("train: stopped by signal ", stop_signal(), " (", strsignal(stop_signal()),
+                            ") after step ", step, ". ", kept_checkpoint()));
       if (ropt.stop_after > 0 && step >= ropt.stop_after) {
         con.end_bar();
         r.steps = step;
@@ -567,17 +676,64 @@ struct Run {
     return r;
   }
 
+  // The files of a run already in the folder (none: a fresh folder).
+  std::vector<std::string> earlier_run() const {
+    std::vector<std::string> found;
+    for (const char* f : kRunFiles)
+      if (present(dir / f)) found.push_back(f);
+    return found;
+  }
+  void refuse_earlier_run() const {
+    check_run_folder(dir, "train");
+    const std::vector<std::string> found = earlier_run();
+    if (found.empty() || ropt.overwrite) return;
+    std::string list;
+    for (const std::string& f : found) list += (list.empty() ? "" : ", ") + f;
+    throw InputError(str_cat("train: '", dir.string(), "' already holds a run (", list, "); continue it with --resume ",
+                             dir.string(), ", choose another --run-dir, or give --overwrite to replace it"));
+  }
+
   // A fresh run's folder, once setup() has checked the data and the settings (an
-  // input error leaves an earlier run's folder as it was): created, cleared of
-  // what an earlier run left (only the files a run writes), config.json written.
+  // input error leaves an earlier run's folder as it was): created and locked;
+  // an earlier run in it is refused, or with RunOptions::overwrite moved to
+  // replaced/ (deleted at this run's first checkpoint); config.json written.
   void start_folder() {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw InputError(str_cat("train: cannot create the run folder '", dir.string(), "': ", ec.message()));
-    for (const char* f : {"checkpoint", "checkpoint.tmp", "checkpoint.old", "checkpoint.trash", "best.safetensors",
-                          "metrics.jsonl", "summary.json", "data.json", kTestPredictionsFile, kAttentionKernelsFile})
-      fs::remove_all(dir / f);
+    lock_folder();
+    refuse_earlier_run();  // again, now that the folder is ours
+    const std::vector<std::string> found = earlier_run();
+    if (found.empty()) {
+      write_file_atomic(dir / "config.json", cfg.to_json() + "\n");
+      return;
+    }
+    const fs::path rep = dir / kReplaced;
+    // replaced/ is only there while the run that replaced it has no checkpoint:
+    // that run's files go, the run it replaced stays in replaced/.
+    const bool keep_older = present(rep);
+    if (!keep_older) {
+      fs::create_directory(rep, ec);
+      if (ec) throw Error(str_cat("train: cannot create '", rep.string(), "': ", ec.message()));
+    }
+    for (const std::string& f : found) {
+      if (keep_older) {
+        fs::remove_all(dir / f, ec);
+      } else {
+        fs::rename(dir / f, rep / f, ec);
+      }
+      if (ec) throw Error(str_cat("train: --overwrite: cannot move '", (dir / f).string(), "' aside: ", ec.message()));
+    }
     write_file_atomic(dir / "config.json", cfg.to_json() + "\n");
+  }
+
+  std::unique_ptr<FolderLock> lock;
+  void lock_folder() {
+    try {
+      lock = std::make_unique<FolderLock>(dir);
+    } catch (const Error& e) {
+      throw InputError(str_cat("train: ", e.what()));
+    }
   }
 
   // The data's shape, per split (the length distribution above all): data.json
@@ -597,6 +753,9 @@ struct Run {
 
   TrainResult go(bool resuming) {
     Console con(ropt);
+    const StopSignals signals;
+    if (!dir.empty() && !resuming) refuse_earlier_run();  // before the data is loaded: at once
+    if (!dir.empty() && resuming) lock_folder();
     setup(con);
     if (!dir.empty() && !resuming) start_folder();
     const RunAttentionKernels kernels(dir.string(), ropt.device, resuming ? KernelsUse::resume : KernelsUse::train,
@@ -646,6 +805,7 @@ void TrainConfig::validate() const {
       // The task fills in vocab / input_features later; check everything else now.
       nn::ClassifierConfig mc = nn::ClassifierConfig::from_json(m.dump());
       if (mc.vocab == 0 && mc.input_features == 0) mc.vocab = 1;
+      if (data.seq_len > 0) mc.max_len = data.seq_len;  // the levels' bound depends on T
       mc.validate();
     } catch (const Error& e) {
       throw Error(str_cat(kCfg, "model_overrides: ", e.what()));
@@ -672,6 +832,21 @@ void TrainConfig::validate() const {
   HKT_CHECK(decay == "weights" || decay == "matrices", kCfg,
             "decay must be \"weights\" or \"matrices\" (which parameters weight decay applies to), got \"", decay,
             "\"");
+  // Stated limits, checked before anything is allocated (the memory a run needs is checked too, in train()).
+  const auto limit = [](const char* name, int64_t v, int64_t max) {
+    HKT_CHECK(v <= max, kCfg, name, " must be <= ", max, ", got ", v);
+  };
+  limit("batch_size", batch_size, kMaxBatch);
+  limit("steps", steps, kMaxSteps);
+  limit("epochs", epochs, kMaxEpochs);
+  limit("warmup", warmup, kMaxSteps);
+  limit("threads", threads, 1024);
+  limit("data.seq_len", data.seq_len, nn::ClassifierConfig::kMaxLen);
+  limit("data.train_size", data.train_size, kMaxExamples);
+  limit("data.val_size", data.val_size, kMaxExamples);
+  limit("data.test_size", data.test_size, kMaxExamples);
+  limit("data.max_depth", data.max_depth, 1024);
+  limit("data.max_args", data.max_args, 1024);
 }
 
 std::string TrainConfig::to_json() const { return config_json(*this).dump(2); }
@@ -704,7 +879,7 @@ TrainConfig TrainConfig::from_json_unvalidated(const std::string& text) {
       });
     } else if (k == "model") get(v, key, c.model);
     else if (k == "model_overrides") {
-      HKT_CHECK(v.is_object(), kCfg, "'model_overrides' must be a JSON object, got ", v.dump());
+      HKT_CHECK(v.is_object(), kCfg, "'model_overrides' must be a JSON object, got ", excerpt(v.dump()));
       c.model_overrides = v.dump();
     } else if (k == "batch_size") get(v, key, c.batch_size);
     else if (k == "steps") get(v, key, c.steps);
@@ -736,12 +911,16 @@ void TrainConfig::set_override(const std::string& key, const std::string& json_v
 }
 
 nn::ClassifierConfig TrainConfig::model_config(const Dataset& train) const {
+  nn::ClassifierConfig c = model_config_unfilled();
+  fill_model_config(c, train);
+  return c;
+}
+
+nn::ClassifierConfig TrainConfig::model_config_unfilled() const {
   json m = parse_json(nn::ClassifierConfig::preset(model).to_json(), "preset");
   const json o = parse_json(model_overrides, "TrainConfig: model_overrides");
   for (auto it = o.begin(); it != o.end(); ++it) m[it.key()] = it.value();
-  nn::ClassifierConfig c = nn::ClassifierConfig::from_json(m.dump());
-  fill_model_config(c, train);
-  return c;
+  return nn::ClassifierConfig::from_json(m.dump());
 }
 
 // --- entry points ---------------------------------------------------------------
@@ -813,8 +992,11 @@ TrainResult train(const TrainConfig& cfg, const RunOptions& opt) {
 
 TrainResult resume(const std::string& run_dir, const RunOptions& opt) {
   check_autotune(opt);
+  if (run_dir.empty()) throw InputError("resume: the run folder is empty (an unset variable?)");
   const fs::path dir(run_dir);
+  check_run_folder(dir, "resume");
   std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw InputError(str_cat("resume: '", run_dir, "' is not a folder (no config.json to resume from)"));
   if (!fs::exists(dir / "config.json", ec))
     throw InputError(str_cat("resume: '", run_dir,
                              "' has no config.json (not a run folder, or killed before it was written)"));

@@ -24,7 +24,8 @@ namespace hkt::nn {
 using Metadata = std::map<std::string, std::string>;
 
 // One module <-> one safetensors file. load_model is strict (see
-// Module::load_state_dict) and returns the file's metadata.
+// Module::load_state_dict) and returns the file's metadata. Loading (here and
+// load_checkpoint) refuses NaN or infinite values, naming the tensor.
 void save_model(const std::string& path, const Module& model, const Metadata& metadata = {});
 Metadata load_model(const std::string& path, Module& model, bool strict = true);
 
@@ -34,5 +35,10 @@ void save_checkpoint(const std::string& dir, const Module& model, const Optimize
 // Restores model, optimizer and the global generator; returns the metadata
 // (hkt.step holds the step).
 Metadata load_checkpoint(const std::string& dir, Module& model, Optimizer& opt);
+
+// The name of the first floating-point tensor holding a NaN or an infinity
+// (with the first such value and its flat index, "name (nan at element 3)"),
+// or "" when every value is finite. Tensors on a device are copied back.
+std::string first_non_finite(const NamedTensors& tensors);
 
 }  // namespace hkt::nn

@@ -48,8 +48,14 @@ struct ClassifierConfig {
   bool hybrid = true;
   DType dtype = DType::Float32;
 
-  // Throws hkt::Error naming the first invalid field.
+  // Throws hkt::Error naming the first invalid field. Sizes have stated
+  // limits (below), checked before anything is allocated; HKT's levels are at
+  // most floor(log2(max_len)) + 1 (a level beyond has a single block).
   void validate() const;
+  static constexpr int64_t kMaxVocab = int64_t{1} << 24, kMaxFeatures = int64_t{1} << 20,
+                           kMaxLen = int64_t{1} << 20, kMaxDim = int64_t{1} << 16, kMaxHeads = 1024,
+                           kMaxLayers = 1024, kMaxFfnMult = 64, kMaxClasses = int64_t{1} << 20,
+                           kMaxParams = int64_t{1} << 32;  // about, from the largest layers
   // JSON text with every field (dtype as "float32"/"float64"), and back;
   // unknown keys and wrong types are errors.
   std::string to_json() const;

@@ -24,9 +24,15 @@
 //   best.safetensors   the model with the best validation accuracy so far
 //   summary.json       at the end: config, best step, best val acc, test acc of the best model, ...
 //   test_predictions.csv  at the end: the best model's prediction for every test example
+//   lock               flock'ed by the one process writing the run (it holds its pid); a second
+//                      train() or resume() on the folder is refused at once (InputError)
+//   replaced/          with RunOptions::overwrite, the run it replaces, until this run's first checkpoint
 //
-// A non-finite loss or gradient norm throws hkt::Error naming the step; the
-// last checkpoint is left as it was.
+// A non-finite loss or gradient norm throws hkt::Error naming the step and
+// the first non-finite parameter or gradient; so do a failed append to
+// metrics.jsonl and SIGINT / SIGTERM (checked after each step; SIGXFSZ is
+// ignored while a run writes, so a file size limit is a failed write). In
+// every case the last checkpoint is left as it was, for resume().
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -81,6 +87,12 @@ struct TrainConfig {
   void set_override(const std::string& key, const std::string& json_value);
   // The preset with the overrides applied and the task's dimensions filled in.
   nn::ClassifierConfig model_config(const Dataset& train) const;
+  // The same before the data is known (vocab, classes, max_len: the preset's or overrides').
+  nn::ClassifierConfig model_config_unfilled() const;
+
+  // Limits of validate() (the model's are ClassifierConfig's).
+  static constexpr int64_t kMaxBatch = int64_t{1} << 20, kMaxSteps = int64_t{1} << 48, kMaxEpochs = int64_t{1} << 20,
+                           kMaxExamples = int64_t{1} << 31;
 
   bool operator==(const TrainConfig&) const = default;
 };
@@ -138,12 +150,27 @@ struct RunOptions {
   // bytes); tasks::RunAttentionKernels (attention_kernels.hpp). The tuner's
   // setting is the caller's again when the run returns. InputError on the CPU.
   bool cuda_autotune = false;
+  // train() into a folder that holds a run (any file a run writes): false =
+  // refused (InputError); true = the old run's files are moved to
+  // RUN_DIR/replaced/ once the data and settings are checked, and deleted when
+  // the new run has written its first checkpoint.
+  bool overwrite = false;
+  // The memory a step may take, in bytes (0: MemAvailable of /proc/meminfo).
+  // Before the data is loaded and again before the model is built, the peak
+  // memory of a step and the data set is estimated (tasks/memory.hpp); a run
+  // that does not fit is refused (InputError) with the estimate and the limit.
+  double max_memory = 0;
 };
 
-// A fresh run (an existing run folder is overwritten).
+// A fresh run (a folder holding a run is refused unless opt.overwrite).
 TrainResult train(const TrainConfig& cfg, const RunOptions& opt = {});
-// Continues the run in `run_dir` from its last checkpoint (from scratch if it
-// has none yet), reading run_dir/config.json.
+// Continues the run in `run_dir` from its last checkpoint, reading
+// run_dir/config.json; from step 0 only when the run has no checkpoint at all
+// (stopped before its first). InputError (exit status 2), naming the file,
+// for an empty path, a folder without config.json, a damaged or partial
+// checkpoint (checkpoint/ that is a file, a dangling link, or lacks a file),
+// a finished run without its checkpoint, non-finite weights, or a
+// best.safetensors missing or not the best model the checkpoint records.
 TrainResult resume(const std::string& run_dir, const RunOptions& opt = {});
 
 // Evaluates on `data` in eval mode without gradients; the model's mode is

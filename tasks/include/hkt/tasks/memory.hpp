@@ -1,0 +1,40 @@
+// The peak memory of a training or evaluation step, estimated before anything
+// is built, and the machine's available memory: a run whose step cannot fit
+// is refused with both figures instead of being killed part way.
+//
+//   const StepMemory m = estimate_step_memory(model_cfg, batch, T, examples, bytes_per_example, true);
+//   check_memory(m, 0, "train");  // throws when m.total() > MemAvailable
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "hkt/models/classifier.hpp"
+
+namespace hkt::tasks {
+
+// Bytes, by part (doubles: the estimate of an absurd config must not overflow).
+struct StepMemory {
+  double weights = 0;      // the parameters
+  double optimizer = 0;    // training: gradients and AdamW's two moments
+  double activations = 0;  // per-token values of every layer (kept for the backward pass when training)
+  double attention = 0;    // score and probability matrices [B, H, T_l, T_l] of every level (and layer)
+  double data = 0;         // the data set in memory (examples x bytes_per_example)
+  double total() const { return weights + optimizer + activations + attention + data; }
+  std::string str() const;  // "12.3 GiB (weights 1.0 GiB, optimizer ..., ...)"
+};
+
+// An estimate for batches of `batch` sequences of length T (an upper bound in
+// spirit: a factor of two rather than a miss). training = false: a forward
+// pass without gradients (evaluation), only one layer's values alive at once.
+StepMemory estimate_step_memory(const nn::ClassifierConfig& cfg, int64_t batch, int64_t T, int64_t examples,
+                                int64_t bytes_per_example, bool training);
+
+// MemAvailable of /proc/meminfo in bytes; 0 when it cannot be read.
+double available_memory();
+
+// Throws hkt::Error("<who>: a step needs about X ... but Y is available ...")
+// when m.total() exceeds `limit` bytes (limit <= 0: available_memory(); no
+// check when that is unknown). The message names the override.
+void check_memory(const StepMemory& m, double limit, const std::string& who);
+
+}  // namespace hkt::tasks
