@@ -46,6 +46,9 @@ int64_t or_default(int64_t v, int64_t def) { return v > 0 ? v : def; }
 void require_data(const std::string& task, const TaskOptions& opt, const std::string& folder,
                   const std::vector<std::string>& markers) {
   std::error_code ec;
+  (void)fs::status(folder, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)  // a link loop, no permission, ...: not "missing"
+    throw Error(str_cat("load_task: the data of task ", task, ": '", folder, "' cannot be read: ", ec.message()));
   for (const auto& m : markers)
     if (fs::exists(fs::path(folder) / m, ec)) return;
   std::string env;
