@@ -125,15 +125,18 @@ def hkt_attention(x, valid, p, cfg):
         xs.append(F.gelu(layer_norm(h, p, d + "ln")))
         vs.append(None if valid is None else pool_valid(vs[-1]))
     lam = torch.softmax(p["theta"], -1) if cfg["learn_lambda"] else torch.full((H, L), 1.0 / L, dtype=x.dtype)
+    # Coarse to fine, as hkt's kernel builds it: the running sum of the levels above is
+    # upsampled 2x onto level l's grid and S_l added there, so each expansion works on
+    # T_l x T_l, not T x T (Up_l = Up_1 applied l times, causal index map included).
     s_hier = None
-    for l in range(L):
+    for l in reversed(range(L)):
         w = "0" if cfg["share_qk"] else str(l)
         # lambda_l / sqrt(dh) folded into Q_l ([T_l, dh]) rather than applied to the T x T scores
         q = heads(linear(xs[l], p, "wq." + w), H) * (lam[:, l] * scale).view(1, H, 1, 1)
         s = q @ heads(linear(xs[l], p, "wk." + w), H).transpose(-1, -2)
-        if l:
-            s = upsample(s, l, T, causal)
-        s_hier = s if s_hier is None else s_hier + s
+        if s_hier is not None:
+            s = s + upsample(s_hier, 1, s.shape[-1], causal)
+        s_hier = s
     v = zero_pad(linear(x, p, "wv"), valid)
     a = attend(s_hier, valid, causal, heads(v, H))
     if cfg["hybrid"]:
