@@ -428,3 +428,86 @@ TEST_CASE("the committed experiment files load, and every run's config is valid"
     CHECK(r.cfg.lr == want);
   }
 }
+
+TEST_CASE("experiment file: settings taken from a tuning experiment's best validation run") {
+  TempDir tmp("experiment_tuning");
+  const std::string tune_out = (tmp.path / "tune").string();
+  std::ofstream(tmp.path / "tune.json") << R"({
+    "name": "t", "out_dir": ")" + tune_out + R"(",
+    "base": {"steps": 12, "batch_size": 16, "data": {"train_size": 64, "val_size": 16, "test_size": 16}},
+    "tasks": {"a": {"task": "synthetic"}},
+    "models": {"h-lr1": {"model": "hkt-tiny", "family": "h", "lr": 0.001, "model_overrides": {"dropout": 0.0}},
+               "h-lr2": {"model": "hkt-tiny", "family": "h", "lr": 0.002, "model_overrides": {"dropout": 0.1}},
+               "m-lr1": {"model": "mha-tiny", "family": "m", "lr": 0.001, "model_overrides": {"dropout": 0.1}}},
+    "seeds": [0]
+  })";
+  const std::string main_text = R"({
+    "name": "f", "out_dir": ")" + (tmp.path / "main").string() + R"(",
+    "tuning": {"experiment": "tune.json"},
+    "base": {"steps": 12, "batch_size": 16, "data": {"train_size": 64, "val_size": 16, "test_size": 16}},
+    "tasks": {"a": {"task": "synthetic", "per_model": {"h2": {"lr": 0.005}}}},
+    "models": {"h": {"model": "hkt-tiny", "tuned_as": "h"}, "h2": {"model": "hkt-tiny", "tuned_as": "h"},
+               "m": {"model": "mha-tiny", "tuned_as": "m"}, "plain": {"model": "mha-tiny"}},
+    "seeds": [1, 2]
+  })";
+  std::ofstream(tmp.path / "main.json") << main_text;
+  const std::string main_file = (tmp.path / "main.json").string();
+  // Nothing tuned yet: the tuned runs wait, the plain one does not.
+  Experiment e = Experiment::from_file(main_file);
+  for (const ExperimentRun& r : e.runs) {
+    CAPTURE(r.model);
+    CHECK(r.waiting.empty() == (r.model == "plain"));
+  }
+  CHECK(e.runs[0].waiting.find("0 of 2 runs of \"h\" on a") != std::string::npos);
+  // h-lr2 has the best validation accuracy of family h; m's only run is m-lr1.
+  const Experiment t = Experiment::from_file((tmp.path / "tune.json").string());
+  for (const ExperimentRun& r : t.runs) {
+    fs::create_directories(r.cfg.run_dir);
+    const double v = r.model == "h-lr1" ? 0.40 : r.model == "h-lr2" ? 0.55 : 0.30;
+    std::ofstream(fs::path(r.cfg.run_dir) / "summary.json")
+        << nlohmann::json{{"steps", 12}, {"params", 1}, {"best_step", 12}, {"best_val_acc", v}, {"test_acc", 0.9},
+                          {"wall_s", 1.0}, {"s_per_step", 0.1}}.dump();
+    if (r.model == "m-lr1") continue;
+    // One of h's runs not finished yet: h's runs still wait, m's do not.
+    if (r.model == "h-lr2") fs::remove(fs::path(r.cfg.run_dir) / "summary.json");
+  }
+  e = Experiment::from_file(main_file);
+  for (const ExperimentRun& r : e.runs) CHECK(r.waiting.empty() == (r.model == "plain" || r.model == "m"));
+  std::ofstream(fs::path(t.runs[1].cfg.run_dir) / "summary.json")
+      << nlohmann::json{{"steps", 12}, {"params", 1}, {"best_step", 12}, {"best_val_acc", 0.55}, {"test_acc", 0.1},
+                        {"wall_s", 1.0}, {"s_per_step", 0.1}}.dump();
+  e = Experiment::from_file(main_file);
+  for (const ExperimentRun& r : e.runs) {
+    CAPTURE(r.model);
+    CHECK(r.waiting.empty());
+    const nlohmann::json mo = nlohmann::json::parse(r.cfg.model_overrides);
+    if (r.model == "h") {
+      CHECK(r.cfg.lr == 0.002);
+      CHECK(mo.at("dropout") == 0.1);
+    } else if (r.model == "h2") {  // the task's per_model applies after the tuned fields
+      CHECK(r.cfg.lr == 0.005);
+      CHECK(mo.at("dropout") == 0.1);
+    } else if (r.model == "m") {
+      CHECK(r.cfg.lr == 0.001);
+      CHECK(mo.at("dropout") == 0.1);
+    } else {
+      CHECK(r.cfg.lr == TrainConfig{}.lr);
+    }
+  }
+  REQUIRE(e.tuning_choices.size() == 2);
+  CHECK(e.tuning_choices[0].find("a / h: lr 0.002, model_overrides.dropout 0.1 from h-lr2 (best validation "
+                                 "accuracy 55.00% of 2 tuning runs") == 0);
+  // Errors: a family the tuning file does not have; tuned_as without tuning.
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = main_text;
+    s.replace(s.find(from), from.size(), to);
+    std::ofstream(tmp.path / "bad.json") << s;
+    return (tmp.path / "bad.json").string();
+  };
+  hkt::test::check_error([&] { Experiment::from_file(with("\"tuned_as\": \"m\"", "\"tuned_as\": \"z\"")); },
+                         "has no run of family \"z\" on task \"a\"");
+  hkt::test::check_error([&] { Experiment::from_file(with("\"tuning\": {\"experiment\": \"tune.json\"},", "")); },
+                         "\"tuned_as\" needs a top-level \"tuning\"");
+  hkt::test::check_error([&] { Experiment::from_file(with("\"experiment\": \"tune.json\"", "\"experiment\": \"nope.json\"")); },
+                         "nope.json");
+}

@@ -121,6 +121,11 @@ std::string report(const Experiment& e, const std::string& file) {
   for (uint64_t s : e.seeds) md += " " + std::to_string(s);
   md += ". Accuracies are mean +- sample standard deviation over the finished seeds; the test accuracy is that of "
         "the checkpoint with the best validation accuracy.\n\n";
+  if (!e.tuning_choices.empty()) {
+    md += "Settings chosen by the tuning runs (validation accuracy only):\n";
+    for (const std::string& c : e.tuning_choices) md += "- " + c + "\n";
+    md += "\n";
+  }
   if (!e.notes.empty()) {
     md += "Notes:\n";
     for (const std::string& n : e.notes) md += "- " + n + "\n";
@@ -177,7 +182,7 @@ int main(int argc, char** argv) {
   try {
     e = Experiment::from_file(file, out_dir);
     for (const ExperimentRun& r : e.runs)
-      if (run_state(r.cfg.run_dir) == RunState::Started) {
+      if (r.waiting.empty() && run_state(r.cfg.run_dir) == RunState::Started) {
         // A started run resumes from its own config.json: it must be the one the file asks for now.
         const fs::path started_file = fs::path(r.cfg.run_dir) / "config.json";
         TrainConfig started;
@@ -208,16 +213,28 @@ int main(int argc, char** argv) {
         errors += std::string("hkt-experiment: --list: ") + ex.what() + "\n";
         status = 1;
       }
+      if (!r.waiting.empty() && st != RunState::Done) {
+        std::cout << run_id(r) << "  " << r.waiting << "\n";
+        continue;
+      }
       std::cout << run_id(r) << "  " << state_name(st) << "  " << r.cfg.run_dir << more << "\n";
     }
     std::cout.flush();
     std::cerr << errors;
     return status;
   }
-  auto selected = [&](const ExperimentRun& r) {
+  auto chosen = [&](const ExperimentRun& r) {
     const std::string id = run_id(r);
     return (only.empty() || id.find(only) != std::string::npos) && (exact.empty() || id == exact);
   };
+  // A run waiting for its tuning is not trained (it is reported before and after).
+  size_t waiting = 0;
+  for (const ExperimentRun& r : e.runs)
+    if (chosen(r) && !r.waiting.empty() && run_state(r.cfg.run_dir) != RunState::Done) {
+      if (!list) std::cout << run_id(r) << ": not trained, " << r.waiting << "\n";
+      ++waiting;
+    }
+  auto selected = [&](const ExperimentRun& r) { return chosen(r) && r.waiting.empty(); };
   if (!only.empty() && std::none_of(e.runs.begin(), e.runs.end(), [&](const ExperimentRun& r) {
         return run_id(r).find(only) != std::string::npos;
       })) {
@@ -347,5 +364,8 @@ int main(int argc, char** argv) {
               << "/; rerun the same command to resume them)\n";
     return hkt::apps::kExitFailure;
   }
+  if (waiting > 0 && !report_only)
+    std::cout << waiting << " run(s) wait for their tuning runs (listed above); rerun this command once those "
+                 "have finished\n";
   return 0;
 }

@@ -141,6 +141,9 @@ void margins_markdown(std::ostream& o, const Experiment& e,
       if (ci == cs.end() || bi == cs.end()) continue;  // a model that does not run on this task
       const Cell& c = ci->second;
       const Cell& base = bi->second;
+      // Runs of different lengths are not a fair comparison (an ablation at half the budget
+      // against the full baseline, say): such a pair is left out.
+      if (!c.test_by_seed.empty() && !base.test_by_seed.empty() && c.steps != base.steps) continue;
       std::vector<double> d;
       std::string per_seed;
       std::vector<std::pair<std::vector<uint8_t>, std::vector<uint8_t>>> pairs;
@@ -194,7 +197,130 @@ double sum(const std::vector<double>& x) {
 
 }  // namespace
 
-Experiment Experiment::from_json(const std::string& text, const std::string& out_dir_override) {
+namespace {
+
+// The value at a dotted path ("model_overrides.dropout") of a JSON object, or null.
+const json* at_path(const json& j, const std::string& path) {
+  const json* cur = &j;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!cur->is_object() || !cur->contains(key)) return nullptr;
+    cur = &cur->at(key);
+    if (dot == std::string::npos) return cur;
+    start = dot + 1;
+  }
+}
+
+void set_path(json& j, const std::string& path, const json& v) {
+  json* cur = &j;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (dot == std::string::npos) {
+      (*cur)[key] = v;
+      return;
+    }
+    if (!cur->contains(key) || !(*cur)[key].is_object()) (*cur)[key] = json::object();
+    cur = &(*cur)[key];
+    start = dot + 1;
+  }
+}
+
+// What "tuned_as" resolves to for one (task, family): the fields to merge, or why the run waits.
+struct Tuned {
+  json fields = json::object();
+  std::string waiting;
+};
+
+class Tuning {
+ public:
+  Tuning(const json& spec, const std::string& base_dir) {
+    HKT_CHECK(spec.is_object() && spec.contains("experiment") && spec.at("experiment").is_string(),
+              "experiment: \"tuning\" must be an object with \"experiment\": the tuning experiment's file");
+    for (auto it = spec.begin(); it != spec.end(); ++it)
+      HKT_CHECK(it.key() == "experiment" || it.key() == "fields" || it.key() == "tasks",
+                "experiment: \"tuning\": unknown key \"", it.key(), "\" (expected experiment, fields, tasks)");
+    fs::path file = spec.at("experiment").get<std::string>();
+    if (file.is_relative() && !base_dir.empty()) file = fs::path(base_dir) / file;
+    file_ = file.string();
+    fields_ = {"lr", "model_overrides.dropout"};
+    if (spec.contains("fields")) {
+      const json& f = spec.at("fields");
+      HKT_CHECK(f.is_array() && !f.empty(), "experiment: \"tuning\": \"fields\" must be a non-empty array of names");
+      fields_.clear();
+      for (const json& k : f) {
+        HKT_CHECK(k.is_string() && !k.get<std::string>().empty(), "experiment: \"tuning\": \"fields\" must hold "
+                  "field names such as \"lr\" or \"model_overrides.dropout\", got ", excerpt(k.dump()));
+        fields_.push_back(k.get<std::string>());
+      }
+    }
+    if (spec.contains("tasks")) {
+      HKT_CHECK(spec.at("tasks").is_object(), "experiment: \"tuning\": \"tasks\" must map task keys to task keys");
+      for (auto it = spec.at("tasks").begin(); it != spec.at("tasks").end(); ++it) {
+        HKT_CHECK(it.value().is_string(), "experiment: \"tuning\": \"tasks\": \"", it.key(), "\" must name a task");
+        task_map_[it.key()] = it.value().get<std::string>();
+      }
+    }
+    const std::string text = read_text_file(file_);
+    HKT_CHECK(text.find("\"tuning\"") == std::string::npos || !json::parse(text, nullptr, false).contains("tuning"),
+              "experiment: the tuning experiment ", file_, " has a \"tuning\" of its own (one level only)");
+    exp_ = Experiment::from_file(file_);
+  }
+
+  // The fields chosen for `task` (this file's key) and `family`; `choice` describes the pick.
+  Tuned resolve(const std::string& task, const std::string& family, std::string* choice) const {
+    const auto tm = task_map_.find(task);
+    const std::string ttask = tm == task_map_.end() ? task : tm->second;
+    Tuned r;
+    int64_t n = 0, done = 0;
+    const ExperimentRun* best = nullptr;
+    double best_val = -1;
+    for (const ExperimentRun& run : exp_.runs) {
+      if (run.task != ttask || run.family != family) continue;
+      ++n;
+      const RunSummary s = read_summary(run.cfg.run_dir);
+      if (!s.done) continue;
+      ++done;
+      if (s.best_val_acc > best_val) best_val = s.best_val_acc, best = &run;
+    }
+    HKT_CHECK(n > 0, "experiment: \"tuned_as\": \"", family, "\": the tuning experiment ", file_,
+              " has no run of family \"", family, "\" on task \"", ttask, "\"");
+    if (done < n) {
+      r.waiting = str_cat("waiting for its tuning: ", done, " of ", n, " runs of \"", family, "\" on ", ttask,
+                          " in ", exp_.out_dir, " finished (", file_, ")");
+      return r;
+    }
+    const json cfg = json::parse(best->cfg.to_json());
+    std::string what;
+    for (const std::string& f : fields_) {
+      const json* v = at_path(cfg, f);
+      HKT_CHECK(v, "experiment: tuning: the chosen run ", best->cfg.run_dir, " has no field \"", f, "\"");
+      // model_overrides holds only what its run set: a field it lacks was not tuned there.
+      HKT_CHECK(f.rfind("model_overrides.", 0) != 0 || !v->is_null(), "experiment: tuning: ", best->cfg.run_dir,
+                " does not set \"", f, "\"");
+      set_path(r.fields, f, *v);
+      what += (what.empty() ? "" : ", ") + f + " " + v->dump();
+    }
+    if (choice)
+      *choice = str_cat(task, " / ", family, ": ", what, " from ", best->model, " (best validation accuracy ",
+                        fmt(100 * best_val, 2), "% of ", n, " tuning runs in ", exp_.out_dir, ")");
+    return r;
+  }
+
+ private:
+  std::string file_;
+  std::vector<std::string> fields_;
+  std::map<std::string, std::string> task_map_;
+  Experiment exp_;
+};
+
+}  // namespace
+
+Experiment Experiment::from_json(const std::string& text, const std::string& out_dir_override,
+                                 const std::string& base_dir) {
   json j;
   check_json_text(text, "experiment");
   try {
@@ -204,7 +330,7 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
   }
   HKT_CHECK(j.is_object(), "experiment: the file must hold a JSON object");
   static const char* known[] = {"name", "description", "notes", "out_dir", "baseline", "compare", "base", "tasks",
-                                "models", "seeds", "order"};
+                                "models", "seeds", "order", "tuning"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;
@@ -279,9 +405,22 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
   // A model's own "tasks" and "seeds" (not TrainConfig fields).
   std::map<std::string, std::vector<std::string>> model_tasks;
   std::map<std::string, std::vector<uint64_t>> model_seeds;
+  std::map<std::string, std::string> model_family, model_tuned_as;
+  std::optional<Tuning> tuning;
+  if (j.contains("tuning")) tuning.emplace(j.at("tuning"), base_dir);
   for (auto m = models.begin(); m != models.end(); ++m) {
     const std::string where = "experiment: model \"" + m.key() + "\"";
     if (!m.value().is_object()) continue;  // reported below, with the run
+    model_family[m.key()] = m.key();
+    if (m.value().contains("family")) {
+      HKT_CHECK(m.value().at("family").is_string(), where, ": \"family\" must be a string");
+      model_family[m.key()] = m.value().at("family").get<std::string>();
+    }
+    if (m.value().contains("tuned_as")) {
+      HKT_CHECK(m.value().at("tuned_as").is_string(), where, ": \"tuned_as\" must name a family of the tuning runs");
+      HKT_CHECK(tuning.has_value(), where, ": \"tuned_as\" needs a top-level \"tuning\"");
+      model_tuned_as[m.key()] = m.value().at("tuned_as").get<std::string>();
+    }
     if (m.value().contains("tasks")) {
       const json& ts = m.value().at("tasks");
       HKT_CHECK(ts.is_array() && !ts.empty(), where, ": \"tasks\" must be a non-empty array of task keys");
@@ -314,9 +453,18 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
         merge(c, task_fields);
         if (!t.value().contains("task")) c["task"] = t.key();
         json model_fields = m.value();
-        model_fields.erase("tasks");
-        model_fields.erase("seeds");
+        for (const char* k : {"tasks", "seeds", "family", "tuned_as"}) model_fields.erase(k);
         merge(c, model_fields);
+        std::string waiting;
+        if (const auto ta = model_tuned_as.find(m.key()); ta != model_tuned_as.end()) {
+          std::string choice;
+          const Tuned tu = tuning->resolve(t.key(), ta->second, &choice);
+          waiting = tu.waiting;
+          merge(c, tu.fields);
+          if (!choice.empty() && std::find(e.tuning_choices.begin(), e.tuning_choices.end(), choice) ==
+                                     e.tuning_choices.end())
+            e.tuning_choices.push_back(choice);
+        }
         if (t.value().contains("per_model") && t.value().at("per_model").contains(m.key()))
           merge(c, t.value().at("per_model").at(m.key()));
         c["seed"] = seed;
@@ -324,7 +472,9 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
         ExperimentRun r;
         r.task = t.key();
         r.model = m.key();
+        r.family = model_family[m.key()];
         r.seed = seed;
+        r.waiting = waiting;
         try {
           r.cfg = TrainConfig::from_json(c.dump());
         } catch (const Error& ex) {
@@ -342,7 +492,7 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
 Experiment Experiment::from_file(const std::string& path, const std::string& out_dir_override) {
   const std::string text = read_text_file(path);  // names the file when it cannot be read
   try {
-    return from_json(text, out_dir_override);
+    return from_json(text, out_dir_override, fs::path(path).parent_path().string());
   } catch (const Error& ex) {
     throw Error(str_cat(path, ": ", ex.what()));
   }

@@ -23,6 +23,19 @@
 // order: "seed" trains every task and model of the first seed, then the next
 // (a stop leaves whole seeds to compare); "task" finishes a task (seed by
 // seed) before the next begins.
+//
+// Tuning: settings chosen by another experiment's runs, on validation accuracy.
+//   "tuning": {"experiment": "cpu-fair-tune.json",          // relative to this file's folder
+//              "fields": ["lr", "model_overrides.dropout"],   // what is taken over (this default)
+//              "tasks": {"this task key": "its key there"}},  // default: the same key
+// and in a model entry "tuned_as": "hkt": this model takes the fields from the
+// run, among the tuning experiment's runs of family "hkt" on the same task
+// (a model entry's "family", default its key; any seed), with the best
+// validation accuracy (the first in the file's order on a tie). They apply
+// after the model's own fields and before the task's "per_model". Until every
+// such tuning run has finished, the runs that need them wait (ExperimentRun::
+// waiting) and are not trained; hkt-experiment says so. "family", "tuned_as",
+// "tasks" and "seeds" are not TrainConfig fields.
 // A run's config is base, then the task's fields, then the model's fields,
 // then the task's "per_model" fields for that model if any (e.g. a learning
 // rate tuned per task and model: "listops": {..., "per_model": {"mha": {"lr":
@@ -42,8 +55,12 @@ namespace hkt::tasks {
 
 struct ExperimentRun {
   std::string task, model;  // keys of "tasks" and "models"
+  std::string family;       // the model entry's "family" (default: its key), what "tuned_as" names
   uint64_t seed = 0;
   TrainConfig cfg;
+  // Not empty while the tuning runs this run's settings come from are not all
+  // finished ("tuned_as"): why the run waits. Such a run is not trained.
+  std::string waiting;
 };
 
 struct Experiment {
@@ -51,13 +68,17 @@ struct Experiment {
   std::vector<std::string> notes, tasks, models;  // keys in file order
   std::vector<uint64_t> seeds;
   std::string order = "seed";       // "seed" or "task"
+  // With "tuning": one line per (task, family) saying which tuning run was chosen and why.
+  std::vector<std::string> tuning_choices;
   std::vector<ExperimentRun> runs;  // tasks x models x seeds, in that order (a model's own tasks and seeds)
   // [model, reference] pairs whose test accuracies the results compare seed by
   // seed: every other model against the baseline, then the file's "compare".
   std::vector<std::pair<std::string, std::string>> comparisons;
 
   // Strict: unknown top-level keys are errors. out_dir_override replaces "out_dir".
-  static Experiment from_json(const std::string& text, const std::string& out_dir_override = "");
+  // base_dir: the folder "tuning"'s "experiment" path is relative to (from_file: the file's folder).
+  static Experiment from_json(const std::string& text, const std::string& out_dir_override = "",
+                              const std::string& base_dir = "");
   static Experiment from_file(const std::string& path, const std::string& out_dir_override = "");
 };
 
@@ -100,7 +121,8 @@ MeanStd mean_std(const std::vector<double>& x);
 // and the summed wall time. Runs not finished are counted as missing.
 //
 // Then the comparisons (every model against the baseline, and the file's
-// "compare" pairs), paired by seed: the per-seed differences of test
+// "compare" pairs; a pair whose runs have different numbers of steps is left
+// out), paired by seed: the per-seed differences of test
 // accuracy, with a 95% paired bootstrap interval over the test examples for
 // each seed (from each run's test_predictions.csv); their mean with the 95%
 // t interval over seeds; the bootstrap interval of the mean over seeds; and a
