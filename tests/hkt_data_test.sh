@@ -149,6 +149,22 @@ expect badsum 1 "imdb: the file downloaded from .*/bad/aclImdb_v1.tar.gz has sha
 untrusted "$work/c3" badsum
 ! compgen -G "$work/c3/.downloads/aclImdb*" >/dev/null || fail "badsum: kept the bad file"
 
+# A full disk: a file size limit stands in for it (writes fail with EFBIG as they would with
+# ENOSPC; SIGXFSZ ignored, as a full disk sends no signal). Named, exit 1, nothing trusted left.
+(
+  trap '' XFSZ
+  ulimit -f 4
+  run full "$work/c3f" "$base/ok" "$work/catalog.sh" imdb
+  echo "$st" >"$work/full.st"
+  printf '%s' "$last" >"$work/full.last"
+)
+st=$(cat "$work/full.st"); last=$(cat "$work/full.last")
+expect full 1 "imdb: cannot write .*aclImdb_v1.tar.gz.part \(curl exit 23: disk full or not writable\); free space in .*c3f and run this again"
+untrusted "$work/c3f" full
+# With space again, the same command finishes the download.
+run fullagain "$work/c3f" "$base/ok" "$work/catalog.sh" imdb
+expect fullagain 0 "imdb: ready in"; same "$work/c3f" fullagain
+
 # A connection dropped halfway once: the same run resumes with a range request.
 : >"$work/log"
 run drop1 "$work/c4" "$base/drop1" "$work/catalog.sh" imdb
