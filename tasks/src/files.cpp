@@ -18,6 +18,25 @@ namespace hkt::tasks {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Writes all of text to fd (retrying on EINTR and short writes); returns "" or why it
+// failed, and leaves in `left` the bytes not written.
+std::string write_all(int fd, std::string_view text, size_t& left) {
+  const char* p = text.data();
+  left = text.size();
+  while (left > 0) {
+    const ssize_t w = ::write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? std::strerror(errno) : "nothing written";
+    p += w;
+    left -= static_cast<size_t>(w);
+  }
+  return "";
+}
+
+}  // namespace
+
 void write_file_atomic(const fs::path& path, std::string_view text, bool make_parent) {
   HKT_CHECK(!path.empty(), "write_file_atomic: the path is empty");
   std::error_code ec;
@@ -33,18 +52,8 @@ void write_file_atomic(const fs::path& path, std::string_view text, bool make_pa
   if (fd < 0) {
     why = std::strerror(errno);
   } else {
-    const char* p = text.data();
-    size_t n = text.size();
-    while (n > 0 && why.empty()) {
-      const ssize_t w = ::write(fd, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        why = w < 0 ? std::strerror(errno) : "nothing written";
-      } else {
-        p += w;
-        n -= static_cast<size_t>(w);
-      }
-    }
+    size_t n = text.size();  // bytes not written
+    why = write_all(fd, text, n);
     if (why.empty() && ::fsync(fd) != 0) why = std::string("fsync failed: ") + std::strerror(errno);
     if (::close(fd) != 0 && why.empty()) why = std::string("close failed: ") + std::strerror(errno);
   }
@@ -106,18 +115,8 @@ void append_file(const fs::path& path, std::string_view text) {
   if (fd < 0) {
     why = std::strerror(errno);
   } else {
-    const char* p = text.data();
-    size_t n = text.size();
-    while (n > 0 && why.empty()) {
-      const ssize_t w = ::write(fd, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        why = w < 0 ? std::strerror(errno) : "nothing written";
-      } else {
-        p += w;
-        n -= static_cast<size_t>(w);
-      }
-    }
+    size_t n = text.size();  // bytes not written
+    why = write_all(fd, text, n);
     if (::close(fd) != 0 && why.empty()) why = std::string("close failed: ") + std::strerror(errno);
     if (!why.empty() && n < text.size()) {
       // A line cut short is dropped, so that the file ends at a whole line.

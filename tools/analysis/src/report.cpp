@@ -19,17 +19,6 @@ constexpr double kZeroTol = 1e-9;  // |eigenvalue| <= this * max|eigenvalue| cou
 
 std::vector<double> doubles(const Tensor& t) { return to_dtype(contiguous(t), DType::Float64).to_vector<double>(); }
 
-// NaN -> null in JSON.
-json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-
-double mean_of(const std::vector<double>& v) {
-  double s = 0;
-  int64_t n = 0;
-  for (double x : v)
-    if (std::isfinite(x)) s += x, ++n;
-  return n > 0 ? s / static_cast<double>(n) : kNaN;
-}
-
 // Level l's [D, D] query and key maps (acting on row vectors) of one block.
 void projections(nn::Block& blk, int64_t l, std::vector<double>& wq, std::vector<double>& wk) {
   if (blk.hkt) {

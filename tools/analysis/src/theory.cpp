@@ -15,16 +15,6 @@ using json = nlohmann::json;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kFormTol = 1e-9;  // as the bilinear spectra: |v| <= 1e-9 max|v| is zero
 
-json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-
-double mean_of(const std::vector<double>& v) {
-  double s = 0;
-  int64_t n = 0;
-  for (double x : v)
-    if (std::isfinite(x)) s += x, ++n;
-  return n > 0 ? s / static_cast<double>(n) : kNaN;
-}
-
 }  // namespace
 
 double psd_tolerance(DType dtype) { return dtype == DType::Float64 ? 1e-10 : 1e-4; }

@@ -1,7 +1,9 @@
 // Internal: the report sections that check the paper's theory on a trained model
 // (docs/analysis.md, "Proposition 3.1" and "Kurtosis at several dimensions").
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -9,6 +11,18 @@
 #include "scores.hpp"
 
 namespace hkt::analysis {
+
+// A number for report.json: NaN and infinities as null.
+inline nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+// The mean of the finite values of v (NaN when there is none).
+inline double mean_of(const std::vector<double>& v) {
+  double s = 0;
+  int64_t n = 0;
+  for (double x : v)
+    if (std::isfinite(x)) s += x, ++n;
+  return n > 0 ? s / static_cast<double>(n) : std::numeric_limits<double>::quiet_NaN();
+}
 
 // The eigenvalue range of one per-head symmetrised form Ms_{l,h}.
 struct FormRange {
