@@ -1,0 +1,54 @@
+// The list of the library's kernel ops: one entry per kernel table, from which
+// the tables (hkt/kernels/registry.hpp), the completeness check and the
+// op-test harness (tests/op_harness) are generated. The elementwise family is
+// listed by hkt/kernels/elementwise_defs.hpp (HKT_UNARY_OPS: a forward and a
+// "_backward" table each, HKT_BINARY_OPS, HKT_COMPARE_OPS).
+//
+// X(id, "name", signature in hkt::sig, dtypes every CPU backend must have,
+//   dtypes the CUDA backend must have where it is built)
+//
+// The name is the op's public name (the one its errors carry); "_backward" is
+// the kernel of its gradient. The dtype sets are the least a backend must
+// register (a backend may register more: supports() says what it has).
+// Adding an op: one entry here, its kernel in kernels/cpu/ and kernels/cuda/
+// registered in each backend's register file, and the op in ops/ (see
+// docs/extending.md).
+#pragma once
+#include <cstdint>
+
+#include "hkt/core/dtype.hpp"
+
+namespace hkt::kernels {
+
+// A set of dtypes, one bit per DType.
+using DTypeSet = uint8_t;
+constexpr DTypeSet dtype_bit(DType t) { return static_cast<DTypeSet>(1u << static_cast<unsigned>(t)); }
+constexpr bool contains(DTypeSet s, DType t) { return (s & dtype_bit(t)) != 0; }
+inline constexpr DTypeSet kF32 = dtype_bit(DType::Float32);
+inline constexpr DTypeSet kFloat = kF32 | dtype_bit(DType::Float64);
+inline constexpr DTypeSet kI64 = dtype_bit(DType::Int64);
+inline constexpr DTypeSet kNone = 0;
+
+}  // namespace hkt::kernels
+
+// clang-format off
+#define HKT_KERNEL_OPS(X)                                                                       \
+  X(sum,                   "sum",                                     Reduce,        kFloat, kF32) \
+  X(max,                   "max",                                     Reduce,        kFloat, kF32) \
+  X(softmax,               "softmax",                                 Softmax,       kFloat, kF32) \
+  X(softmax_backward,      "softmax_backward",                        SoftmaxGrad,   kFloat, kF32) \
+  X(log_softmax,           "log_softmax",                             Softmax,       kFloat, kF32) \
+  X(log_softmax_backward,  "log_softmax_backward",                    SoftmaxGrad,   kFloat, kF32) \
+  X(layer_norm,            "layer_norm",                              LayerNorm,     kFloat, kF32) \
+  X(layer_norm_backward,   "layer_norm_backward",                     LayerNormGrad, kFloat, kF32) \
+  X(gated_mix,             "gated_mix",                               GatedMix,      kFloat, kF32) \
+  X(gated_mix_backward,    "gated_mix_backward",                      GatedMixGrad,  kFloat, kF32) \
+  X(conv,                  "causal_depthwise_conv1d",                 Conv,          kFloat, kF32) \
+  X(conv_backward,         "causal_depthwise_conv1d_backward",        ConvGrad,      kFloat, kF32) \
+  X(ce_check,              "cross_entropy (target check)",            CeCheck,       kI64,   kI64) \
+  X(cross_entropy,         "cross_entropy",                           Ce,            kFloat, kF32) \
+  X(cross_entropy_backward,"cross_entropy_backward",                  CeGrad,        kFloat, kF32) \
+  X(dropout,               "dropout",                                 DropoutMask,   kFloat, kF32) \
+  X(bias_gelu,             "bias_gelu",                               BiasGelu,      kFloat, kF32) \
+  X(bias_gelu_backward,    "bias_gelu_backward",                      BiasGeluGrad,  kFloat, kF32)
+// clang-format on
