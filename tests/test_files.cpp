@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 #include "helpers/temp_dir.hpp"
 #include "hkt/tasks/files.hpp"
 
