@@ -9,7 +9,9 @@
 //   - float32 forward and backward against float64;
 //   - float32 with 1 and with 2 threads: the same bits;
 //   - on the CUDA device (real, or the tests' emulated one) against the CPU,
-//     where a device is available;
+//     where a device is available and every kernel the entry lists has the
+//     CUDA kernels its spec requires (an op whose spec requires none is
+//     CPU-only);
 // and per op a bad input that must raise an hkt::Error containing a given text.
 // run() prints one line per op (its cases and checks) and the totals, and
 // counts as failures an op with no cases and, when asked, a registered kernel
