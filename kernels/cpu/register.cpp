@@ -6,6 +6,7 @@
 #include "kernels/cpu/conv.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "kernels/cpu/gated_mix.hpp"
+#include "kernels/cpu/index.hpp"
 #include "kernels/cpu/layer_norm.hpp"
 #include "kernels/cpu/loss.hpp"
 #include "kernels/cpu/random.hpp"
@@ -85,6 +86,45 @@ template <class T>
 void dropout_mask(void* o, int64_t n, uint64_t seed, uint64_t first, double p) {
   cpu::dropout_mask<T>(out<T>(o), n, seed, first, p);
 }
+template <class D>
+void copy(const void* src, DType sdt, const Strides& ss, void* dst, const Strides& ds, const Shape& shape) {
+  dispatch_all(sdt, [&]<class S>() { cpu::copy<S, D>(in<S>(src), ss, out<D>(dst), ds, shape); });
+}
+template <class T>
+void fill(void* dst, const Strides& ds, const Shape& shape, double v) {
+  cpu::fill<T>(out<T>(dst), ds, shape, static_cast<T>(v));
+}
+template <class T>
+void uniform(void* o, int64_t n, uint64_t seed, uint64_t first, double lo, double hi) {
+  cpu::rand_uniform<T>(out<T>(o), n, seed, first, lo, hi);
+}
+template <class T>
+void normal(void* o, int64_t n, uint64_t seed, uint64_t first, double mean, double std) {
+  cpu::rand_normal<T>(out<T>(o), n, seed, first, mean, std);
+}
+template <class T>
+void copy_same(const void* src, const Strides& ss, void* dst, const Strides& ds, const Shape& shape) {
+  cpu::copy<T, T>(in<T>(src), ss, out<T>(dst), ds, shape);
+}
+template <class T>
+void gather(const void* x, const Strides& xs, int64_t xd, const int64_t* idx, const Strides& is, void* o,
+            const Shape& shape) {
+  cpu::indexed_gather<T>(in<T>(x), xs, xd, idx, is, out<T>(o), shape);
+}
+template <class T>
+void index_add(const void* g, const int64_t* idx, int64_t outer, int64_t n, int64_t inner, void* gx, int64_t size) {
+  cpu::index_add_rows<T>(in<T>(g), idx, outer, n, inner, out<T>(gx), size);
+}
+template <class T>
+void scatter_add(const void* g, const Strides& gs, int64_t g_dim, const int64_t* idx, const Strides& is, int64_t i_dim,
+                 void* gx, const Strides& gxs, int64_t gx_dim, const Shape& cols, int64_t len) {
+  cpu::scatter_add_dim<T>(in<T>(g), gs, g_dim, idx, is, i_dim, out<T>(gx), gxs, gx_dim, cols, len);
+}
+template <class T>
+void where(const void* c, const Strides& cs, const void* a, const Strides& as, const void* b, const Strides& bs,
+           void* o, const Shape& shape) {
+  cpu::where<T>(in<bool>(c), cs, in<T>(a), as, in<T>(b), bs, out<T>(o), shape);
+}
 template <class T>
 void bias_gelu(const void* x, const void* b, void* y, int64_t rows, int64_t C, bool approximate) {
   if (approximate) cpu::bias_gelu_forward<T, ew::GeluTanh>(in<T>(x), in<T>(b), out<T>(y), rows, C);
@@ -105,9 +145,27 @@ constexpr auto kCpu = DeviceType::CPU;
     (table).set(kCpu, DType::Float64, &__VA_ARGS__<double>);      \
   } while (0)
 
+// ... and the int64 and bool ones.
+#define HKT_CPU_ALL(table, ...)                                  \
+  do {                                                           \
+    HKT_CPU_FLOAT(table, __VA_ARGS__);                           \
+    (table).set(kCpu, DType::Int64, &__VA_ARGS__<int64_t>);      \
+    (table).set(kCpu, DType::Bool, &__VA_ARGS__<bool>);          \
+  } while (0)
+
 }  // namespace
 
 void register_cpu_kernels(Tables& t) {
+  HKT_CPU_ALL(t.copy, copy);
+  HKT_CPU_ALL(t.fill, fill);
+  HKT_CPU_ALL(t.cat, copy_same);
+  t.index_check.set(kCpu, DType::Int64, &cpu::first_out_of_range);
+  HKT_CPU_ALL(t.gather, gather);
+  HKT_CPU_FLOAT(t.index_add, index_add);
+  HKT_CPU_FLOAT(t.scatter_add, scatter_add);
+  HKT_CPU_ALL(t.where, where);
+  HKT_CPU_FLOAT(t.uniform, uniform);
+  HKT_CPU_FLOAT(t.normal, normal);
 #define HKT_REG(name, S)                                                    \
   t.name.set(kCpu, DType::Float32, &unary<ew::S, float>);                   \
   t.name.set(kCpu, DType::Float64, &unary<ew::S, double>);                  \

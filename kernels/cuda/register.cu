@@ -5,6 +5,7 @@
 #include "kernels/backends.hpp"
 #include "kernels/cuda/kernels.hpp"
 #include "kernels/cuda/kernels_nn.hpp"
+#include "kernels/cuda/runtime.hpp"
 
 namespace hkt::cuda {
 // bias_gelu.cu (called through the tables only).
@@ -27,9 +28,38 @@ constexpr auto kCuda = DeviceType::CUDA;
     (table).set(kCuda, DType::Float64, &__VA_ARGS__<double>); \
   } while (0)
 
+// ... and the int64 and bool ones.
+#define HKT_CUDA_ALL(table, ...)                              \
+  do {                                                        \
+    HKT_CUDA_FLOAT(table, __VA_ARGS__);                       \
+    (table).set(kCuda, DType::Int64, &__VA_ARGS__<int64_t>);  \
+    (table).set(kCuda, DType::Bool, &__VA_ARGS__<bool>);      \
+  } while (0)
+
+void transfer(void* dst, Device to, const void* src, Device from, size_t nbytes) {
+  if (from.is_cpu())
+    cuda::copy_host_to_device(dst, src, nbytes);
+  else if (to.is_cpu())
+    cuda::copy_device_to_host(dst, src, nbytes);
+  else
+    cuda::copy_device_to_device(dst, src, nbytes);
+}
+
 }  // namespace
 
 void register_cuda_kernels(Tables& t) {
+  HKT_CUDA_ALL(t.copy, cuda::copy_cast);
+  HKT_CUDA_ALL(t.fill, cuda::fill);
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int64, DType::Bool}) t.transfer.set(kCuda, dt, &transfer);
+  t.require_device.set(kCuda, DType::Float32, &cuda::require_device);
+  HKT_CUDA_ALL(t.cat, cuda::copy_same);
+  t.index_check.set(kCuda, DType::Int64, &cuda::first_out_of_range);
+  HKT_CUDA_ALL(t.gather, cuda::indexed_gather);
+  HKT_CUDA_FLOAT(t.index_add, cuda::index_add_rows);
+  HKT_CUDA_FLOAT(t.scatter_add, cuda::scatter_add_dim);
+  HKT_CUDA_ALL(t.where, cuda::where);
+  HKT_CUDA_FLOAT(t.uniform, cuda::rand_uniform);
+  HKT_CUDA_FLOAT(t.normal, cuda::rand_normal);
 #define HKT_REG(name, S)                                                         \
   t.name.set(kCuda, DType::Float32, &cuda::unary<ew::S, float>);                 \
   t.name.set(kCuda, DType::Float64, &cuda::unary<ew::S, double>);                \

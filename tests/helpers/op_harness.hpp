@@ -42,6 +42,7 @@ struct Arg {
   double lo = -1.5, hi = 1.5;  // uniform values in [lo, hi)
   bool integer = false;        // floating values rounded to integers (exact in every dtype)
   bool index = false;          // an int64 tensor of values in [lo, hi) (no gradient)
+  bool grad = true;            // floating: requires grad (not for a condition, say)
 };
 
 using Fn = std::function<Tensor(const std::vector<Tensor>&)>;

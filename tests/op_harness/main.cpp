@@ -251,6 +251,142 @@ void add_nn(std::vector<OpEntry>& out) {
   }
 }
 
+// Copies, fills, random tensors and device transfers (hkt/ops/factory.hpp).
+void add_factory(std::vector<OpEntry>& out) {
+  out.push_back({"clone / to_dtype", {"copy"}, [](std::mt19937_64& rng) {
+                   std::vector<Case> c = one_input(rng, "clone", [](const std::vector<Tensor>& in) { return clone(in[0]); });
+                   const Shape s = shape(rng, 2, 2, 5);
+                   c.push_back({"expanded " + str(s), {{s, Layout::Expanded}},
+                                [](const std::vector<Tensor>& in) { return clone(in[0]); }});
+                   c.push_back({"to float32 and back, transposed", {{s, Layout::Transposed}},
+                                [](const std::vector<Tensor>& in) {
+                                  return to_dtype(to_dtype(in[0], DType::Float32), in[0].dtype());
+                                },
+                                false});  // rounded to float32: not differentiable to float64 precision
+                   c.push_back({"through int64 (integer values)", {{s, Layout::Sliced, -3, 3, true}},
+                                [](const std::vector<Tensor>& in) {
+                                  return to_dtype(to_dtype(in[0], DType::Int64), in[0].dtype());
+                                },
+                                false});  // through int64: no gradient
+                   return c;
+                 }});
+  out.back().bad_input = [] { clone(Tensor()); };
+  out.back().bad_needle = "clone: the tensor is undefined";
+
+  out.push_back({"full / fill_", {"fill"}, [](std::mt19937_64& rng) {
+                   auto f = [](const std::vector<Tensor>& in) {
+                     Tensor h = full(in[0].shape(), 0.5, {in[0].dtype(), in[0].device()});
+                     Tensor t = slice(zeros({2, 7}, {in[0].dtype(), in[0].device()}), 1, 1, 6, 2);
+                     fill_(t, -2.0);  // a strided destination
+                     return in[0] * h + sum(t);
+                   };
+                   return one_input(rng, "fill", f);
+                 }});
+  out.back().bad_input = [] {
+    Tensor t = f32({2}).set_requires_grad(true);
+    fill_(t, 1.0);
+  };
+  out.back().bad_needle = "fill_: in-place write to a tensor that requires grad";
+
+  for (const bool is_normal : {false, true}) {
+    out.push_back({is_normal ? "normal" : "uniform", {is_normal ? "normal" : "uniform"},
+                   [is_normal](std::mt19937_64& rng) {
+                     // A generator of its own per call: every evaluation draws the same values.
+                     auto f = [is_normal](const std::vector<Tensor>& in) {
+                       Generator g(3);
+                       const TensorOptions o{in[0].dtype(), in[0].device()};
+                       return in[0] + (is_normal ? normal(in[0].shape(), 0.5, 2.0, o, &g)
+                                                 : uniform(in[0].shape(), -1.0, 1.0, o, &g));
+                     };
+                     return one_input(rng, is_normal ? "normal" : "uniform", f);
+                   }});
+    // The registry's error for a (device, dtype) that has no kernel: op, dtype and device.
+    out.back().bad_input = [is_normal] { is_normal ? randn({2}, {DType::Int64}) : rand({2}, {DType::Int64}); };
+    out.back().bad_needle = is_normal ? "normal: no kernel for int64 on cpu" : "uniform: no kernel for int64 on cpu";
+  }
+
+  out.push_back({"to_device", {"to_device", "device"}, [](std::mt19937_64& rng) {
+                   // A round trip through the other device (CUDA from the CPU, the CPU from CUDA);
+                   // without a device (a build without the backend) the tensor stays where it is.
+                   auto f = [](const std::vector<Tensor>& in) {
+                     if (!cuda_is_available()) return in[0] * 1.0;
+                     const Device other = in[0].device().is_cpu() ? Device::cuda() : Device::cpu();
+                     return to_device(to_device(in[0], other) * 2.0, in[0].device());
+                   };
+                   return one_input(rng, "to_device", f);
+                 }});
+  out.back().bad_input = [] { to_device(f32({2}), Device::cuda(99)); };
+  out.back().bad_needle = "to_device";
+}
+
+// Joining, indexing and selection (hkt/ops/index.hpp).
+void add_index(std::vector<OpEntry>& out) {
+  const auto idx = [](Shape s, int64_t n) { return Arg{s, Layout::Contiguous, 0.0, static_cast<double>(n), false, true}; };
+  const Tensor i64 = from_vector(std::vector<int64_t>{0, 5}, {2});
+  for (const bool is_stack : {false, true}) {
+    out.push_back({is_stack ? "stack" : "cat", {"cat"}, [is_stack](std::mt19937_64& rng) {
+                     const int64_t a = dim(rng, 2, 4), b = dim(rng, 1, 4), c = dim(rng, 1, 4);
+                     auto f = [is_stack](int64_t d) {
+                       return [is_stack, d](const std::vector<Tensor>& in) { return is_stack ? stack(in, d) : cat(in, d); };
+                     };
+                     const int64_t c2 = is_stack ? b : c;  // stack: one shape
+                     return std::vector<Case>{
+                         {"dim 1 of " + str({a, b}) + ", " + str({a, c2}), {{{a, b}}, {{a, c2}}}, f(1)},
+                         {"dim 0, transposed and sliced", {{{a, b}, Layout::Transposed}, {{a, b}, Layout::Sliced}}, f(0)},
+                         {"with an empty part", {{{a, 0}}, {{a, is_stack ? 0 : b}}}, f(1)},
+                         {"expanded", {{{a, b}, Layout::Expanded}, {{a, b}}}, f(-1)},
+                         {"large", {{{300, 200}}, {{300, 200}}}, f(0), false},
+                     };
+                   }});
+    out.back().bad_input = [is_stack] { is_stack ? stack({f32({2, 3}), f32({3, 3})}) : cat({f32({2, 3}), f32({3, 2})}, 1); };
+    out.back().bad_needle = is_stack ? "stack:" : "cat:";
+  }
+  out.push_back({"index_select / embedding", {"gather", "index_check", "index_add"}, [idx](std::mt19937_64& rng) {
+                   const int64_t n = dim(rng, 2, 6), c = dim(rng, 1, 4), k = dim(rng, 1, 8);
+                   auto sel = [](int64_t d) {
+                     return [d](const std::vector<Tensor>& in) { return index_select(in[0], d, in[1]); };
+                   };
+                   auto emb = [](const std::vector<Tensor>& in) { return embedding(in[0], in[1]); };
+                   return std::vector<Case>{
+                       {"rows of " + str({n, c}) + " (repeats)", {{{n, c}}, idx({k}, n)}, sel(0)},
+                       {"columns, transposed", {{{c, n}, Layout::Transposed}, idx({k}, n)}, sel(1)},
+                       {"embedding [B, T] ids", {{{n, c}}, idx({2, k}, n)}, emb},
+                       {"no indices", {{{n, c}}, idx({0}, n)}, sel(0)},
+                       {"large", {{{50, 64}}, idx({3000}, 50)}, sel(0), false},
+                   };
+                 }});
+  out.back().bad_input = [i64] { index_select(f32({3, 2}), 0, i64); };
+  out.back().bad_needle = "index_select: index 5";
+  out.push_back({"gather", {"gather", "index_check", "scatter_add"}, [idx](std::mt19937_64& rng) {
+                   const int64_t a = dim(rng, 2, 4), b = dim(rng, 2, 5), k = dim(rng, 1, 6);
+                   auto f = [](int64_t d) { return [d](const std::vector<Tensor>& in) { return gather(in[0], d, in[1]); }; };
+                   return std::vector<Case>{
+                       {"dim 1 of " + str({a, b}), {{{a, b}}, idx({a, k}, b)}, f(1)},
+                       {"dim 0, sliced", {{{b, a}, Layout::Sliced}, idx({k, a}, b)}, f(0)},
+                       {"transposed x", {{{a, b}, Layout::Transposed}, idx({a, k}, b)}, f(-1)},
+                       {"empty index", {{{a, b}}, idx({a, 0}, b)}, f(1)},
+                       {"large", {{{200, 64}}, idx({200, 300}, 64)}, f(1), false},
+                   };
+                 }});
+  out.back().bad_input = [] { gather(f32({2, 3}), 1, from_vector(std::vector<int64_t>{0, 3}, {2, 1})); };
+  out.back().bad_needle = "gather: index 3";
+  out.push_back({"where / masked_fill", {"where"}, [](std::mt19937_64& rng) {
+                   const int64_t a = dim(rng, 2, 4), b = dim(rng, 2, 5);
+                   const auto cond = [](Shape s) { return Arg{s, Layout::Contiguous, -1.5, 1.5, false, false, false}; };
+                   auto w = [](const std::vector<Tensor>& in) { return where(gt(in[0], 0.0), in[1], in[2]); };
+                   auto m = [](const std::vector<Tensor>& in) { return masked_fill(in[1], gt(in[0], 0.0), -3.0); };
+                   return std::vector<Case>{
+                       {"where " + str({a, b}), {cond({a, b}), {{a, b}}, {{a, b}}}, w},
+                       {"where, broadcast", {cond({a, 1}), {{b}}, {{a, b}, Layout::Transposed}}, w},
+                       {"masked_fill, sliced", {cond({a, b}), {{a, b}, Layout::Sliced}}, m},
+                       {"empty", {cond({0, b}), {{0, b}}, {{0, b}}}, w},
+                       {"large", {cond({300, 200}), {{300, 200}}, {{300, 200}}}, w, false},
+                   };
+                 }});
+  out.back().bad_input = [] { where(gt(f32({2}), 0.0), f32({3}), f32({3})); };
+  out.back().bad_needle = "where:";
+}
+
 }  // namespace
 
 // Arguments: --complete runs only the completeness check of the op list;
@@ -274,6 +410,8 @@ int main(int argc, char** argv) {
   std::vector<OpEntry> entries;
   add_elementwise(entries);
   add_nn(entries);
+  add_factory(entries);
+  add_index(entries);
   Options opt;
   opt.require_every_registered_op = true;
   const int failures = complete_only ? 0 : run(entries, opt);

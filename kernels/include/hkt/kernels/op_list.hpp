@@ -7,6 +7,8 @@
 // X(id, "name", signature in hkt::sig, dtypes every CPU backend must have,
 //   dtypes the CUDA backend must have where it is built)
 //
+// transfer and require_device are the device backends' (no CPU kernel):
+// to_device's copies and its device check, under the device's slots.
 // The name is the op's public name (the one its errors carry); "_backward" is
 // the kernel of its gradient. The dtype sets are the least a backend must
 // register (a backend may register more: supports() says what it has).
@@ -27,12 +29,25 @@ constexpr bool contains(DTypeSet s, DType t) { return (s & dtype_bit(t)) != 0; }
 inline constexpr DTypeSet kF32 = dtype_bit(DType::Float32);
 inline constexpr DTypeSet kFloat = kF32 | dtype_bit(DType::Float64);
 inline constexpr DTypeSet kI64 = dtype_bit(DType::Int64);
+inline constexpr DTypeSet kAll = kFloat | kI64 | dtype_bit(DType::Bool);
 inline constexpr DTypeSet kNone = 0;
 
 }  // namespace hkt::kernels
 
 // clang-format off
 #define HKT_KERNEL_OPS(X)                                                                       \
+  X(copy,                  "copy",                                    Copy,          kAll,   kAll) \
+  X(fill,                  "fill",                                    Fill,          kAll,   kAll) \
+  X(transfer,              "to_device",                               Transfer,      kNone,  kAll) \
+  X(require_device,        "device",                                  RequireDevice, kNone,  kF32) \
+  X(cat,                   "cat",                                     CopySame,      kAll,   kAll) \
+  X(index_check,           "index_check",                             IndexRange,    kI64,   kI64) \
+  X(gather,                "gather",                                  Gather,        kAll,   kAll) \
+  X(index_add,             "index_add",                               IndexAdd,      kFloat, kF32) \
+  X(scatter_add,           "scatter_add",                             ScatterAdd,    kFloat, kF32) \
+  X(where,                 "where",                                   Where,         kAll,   kAll) \
+  X(uniform,               "uniform",                                 Random,        kFloat, kF32) \
+  X(normal,                "normal",                                  Random,        kFloat, kF32) \
   X(sum,                   "sum",                                     Reduce,        kFloat, kF32) \
   X(max,                   "max",                                     Reduce,        kFloat, kF32) \
   X(softmax,               "softmax",                                 Softmax,       kFloat, kF32) \

@@ -3,6 +3,7 @@
 // and strides on the host, no Tensor and no autograd. Each op's forward and
 // backward signature is here; hkt/kernels/op_list.hpp says which op uses which.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -51,9 +52,34 @@ using Ce = void(const void* x, const int64_t* t, int64_t N, int64_t C, int64_t i
 using CeGrad = void(const void* x, const int64_t* t, int64_t N, int64_t C, int64_t ignore, const void* lse,
                     const void* g, int64_t g_stride, double scale, void* dx);
 
+// --- copies, fills, transfers ----------------------------------------------
+// dst (the slot's dtype, strided) = src (any dtype, strided, already broadcast), cast.
+using Copy = void(const void* src, DType src_dtype, const Strides& ss, void* dst, const Strides& ds,
+                  const Shape& shape);
+using Fill = void(void* dst, const Strides& ds, const Shape& shape, double v);
+// nbytes from a buffer on device `from` to one on device `to`, one of them the
+// backend's (registered by the device backends, under every dtype).
+using Transfer = void(void* dst, Device to, const void* src, Device from, size_t nbytes);
+// Throws hkt::Error naming `what` unless device `index` of the backend exists.
+using RequireDevice = void(int index, const char* what);
+
+// --- indexing (ops/src/index.cpp) ------------------------------------------
+using CopySame = void(const void* src, const Strides& ss, void* dst, const Strides& ds, const Shape& shape);
+// Position of the first index outside [0, size) (-1 if none), its value in *bad.
+using IndexRange = int64_t(const int64_t* idx, const Strides& is, const Shape& shape, int64_t size, int64_t* bad);
+using Gather = void(const void* x, const Strides& xs, int64_t x_dim_stride, const int64_t* idx, const Strides& is,
+                    void* out, const Shape& shape);
+using IndexAdd = void(const void* g, const int64_t* idx, int64_t outer, int64_t n, int64_t inner, void* gx,
+                      int64_t size);
+using ScatterAdd = void(const void* g, const Strides& gs, int64_t g_dim, const int64_t* idx, const Strides& is,
+                        int64_t i_dim, void* gx, const Strides& gxs, int64_t gx_dim, const Shape& cols, int64_t len);
+using Where = void(const void* c, const Strides& cs, const void* a, const Strides& as, const void* b,
+                   const Strides& bs, void* out, const Shape& shape);
+
 // --- random: n contiguous values, element i from Philox counter first + i ---
 // (hkt/kernels/shared_rules.hpp)
 using DropoutMask = void(void* out, int64_t n, uint64_t seed, uint64_t first, double p);
+using Random = void(void* out, int64_t n, uint64_t seed, uint64_t first, double a, double b);  // (lo, hi) or (mean, std)
 
 // --- bias_gelu: y = gelu(x + b), x [rows, C] contiguous, b [C] --------------
 // Backward: dx = g * gelu'(x + b) (the bias gradient is dx summed over rows).
