@@ -6,6 +6,7 @@
 #include "kernels/cpu/conv.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "kernels/cpu/gated_mix.hpp"
+#include "kernels/cpu/gemm.hpp"
 #include "kernels/cpu/index.hpp"
 #include "kernels/cpu/layer_norm.hpp"
 #include "kernels/cpu/loss.hpp"
@@ -126,6 +127,11 @@ void where(const void* c, const Strides& cs, const void* a, const Strides& as, c
   cpu::where<T>(in<bool>(c), cs, in<T>(a), as, in<T>(b), bs, out<T>(o), shape);
 }
 template <class T>
+void gemm_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const int64_t* a_off,
+                  const void* b, int64_t ldb, const int64_t* b_off, void* c, int64_t batch) {
+  cpu::gemm_batched<T>(ta, tb, m, n, k, in<T>(a), lda, a_off, in<T>(b), ldb, b_off, out<T>(c), batch);
+}
+template <class T>
 void bias_gelu(const void* x, const void* b, void* y, int64_t rows, int64_t C, bool approximate) {
   if (approximate) cpu::bias_gelu_forward<T, ew::GeluTanh>(in<T>(x), in<T>(b), out<T>(y), rows, C);
   else cpu::bias_gelu_forward<T, ew::GeluErf>(in<T>(x), in<T>(b), out<T>(y), rows, C);
@@ -164,6 +170,7 @@ void register_cpu_kernels(Tables& t) {
   HKT_CPU_FLOAT(t.index_add, index_add);
   HKT_CPU_FLOAT(t.scatter_add, scatter_add);
   HKT_CPU_ALL(t.where, where);
+  HKT_CPU_FLOAT(t.matmul, gemm_batched);
   HKT_CPU_FLOAT(t.uniform, uniform);
   HKT_CPU_FLOAT(t.normal, normal);
 #define HKT_REG(name, S)                                                    \

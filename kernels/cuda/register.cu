@@ -58,6 +58,7 @@ void register_cuda_kernels(Tables& t) {
   HKT_CUDA_FLOAT(t.index_add, cuda::index_add_rows);
   HKT_CUDA_FLOAT(t.scatter_add, cuda::scatter_add_dim);
   HKT_CUDA_ALL(t.where, cuda::where);
+  HKT_CUDA_FLOAT(t.matmul, cuda::gemm_batched);
   HKT_CUDA_FLOAT(t.uniform, cuda::rand_uniform);
   HKT_CUDA_FLOAT(t.normal, cuda::rand_normal);
 #define HKT_REG(name, S)                                                         \

@@ -46,6 +46,7 @@ inline constexpr DTypeSet kNone = 0;
   X(index_add,             "index_add",                               IndexAdd,      kFloat, kF32) \
   X(scatter_add,           "scatter_add",                             ScatterAdd,    kFloat, kF32) \
   X(where,                 "where",                                   Where,         kAll,   kAll) \
+  X(matmul,                "matmul",                                  GemmBatched,   kFloat, kF32) \
   X(uniform,               "uniform",                                 Random,        kFloat, kF32) \
   X(normal,                "normal",                                  Random,        kFloat, kF32) \
   X(sum,                   "sum",                                     Reduce,        kFloat, kF32) \

@@ -76,6 +76,12 @@ using ScatterAdd = void(const void* g, const Strides& gs, int64_t g_dim, const i
 using Where = void(const void* c, const Strides& cs, const void* a, const Strides& as, const void* b,
                    const Strides& bs, void* out, const Shape& shape);
 
+// --- matmul: row-major C_i = op(A_i) @ op(B_i), C contiguous (m x n each) ---
+// a_off, b_off: per-entry element offsets (host); lda, ldb: leading dims.
+using GemmBatched = void(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
+                         const int64_t* a_off, const void* b, int64_t ldb, const int64_t* b_off, void* c,
+                         int64_t batch);
+
 // --- random: n contiguous values, element i from Philox counter first + i ---
 // (hkt/kernels/shared_rules.hpp)
 using DropoutMask = void(void* out, int64_t n, uint64_t seed, uint64_t first, double p);
