@@ -40,6 +40,17 @@ void check_error(F&& f, const std::string& needle) {
   }
 }
 
+// The message of the hkt::Error that f throws ("" if it throws none).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 inline std::vector<double> vals(const Tensor& t) {
   return to_dtype(to_device(t, Device::cpu()), DType::Float64).to_vector<double>();
 }
