@@ -10,6 +10,7 @@
 #include "kernels/cpu/index.hpp"
 #include "kernels/cpu/layer_norm.hpp"
 #include "kernels/cpu/loss.hpp"
+#include "kernels/cpu/optim.hpp"
 #include "kernels/cpu/random.hpp"
 #include "kernels/cpu/reduce.hpp"
 #include "kernels/cpu/softmax.hpp"
@@ -132,6 +133,37 @@ void gemm_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void*
   cpu::gemm_batched<T>(ta, tb, m, n, k, in<T>(a), lda, a_off, in<T>(b), ldb, b_off, out<T>(c), batch);
 }
 template <class T>
+void sgd(void* p, const void* g, void* buf, int64_t n, double lr, double momentum, double dampening, double wd,
+         bool nesterov, bool first_step) {
+  cpu::sgd_update<T>(out<T>(p), in<T>(g), out<T>(buf), n, lr, momentum, dampening, wd, nesterov, first_step);
+}
+template <class T>
+void adamw(void* p, const void* g, void* m, void* v, int64_t n, double beta1, double beta2, double eps, double decay,
+           double step_size, double bc2_sqrt) {
+  cpu::adamw_update<T>(out<T>(p), in<T>(g), out<T>(m), out<T>(v), n, beta1, beta2, eps, decay, step_size, bc2_sqrt);
+}
+template <class T>
+void adamw_multi(const std::vector<opt::AdamWTensor>& ts, double beta1, double beta2, double eps) {
+  for (const opt::AdamWTensor& t : ts)
+    adamw<T>(t.p, t.g, t.m, t.v, t.n, beta1, beta2, eps, t.decay, t.step_size, t.bc2_sqrt);
+}
+template <class T>
+double sum_squares(const void* x, int64_t n) {
+  return cpu::sum_squares<T>(in<T>(x), n);
+}
+template <class T>
+void scale(void* x, int64_t n, double factor) {
+  cpu::scale<T>(out<T>(x), n, factor);
+}
+template <class T>
+void sum_squares_multi(const std::vector<opt::MultiTensor>& ts, double* o) {
+  for (size_t i = 0; i < ts.size(); ++i) o[i] = cpu::sum_squares<T>(in<T>(ts[i].x), ts[i].n);
+}
+template <class T>
+void scale_multi(const std::vector<opt::MultiTensor>& ts, double factor) {
+  for (const opt::MultiTensor& t : ts) cpu::scale<T>(out<T>(t.x), t.n, factor);
+}
+template <class T>
 void bias_gelu(const void* x, const void* b, void* y, int64_t rows, int64_t C, bool approximate) {
   if (approximate) cpu::bias_gelu_forward<T, ew::GeluTanh>(in<T>(x), in<T>(b), out<T>(y), rows, C);
   else cpu::bias_gelu_forward<T, ew::GeluErf>(in<T>(x), in<T>(b), out<T>(y), rows, C);
@@ -171,6 +203,13 @@ void register_cpu_kernels(Tables& t) {
   HKT_CPU_FLOAT(t.scatter_add, scatter_add);
   HKT_CPU_ALL(t.where, where);
   HKT_CPU_FLOAT(t.matmul, gemm_batched);
+  HKT_CPU_FLOAT(t.sgd, sgd);
+  HKT_CPU_FLOAT(t.adamw, adamw);
+  HKT_CPU_FLOAT(t.adamw_multi, adamw_multi);
+  HKT_CPU_FLOAT(t.sum_squares, sum_squares);
+  HKT_CPU_FLOAT(t.scale, scale);
+  HKT_CPU_FLOAT(t.sum_squares_multi, sum_squares_multi);
+  HKT_CPU_FLOAT(t.scale_multi, scale_multi);
   HKT_CPU_FLOAT(t.uniform, uniform);
   HKT_CPU_FLOAT(t.normal, normal);
 #define HKT_REG(name, S)                                                    \

@@ -36,6 +36,13 @@ constexpr auto kCuda = DeviceType::CUDA;
     (table).set(kCuda, DType::Bool, &__VA_ARGS__<bool>);      \
   } while (0)
 
+template <class T>
+void adamw_multi(const std::vector<opt::AdamWTensor>& ts, double beta1, double beta2, double eps) {
+  std::vector<cuda::AdamWTensor> d;
+  for (const opt::AdamWTensor& t : ts) d.push_back({t.p, t.g, t.m, t.v, t.n, t.decay, t.step_size, t.bc2_sqrt});
+  cuda::adamw_update_multi<T>(d, beta1, beta2, eps);
+}
+
 void transfer(void* dst, Device to, const void* src, Device from, size_t nbytes) {
   if (from.is_cpu())
     cuda::copy_host_to_device(dst, src, nbytes);
@@ -59,6 +66,13 @@ void register_cuda_kernels(Tables& t) {
   HKT_CUDA_FLOAT(t.scatter_add, cuda::scatter_add_dim);
   HKT_CUDA_ALL(t.where, cuda::where);
   HKT_CUDA_FLOAT(t.matmul, cuda::gemm_batched);
+  HKT_CUDA_FLOAT(t.sgd, cuda::sgd_update);
+  HKT_CUDA_FLOAT(t.adamw, cuda::adamw_update);
+  HKT_CUDA_FLOAT(t.adamw_multi, adamw_multi);
+  HKT_CUDA_FLOAT(t.sum_squares, cuda::sum_squares);
+  HKT_CUDA_FLOAT(t.scale, cuda::scale);
+  HKT_CUDA_FLOAT(t.sum_squares_multi, cuda::sum_squares_multi);
+  HKT_CUDA_FLOAT(t.scale_multi, cuda::scale_multi);
   HKT_CUDA_FLOAT(t.uniform, cuda::rand_uniform);
   HKT_CUDA_FLOAT(t.normal, cuda::rand_normal);
 #define HKT_REG(name, S)                                                         \

@@ -47,6 +47,13 @@ inline constexpr DTypeSet kNone = 0;
   X(scatter_add,           "scatter_add",                             ScatterAdd,    kFloat, kF32) \
   X(where,                 "where",                                   Where,         kAll,   kAll) \
   X(matmul,                "matmul",                                  GemmBatched,   kFloat, kF32) \
+  X(sgd,                   "sgd_update_",                             Sgd,           kFloat, kF32) \
+  X(adamw,                 "adamw_update_",                           AdamW,         kFloat, kF32) \
+  X(adamw_multi,           "adamw_update_multi_",                     AdamWMulti,    kFloat, kF32) \
+  X(sum_squares,           "sum_of_squares",                          SumSquares,    kFloat, kF32) \
+  X(scale,                 "scale_",                                  Scale,         kFloat, kF32) \
+  X(sum_squares_multi,     "sum_of_squares_multi",                    SumSquaresMulti, kFloat, kF32) \
+  X(scale_multi,           "scale_multi_",                            ScaleMulti,    kFloat, kF32) \
   X(uniform,               "uniform",                                 Random,        kFloat, kF32) \
   X(normal,                "normal",                                  Random,        kFloat, kF32) \
   X(sum,                   "sum",                                     Reduce,        kFloat, kF32) \

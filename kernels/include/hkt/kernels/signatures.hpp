@@ -9,6 +9,7 @@
 
 #include "hkt/core/dtype.hpp"
 #include "hkt/core/shape.hpp"
+#include "hkt/kernels/optim_defs.hpp"  // opt::MultiTensor, opt::AdamWTensor
 
 namespace hkt::sig {
 
@@ -82,10 +83,22 @@ using GemmBatched = void(bool trans_a, bool trans_b, int64_t m, int64_t n, int64
                          const int64_t* a_off, const void* b, int64_t ldb, const int64_t* b_off, void* c,
                          int64_t batch);
 
+// --- optimizer updates (in place; contiguous; hkt/kernels/optim_defs.hpp) ---
+using Sgd = void(void* p, const void* g, void* buf, int64_t n, double lr, double momentum, double dampening,
+                 double wd, bool nesterov, bool first_step);
+using AdamW = void(void* p, const void* g, void* m, void* v, int64_t n, double beta1, double beta2, double eps,
+                   double decay, double step_size, double bc2_sqrt);
+using AdamWMulti = void(const std::vector<opt::AdamWTensor>& ts, double beta1, double beta2, double eps);
+using SumSquares = double(const void* x, int64_t n);  // in double, shared_rules.hpp's chunks
+using Scale = void(void* x, int64_t n, double factor);
+using SumSquaresMulti = void(const std::vector<opt::MultiTensor>& ts, double* out);  // out: host
+using ScaleMulti = void(const std::vector<opt::MultiTensor>& ts, double factor);
+
 // --- random: n contiguous values, element i from Philox counter first + i ---
 // (hkt/kernels/shared_rules.hpp)
 using DropoutMask = void(void* out, int64_t n, uint64_t seed, uint64_t first, double p);
-using Random = void(void* out, int64_t n, uint64_t seed, uint64_t first, double a, double b);  // (lo, hi) or (mean, std)
+// uniform: (a, b) = (lo, hi); normal: (a, b) = (mean, std).
+using Random = void(void* out, int64_t n, uint64_t seed, uint64_t first, double a, double b);
 
 // --- bias_gelu: y = gelu(x + b), x [rows, C] contiguous, b [C] --------------
 // Backward: dx = g * gelu'(x + b) (the bias gradient is dx summed over rows).
