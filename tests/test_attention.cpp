@@ -1,7 +1,7 @@
 // HKT attention and MHA: the special cases of docs/hkt.md, gradients, masks.
 #include <cmath>
 
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 
 using namespace hkt;
 using namespace hkt::nn;

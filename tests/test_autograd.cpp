@@ -1,5 +1,5 @@
 // The autograd engine: accumulation, graph shapes, freeing, guards, errors.
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 
 using namespace hkt;
 using namespace hkt::test;

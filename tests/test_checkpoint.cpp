@@ -2,7 +2,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 #include "helpers/temp_dir.hpp"
 
 using namespace hkt;

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 #include "hkt/models/attention.hpp"
 #include "hkt/models/classifier.hpp"
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 #include "hkt/ops/conv.hpp"
 
 using namespace hkt;
@@ -32,14 +32,6 @@ std::vector<double> reference(const std::vector<double>& x, const std::vector<do
         y[static_cast<size_t>((b * T_out + t) * p.C + c)] = acc;
       }
   return y;
-}
-
-void check_close(const std::vector<double>& got, const std::vector<double>& want, double tol) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
-    CHECK(std::abs(got[i] - want[i]) <= tol * (1.0 + std::abs(want[i])));
-  }
 }
 
 Tensor rnd(const Shape& s, uint64_t seed, DType dt = DType::Float64) {

@@ -2,38 +2,17 @@
 // random inputs (float32: |gpu - cpu| <= 1e-4 |cpu| + 1e-5; float64 tighter).
 // Without a GPU every case prints why it is skipped (cuda_test_main.hpp).
 #include "cuda_test_main.hpp"
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 
 #include <functional>
 
 using namespace hkt;
+using hkt::test::check_close;
 
 namespace {
 
 Tensor gpu(const Tensor& t) { return to_device(t, Device::cuda()); }
 Tensor cpu(const Tensor& t) { return to_device(t, Device::cpu()); }
-
-void check_close(const Tensor& got, const Tensor& want, const std::string& what, double rtol = 1e-4,
-                 double atol = 1e-5) {
-  REQUIRE(got.defined());
-  REQUIRE(want.defined());
-  CHECK(got.shape() == want.shape());
-  CHECK(got.dtype() == want.dtype());
-  const std::vector<double> g = to_dtype(cpu(got), DType::Float64).to_vector<double>();
-  const std::vector<double> w = to_dtype(want, DType::Float64).to_vector<double>();
-  REQUIRE(g.size() == w.size());
-  size_t bad = 0, first = 0;
-  for (size_t i = 0; i < g.size(); ++i) {
-    const bool same_nan = std::isnan(g[i]) && std::isnan(w[i]);
-    const bool same_inf = std::isinf(g[i]) && g[i] == w[i];
-    if (!same_nan && !same_inf && !(std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]))) {
-      if (bad++ == 0) first = i;
-    }
-  }
-  INFO(what << ": " << bad << " of " << g.size() << " elements differ; first at " << first << ": gpu "
-            << (g.empty() ? 0.0 : g[first]) << ", cpu " << (w.empty() ? 0.0 : w[first]));
-  CHECK(bad == 0);
-}
 
 using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 
 using namespace hkt;
 

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <set>
 
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 #include "helpers/temp_dir.hpp"
 #include "hkt/tasks/images.hpp"
 #include "hkt/tasks/imdb.hpp"

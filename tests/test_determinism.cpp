@@ -1,6 +1,6 @@
 // Results must not depend on the number of threads: every parallel kernel
 // splits work by fixed grains and merges partial results in a fixed order.
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 
 using namespace hkt;
 using namespace hkt::test;

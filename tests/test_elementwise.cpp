@@ -1,7 +1,7 @@
 // Elementwise ops: forward values, float64 gradient checks, broadcasting, errors.
 #include <cmath>
 
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 
 using namespace hkt;
 using namespace hkt::test;

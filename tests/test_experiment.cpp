@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 #include "helpers/temp_dir.hpp"
 #include "hkt/models/classifier.hpp"
 #include "hkt/tasks/experiment.hpp"

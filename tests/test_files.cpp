@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 #include "helpers/temp_dir.hpp"
 #include "hkt/core/json_read.hpp"
 #include "hkt/tasks/files.hpp"

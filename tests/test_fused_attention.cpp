@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 #include "helpers/composite_attention.hpp"
 #include "hkt/ops/attention.hpp"
 #include "hkt/ops/threads.hpp"

@@ -1,7 +1,7 @@
 // gated_mix (the hybrid head's gate, one fused op): forward and gradients
 // against the composite w * a + (1 - w) * b, float64 gradient checks,
 // reproducibility across thread counts, errors.
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 #include "hkt/ops/threads.hpp"
 
 using namespace hkt;
@@ -15,14 +15,6 @@ Tensor rnd(const Shape& s, uint64_t seed, DType dt = DType::Float64, double lo =
 }
 
 Tensor composite(const Tensor& a, const Tensor& b, const Tensor& w) { return w * a + (1.0 - w) * b; }
-
-void check_close(const std::vector<double>& got, const std::vector<double>& want, double tol) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
-    CHECK(std::abs(got[i] - want[i]) <= tol * (1.0 + std::abs(want[i])));
-  }
-}
 
 }  // namespace
 

@@ -12,8 +12,10 @@
 #include "hkt/ops/index.hpp"
 #include "hkt/ops/reduce.hpp"
 #include "hkt/ops/view.hpp"
+#include "helpers/check.hpp"
 
 using namespace hkt;
+using hkt::test::error_of;
 
 namespace {
 
@@ -31,17 +33,6 @@ Tensor leaf_t(int64_t a, int64_t b) { return transpose(rnd({b, a}), 0, 1).detach
 
 VD vals(const Tensor& t) { return to_dtype(t, DType::Float64).to_vector<double>(); }
 VI ivals(const Tensor& t) { return to_dtype(t, DType::Int64).to_vector<int64_t>(); }
-
-// The message of the hkt::Error thrown by f ("" if none).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 

@@ -11,8 +11,10 @@
 #include "hkt/ops/linalg.hpp"
 #include "hkt/ops/reduce.hpp"
 #include "hkt/ops/view.hpp"
+#include "helpers/check.hpp"
 
 using namespace hkt;
+using hkt::test::error_of;
 
 namespace {
 
@@ -51,16 +53,6 @@ Tensor rnd_t(int64_t rows, int64_t cols) {
 }
 
 Tensor mm_fn(const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 }  // namespace
 

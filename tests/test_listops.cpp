@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 #include "helpers/temp_dir.hpp"
 #include "hkt/tasks/listops.hpp"
 

@@ -1,5 +1,5 @@
 // Modules: naming, counting, train/eval, state dicts, layers, init.
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 #include "hkt/models/init.hpp"
 #include "hkt/models/layers.hpp"
 

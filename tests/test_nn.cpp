@@ -14,28 +14,15 @@
 #include "hkt/ops/nn.hpp"
 #include "hkt/ops/reduce.hpp"
 #include "hkt/ops/view.hpp"
+#include "helpers/check.hpp"
 
 using namespace hkt;
+using hkt::test::check_close;
+using hkt::test::vals;
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::vector<double> vals(const Tensor& t) { return to_dtype(t, DType::Float64).to_vector<double>(); }
-
-// Elementwise |got - want| <= tol * (1 + |want|); infinities must match exactly.
-void check_close(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-12) {
-  REQUIRE(got.size() == want.size());
-  size_t bad = 0, first = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const bool ok = std::isinf(want[i]) ? got[i] == want[i]
-                                        : std::abs(got[i] - want[i]) <= tol * (1.0 + std::abs(want[i]));
-    if (!ok && bad++ == 0) first = i;
-  }
-  INFO(bad << " of " << got.size() << " elements differ; first: element " << first << ", got "
-           << (bad ? got[first] : 0.0) << ", want " << (bad ? want[first] : 0.0));
-  CHECK(bad == 0);
-}
 
 Tensor f64(std::vector<double> v, const Shape& s) { return from_vector(v, s); }
 

@@ -3,7 +3,7 @@
 #include <limits>
 #include <numbers>
 
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 #include "hkt/models/layers.hpp"
 #include "hkt/models/optim.hpp"
 #include "hkt/models/schedule.hpp"

@@ -1,5 +1,5 @@
 // Reductions over any set of dims, with keepdim; gradients; determinism.
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 
 using namespace hkt;
 using namespace hkt::test;

@@ -9,7 +9,7 @@
 // and must reproduce every number.
 #include <nlohmann/json.hpp>
 
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 
 using namespace hkt;
 using namespace hkt::nn;

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 #include "helpers/temp_dir.hpp"
 #include "hkt/core/safetensors.hpp"
 

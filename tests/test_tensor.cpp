@@ -1,7 +1,7 @@
 // Tensors: factories, dtypes, printing, random numbers, copies.
 #include <sstream>
 
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 
 using namespace hkt;
 using namespace hkt::test;

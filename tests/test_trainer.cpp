@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "helpers/temp_dir.hpp"
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 #include "hkt/hkt.hpp"
 #include "hkt/tasks/registry.hpp"
 #include "hkt/tasks/train.hpp"

@@ -1,5 +1,5 @@
 // Views share storage; their gradients map back to the input's shape.
-#include "gradcheck_util.hpp"
+#include "helpers/check.hpp"
 
 using namespace hkt;
 using namespace hkt::test;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cpu/parallel.hpp"
 
 namespace hkt::cpu {
@@ -43,12 +44,6 @@ void gated_mix_forward(const T* a, const T* b, const T* w, T* y, int64_t rows, i
   });
 }
 
-// Row chunks of the dw reduction: at most 64 and about 1M partial values.
-inline int64_t gated_mix_chunks(int64_t rows, int64_t C) {
-  const int64_t by_mem = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, C));
-  return std::max<int64_t>(1, std::min({rows, int64_t{64}, by_mem}));
-}
-
 // g = dL/dy. Any of da, db, dw may be null (not wanted).
 //   da = w g,   db = (1 - w) g,   dw[c] = sum_r g[r, c] (a[r, c] - b[r, c])
 template <class T>
@@ -60,7 +55,7 @@ void gated_mix_backward(const T* a, const T* b, const T* w, const T* g, int64_t 
     return;
   }
   const std::vector<T> v = one_minus(w, C);
-  const int64_t nc = gated_mix_chunks(rows, C);
+  const int64_t nc = rules::gated_mix_chunks(rows, C);
   const int64_t per = (rows + nc - 1) / nc;
   std::vector<double> part(dw ? static_cast<size_t>(nc * C) : 0, 0.0);
   // One pass over g per chunk: da, db and the chunk's dw partial together.

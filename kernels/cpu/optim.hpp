@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hkt/kernels/optim_defs.hpp"
+#include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cpu/parallel.hpp"
 
 namespace hkt::cpu {
@@ -46,7 +47,7 @@ void adamw_update(T* p, const T* g, T* m, T* v, int64_t n, double beta1, double 
 // sum of x[i]^2 accumulated in double: fixed chunks, merged in chunk order.
 template <class T>
 double sum_squares(const T* x, int64_t n) {
-  constexpr int64_t kChunk = 1 << 14;
+  constexpr int64_t kChunk = rules::kSumSquaresChunk;
   auto chunk = [&](int64_t lo, int64_t hi) {
     double s = 0.0;
     for (int64_t i = lo; i < hi; ++i) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "hkt/core/random.hpp"
+#include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cpu/parallel.hpp"
 
 namespace hkt::cpu {
@@ -14,8 +15,8 @@ template <class T>
 void rand_uniform(T* out, int64_t n, uint64_t seed, uint64_t first, double lo, double hi) {
   parallel_for(0, n, kElementwiseGrain, [&](int64_t a, int64_t b) {
     for (int64_t i = a; i < b; ++i) {
-      const auto r = philox4x32(first + static_cast<uint64_t>(i), 0, seed);
-      const double u = uint_to_unit(r[0]) - 1.0 / 4294967296.0;  // [0, 1)
+      const auto r = philox4x32(rules::philox_counter(first, i), 0, seed);
+      const double u = rules::unit_interval(r[0]);
       out[i] = static_cast<T>(lo + (hi - lo) * u);
     }
   });
@@ -26,7 +27,7 @@ template <class T>
 void rand_normal(T* out, int64_t n, uint64_t seed, uint64_t first, double mean, double std) {
   parallel_for(0, n, kElementwiseGrain, [&](int64_t a, int64_t b) {
     for (int64_t i = a; i < b; ++i) {
-      const auto r = philox4x32(first + static_cast<uint64_t>(i), 0, seed);
+      const auto r = philox4x32(rules::philox_counter(first, i), 0, seed);
       const double u1 = uint_to_unit(r[0]), u2 = uint_to_unit(r[1]);
       out[i] = static_cast<T>(mean + std * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
     }
@@ -39,8 +40,8 @@ void dropout_mask(T* out, int64_t n, uint64_t seed, uint64_t first, double p) {
   const T scale = static_cast<T>(1.0 / (1.0 - p));
   parallel_for(0, n, kElementwiseGrain, [&](int64_t a, int64_t b) {
     for (int64_t i = a; i < b; ++i) {
-      const auto r = philox4x32(first + static_cast<uint64_t>(i), 0, seed);
-      const double u = uint_to_unit(r[0]) - 1.0 / 4294967296.0;
+      const auto r = philox4x32(rules::philox_counter(first, i), 0, seed);
+      const double u = rules::unit_interval(r[0]);
       out[i] = u >= p ? scale : T(0);
     }
   });

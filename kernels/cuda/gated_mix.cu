@@ -2,6 +2,7 @@
 //   y[r, c] = w[c] a[r, c] + (1 - w[c]) b[r, c]
 // forward, da, db: one thread per element; dw: a fixed number of row chunks
 // with double partials summed in chunk order, so the bits are reproducible.
+#include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/kernels_nn.hpp"
 
@@ -25,13 +26,6 @@ __global__ void mix_dadb_kernel(const T* w, const T* g, T* da, T* db, int64_t C,
   }
 }
 
-// Row chunks of the dw reduction: at most 64 and about 1M partial values.
-int64_t dw_chunks(int64_t rows, int64_t C) {
-  int64_t nc = (int64_t{1} << 20) / (C > 0 ? C : 1);
-  if (nc > 64) nc = 64;
-  if (nc > rows) nc = rows;
-  return nc < 1 ? 1 : nc;
-}
 
 // part[ch, c] = sum over the rows of chunk ch of g (a - b).
 template <class T>
@@ -84,7 +78,7 @@ void gated_mix_backward(const void* av, const void* bv, const void* wv, const vo
     CUDA_CHECK(cudaMemsetAsync(dw, 0, static_cast<size_t>(C) * sizeof(T), stream()));
     return;
   }
-  const int64_t nc = dw_chunks(rows, C), per = (rows + nc - 1) / nc;
+  const int64_t nc = rules::gated_mix_chunks(rows, C), per = (rows + nc - 1) / nc;
   Scratch part(static_cast<size_t>(nc * C) * sizeof(double));
   const dim3 grid(static_cast<unsigned>((C + kThreads - 1) / kThreads), static_cast<unsigned>(nc));
   HKT_LAUNCH(grid, kThreads, 0, mix_dw_partial<T>)(a, b, g, rows, C, per, part.as<double>());

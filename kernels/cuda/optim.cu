@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "hkt/kernels/optim_defs.hpp"
+#include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/kernels_nn.hpp"
 #include "kernels/cuda/runtime.hpp"
@@ -45,7 +46,7 @@ __global__ void scale_kernel(T* x, int64_t n, double f) {
   HKT_CUDA_LOOP(i, n) scale_one(x, i, f);
 }
 
-constexpr int64_t kChunk = 1 << 14;
+constexpr int64_t kChunk = rules::kSumSquaresChunk;
 // The sum of x[lo, hi)^2 over the block (one chunk's partial; every thread
 // gets it). Both sum-of-squares kernels use it, so their partials agree to the bit.
 template <class T>

@@ -3,6 +3,7 @@
 // core/include/hkt/core/random.hpp, compiled for the device, so a CUDA
 // tensor holds the same bits as a CPU one made from the same generator state.
 #include "hkt/core/random.hpp"
+#include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/kernels.hpp"
 
@@ -19,15 +20,15 @@ __device__ inline double unit(uint32_t x) { return uint_to_unit(x); }
 template <class T>
 __global__ void uniform_kernel(T* out, int64_t n, uint64_t seed, uint64_t first, double lo, double hi) {
   HKT_CUDA_LOOP(i, n) {
-    const U4 r = philox4x32(first + static_cast<uint64_t>(i), 0, seed);
-    const double u = unit(r.x) - 1.0 / 4294967296.0;  // [0, 1)
+    const U4 r = philox4x32(rules::philox_counter(first, i), 0, seed);
+    const double u = rules::unit_interval(r.x);
     out[i] = static_cast<T>(lo + (hi - lo) * u);
   }
 }
 template <class T>
 __global__ void normal_kernel(T* out, int64_t n, uint64_t seed, uint64_t first, double mean, double std) {
   HKT_CUDA_LOOP(i, n) {
-    const U4 r = philox4x32(first + static_cast<uint64_t>(i), 0, seed);
+    const U4 r = philox4x32(rules::philox_counter(first, i), 0, seed);
     const double u1 = unit(r.x), u2 = unit(r.y);
     out[i] = static_cast<T>(mean + std * ::sqrt(-2.0 * ::log(u1)) * ::cos(6.283185307179586 * u2));
   }
@@ -36,8 +37,8 @@ template <class T>
 __global__ void dropout_kernel(T* out, int64_t n, uint64_t seed, uint64_t first, double p) {
   const T scale = static_cast<T>(1.0 / (1.0 - p));
   HKT_CUDA_LOOP(i, n) {
-    const U4 r = philox4x32(first + static_cast<uint64_t>(i), 0, seed);
-    const double u = unit(r.x) - 1.0 / 4294967296.0;
+    const U4 r = philox4x32(rules::philox_counter(first, i), 0, seed);
+    const double u = rules::unit_interval(r.x);
     out[i] = u >= p ? scale : T(0);
   }
 }

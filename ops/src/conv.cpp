@@ -3,54 +3,11 @@
 #include "hkt/ops/conv.hpp"
 
 #include "hkt/core/function.hpp"
-#include "hkt/core/kernel_table.hpp"
+#include "hkt/kernels/registry.hpp"
 #include "hkt/ops/factory.hpp"
-#include "kernels/cpu/conv.hpp"
-#if HKT_WITH_CUDA
-#include "kernels/cuda/kernels.hpp"
-#include "kernels/cuda/kernels_nn.hpp"
-#endif
 
 namespace hkt {
 namespace {
-
-// All buffers contiguous; bias (forward) and dx, dw, db (backward) may be null.
-using ConvSig = void(const void* x, const void* w, const void* bias, void* y, int64_t B, int64_t T, int64_t C,
-                     int64_t k, int64_t s);
-using ConvGradSig = void(const void* x, const void* w, const void* g, int64_t B, int64_t T, int64_t C, int64_t k,
-                         int64_t s, void* dx, void* dw, void* db);
-
-template <class T>
-void cpu_conv(const void* x, const void* w, const void* bias, void* y, int64_t B, int64_t len, int64_t C, int64_t k,
-              int64_t s) {
-  cpu::causal_dwconv1d_forward<T>(static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias),
-                                  static_cast<T*>(y), B, len, C, k, s);
-}
-template <class T>
-void cpu_conv_grad(const void* x, const void* w, const void* g, int64_t B, int64_t len, int64_t C, int64_t k,
-                   int64_t s, void* dx, void* dw, void* db) {
-  cpu::causal_dwconv1d_backward<T>(static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(g), B,
-                                   len, C, k, s, static_cast<T*>(dx), static_cast<T*>(dw), static_cast<T*>(db));
-}
-
-KernelTable<ConvSig> conv_kernels{"causal_depthwise_conv1d"};
-KernelTable<ConvGradSig> conv_grad_kernels{"causal_depthwise_conv1d_backward"};
-
-const bool kRegistered = [] {
-  constexpr auto C = DeviceType::CPU;
-  conv_kernels.set(C, DType::Float32, &cpu_conv<float>);
-  conv_kernels.set(C, DType::Float64, &cpu_conv<double>);
-  conv_grad_kernels.set(C, DType::Float32, &cpu_conv_grad<float>);
-  conv_grad_kernels.set(C, DType::Float64, &cpu_conv_grad<double>);
-#if HKT_WITH_CUDA
-  constexpr auto G = DeviceType::CUDA;
-  conv_kernels.set(G, DType::Float32, &cuda::conv_forward<float>);
-  conv_kernels.set(G, DType::Float64, &cuda::conv_forward<double>);
-  conv_grad_kernels.set(G, DType::Float32, &cuda::conv_backward<float>);
-  conv_grad_kernels.set(G, DType::Float64, &cuda::conv_backward<double>);
-#endif
-  return true;
-}();
 
 const void* data_or_null(const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; }
 void* data_or_null_mut(const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; }
@@ -82,7 +39,7 @@ class CausalDepthwiseConv1dFn final : public Function {
       HKT_CHECK(in[i].device() == x.device(), op, ": ", which[i], " is on ", in[i].device().str(),
                 " but x is on ", x.device().str());
     }
-    const int64_t T_out = cpu::conv1d_out_len(x.size(1), stride_);
+    const int64_t T_out = (x.size(1) + stride_ - 1) / stride_;  // ceil(T / s)
     return {{Shape{x.size(0), T_out, C}, x.dtype(), x.device()}};
   }
   std::vector<Tensor> forward(const std::vector<Tensor>& in, const std::vector<TensorMeta>& out) override {
@@ -90,8 +47,8 @@ class CausalDepthwiseConv1dFn final : public Function {
     const Tensor w = contiguous(in[1]);
     const Tensor b = in[2].defined() ? contiguous(in[2]) : Tensor();
     Tensor y = Tensor::empty(out[0].shape, out[0].dtype, out[0].device);
-    conv_kernels.get(x.device(), x.dtype())(x.raw_data(), w.raw_data(), data_or_null(b), y.raw_data(), x.size(0),
-                                            x.size(1), x.size(2), w.size(1), stride_);
+    kernels::tables().conv.get(x.device(), x.dtype())(x.raw_data(), w.raw_data(), data_or_null(b), y.raw_data(),
+                                                      x.size(0), x.size(1), x.size(2), w.size(1), stride_);
     x_ = x;
     w_ = w;
     return {y};
@@ -105,9 +62,9 @@ class CausalDepthwiseConv1dFn final : public Function {
     if (needs_input_grad(1)) dw = Tensor::empty({C, k}, x.dtype(), x.device());
     if (needs_input_grad(2)) db = Tensor::empty({C}, x.dtype(), x.device());
     if (!dx.defined() && !dw.defined() && !db.defined()) return {dx, dw, db};
-    conv_grad_kernels.get(x.device(), x.dtype())(x.raw_data(), w.raw_data(), g.raw_data(), x.size(0), x.size(1), C,
-                                                 k, stride_, data_or_null_mut(dx), data_or_null_mut(dw),
-                                                 data_or_null_mut(db));
+    kernels::tables().conv_backward.get(x.device(), x.dtype())(x.raw_data(), w.raw_data(), g.raw_data(), x.size(0),
+                                                               x.size(1), C, k, stride_, data_or_null_mut(dx),
+                                                               data_or_null_mut(dw), data_or_null_mut(db));
     return {dx, dw, db};
   }
 

@@ -1,35 +1,11 @@
 // dropout: a Philox keep-mask (kernels/cpu/random.hpp), saved for backward.
 #include "hkt/core/function.hpp"
-#include "hkt/core/kernel_table.hpp"
+#include "hkt/kernels/registry.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/nn.hpp"
-#include "kernels/cpu/random.hpp"
-#if HKT_WITH_CUDA
-#include "kernels/cuda/kernels.hpp"
-#endif
 
 namespace hkt {
 namespace {
-
-// out: n contiguous mask values, 0 or 1 / (1 - p); element i uses counter first + i.
-using MaskSig = void(void* out, int64_t n, uint64_t seed, uint64_t first, double p);
-
-template <class T>
-void cpu_dropout_mask(void* out, int64_t n, uint64_t seed, uint64_t first, double p) {
-  cpu::dropout_mask<T>(static_cast<T*>(out), n, seed, first, p);
-}
-
-KernelTable<MaskSig> dropout_kernels{"dropout"};
-
-const bool kRegistered = [] {
-  dropout_kernels.set(DeviceType::CPU, DType::Float32, &cpu_dropout_mask<float>);
-  dropout_kernels.set(DeviceType::CPU, DType::Float64, &cpu_dropout_mask<double>);
-#if HKT_WITH_CUDA
-  dropout_kernels.set(DeviceType::CUDA, DType::Float32, &cuda::dropout_mask<float>);
-  dropout_kernels.set(DeviceType::CUDA, DType::Float64, &cuda::dropout_mask<double>);
-#endif
-  return true;
-}();
 
 // y = x * mask, with the mask (already scaled by 1 / (1 - p)) saved for backward.
 // The mask is laid out in x's logical row-major order, so it does not depend
@@ -47,7 +23,7 @@ class DropoutFn final : public Function {
     const Tensor& x = in[0];
     Generator& g = gen_ ? *gen_ : default_generator();
     Tensor mask = Tensor::empty(out[0].shape, out[0].dtype, out[0].device);
-    const auto kernel = dropout_kernels.get(x.device(), x.dtype());
+    const auto kernel = kernels::tables().dropout.get(x.device(), x.dtype());
     const uint64_t first = g.reserve(static_cast<uint64_t>(mask.numel()));
     kernel(mask.raw_data(), mask.numel(), g.seed(), first, p_);
     mask_ = mask;

@@ -2,95 +2,12 @@
 #include "hkt/ops/elementwise.hpp"
 
 #include "hkt/core/function.hpp"
-#include "hkt/core/kernel_table.hpp"
+#include "hkt/kernels/registry.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/reduce.hpp"
-#include "kernels/cpu/elementwise.hpp"
-#if HKT_WITH_CUDA
-#include "kernels/cuda/kernels.hpp"
-#endif
 
 namespace hkt {
 namespace {
-
-using UnarySig = void(const void* x, const Strides& xs, void* y, const Shape& shape);
-using UnaryGradSig = void(const void* x, const void* y, const void* g, void* gx, int64_t n);
-using BinarySig = void(const void* a, const Strides& as, const void* b, const Strides& bs, void* out,
-                       const Shape& shape);
-
-template <class Op, class T>
-void cpu_unary(const void* x, const Strides& xs, void* y, const Shape& shape) {
-  cpu::unary<Op, T>(static_cast<const T*>(x), xs, static_cast<T*>(y), contiguous_strides(shape), shape);
-}
-template <class Op, class T>
-void cpu_unary_grad(const void* x, const void* y, const void* g, void* gx, int64_t n) {
-  cpu::unary_grad<Op, T>(static_cast<const T*>(x), static_cast<const T*>(y), static_cast<const T*>(g),
-                         static_cast<T*>(gx), n);
-}
-template <class Op, class T, class R>
-void cpu_binary(const void* a, const Strides& as, const void* b, const Strides& bs, void* out, const Shape& shape) {
-  cpu::binary<Op, T, R>(static_cast<const T*>(a), as, static_cast<const T*>(b), bs, static_cast<R*>(out),
-                        contiguous_strides(shape), shape);
-}
-
-struct UnaryKernels {
-  KernelTable<UnarySig> fwd;
-  KernelTable<UnaryGradSig> bwd;
-};
-
-template <class Op>
-UnaryKernels& unary_kernels(const char* name) {
-  static UnaryKernels k = [&] {
-    UnaryKernels u{KernelTable<UnarySig>(name), KernelTable<UnaryGradSig>(std::string(name) + "_backward")};
-    u.fwd.set(DeviceType::CPU, DType::Float32, &cpu_unary<Op, float>);
-    u.fwd.set(DeviceType::CPU, DType::Float64, &cpu_unary<Op, double>);
-    u.bwd.set(DeviceType::CPU, DType::Float32, &cpu_unary_grad<Op, float>);
-    u.bwd.set(DeviceType::CPU, DType::Float64, &cpu_unary_grad<Op, double>);
-#if HKT_WITH_CUDA
-    u.fwd.set(DeviceType::CUDA, DType::Float32, &cuda::unary<Op, float>);
-    u.fwd.set(DeviceType::CUDA, DType::Float64, &cuda::unary<Op, double>);
-    u.bwd.set(DeviceType::CUDA, DType::Float32, &cuda::unary_grad<Op, float>);
-    u.bwd.set(DeviceType::CUDA, DType::Float64, &cuda::unary_grad<Op, double>);
-#endif
-    return u;
-  }();
-  return k;
-}
-
-template <class Op, bool Compare>
-KernelTable<BinarySig>& binary_kernels(const char* name) {
-  static KernelTable<BinarySig> k = [&] {
-    KernelTable<BinarySig> t(name);
-    using C = std::integral_constant<DeviceType, DeviceType::CPU>;
-    if constexpr (Compare) {
-      t.set(C::value, DType::Float32, &cpu_binary<Op, float, bool>);
-      t.set(C::value, DType::Float64, &cpu_binary<Op, double, bool>);
-      t.set(C::value, DType::Int64, &cpu_binary<Op, int64_t, bool>);
-      t.set(C::value, DType::Bool, &cpu_binary<Op, bool, bool>);
-    } else {
-      t.set(C::value, DType::Float32, &cpu_binary<Op, float, float>);
-      t.set(C::value, DType::Float64, &cpu_binary<Op, double, double>);
-      if constexpr (!std::is_same_v<Op, ew::Div> && !std::is_same_v<Op, ew::Pow>)
-        t.set(C::value, DType::Int64, &cpu_binary<Op, int64_t, int64_t>);
-    }
-#if HKT_WITH_CUDA
-    constexpr auto G = DeviceType::CUDA;
-    if constexpr (Compare) {
-      t.set(G, DType::Float32, &cuda::binary<Op, float, bool>);
-      t.set(G, DType::Float64, &cuda::binary<Op, double, bool>);
-      t.set(G, DType::Int64, &cuda::binary<Op, int64_t, bool>);
-      t.set(G, DType::Bool, &cuda::binary<Op, bool, bool>);
-    } else {
-      t.set(G, DType::Float32, &cuda::binary<Op, float, float>);
-      t.set(G, DType::Float64, &cuda::binary<Op, double, double>);
-      if constexpr (!std::is_same_v<Op, ew::Div> && !std::is_same_v<Op, ew::Pow>)
-        t.set(G, DType::Int64, &cuda::binary<Op, int64_t, int64_t>);
-    }
-#endif
-    return t;
-  }();
-  return k;
-}
 
 template <class Op>
 class UnaryFn final : public Function {
@@ -103,7 +20,7 @@ class UnaryFn final : public Function {
   }
   std::vector<Tensor> forward(const std::vector<Tensor>& in, const std::vector<TensorMeta>& out) override {
     Tensor y = Tensor::empty(out[0].shape, out[0].dtype, out[0].device);
-    unary_kernels<Op>(name_).fwd.get(y.device(), y.dtype())(in[0].raw_data(), in[0].strides(), y.raw_data(),
+    kernels::EwTable<Op>::fwd().get(y.device(), y.dtype())(in[0].raw_data(), in[0].strides(), y.raw_data(),
                                                              y.shape());
     x_ = in[0];
     y_ = y;
@@ -112,7 +29,7 @@ class UnaryFn final : public Function {
   std::vector<Tensor> backward(const std::vector<Tensor>& g) override {
     const Tensor x = contiguous(x_.get(name_)), y = y_.get(name_), gc = contiguous(g[0]);
     Tensor gx = Tensor::empty(x.shape(), x.dtype(), x.device());
-    unary_kernels<Op>(name_).bwd.get(x.device(), x.dtype())(x.raw_data(), y.raw_data(), gc.raw_data(),
+    kernels::EwTable<Op>::bwd().get(x.device(), x.dtype())(x.raw_data(), y.raw_data(), gc.raw_data(),
                                                              gx.raw_data(), x.numel());
     return {gx};
   }
@@ -179,7 +96,7 @@ class BinaryFn final : public Function {
   std::vector<Tensor> forward(const std::vector<Tensor>& in, const std::vector<TensorMeta>& out) override {
     const Tensor &a = in[0], &b = in[1];
     Tensor y = Tensor::empty(out[0].shape, out[0].dtype, out[0].device);
-    binary_kernels<Op, Compare>(name_).get(a.device(), a.dtype())(
+    kernels::EwTable<Op>::fwd().get(a.device(), a.dtype())(
         a.raw_data(), broadcast_strides(a.shape(), a.strides(), y.shape()), b.raw_data(),
         broadcast_strides(b.shape(), b.strides(), y.shape()), y.raw_data(), y.shape());
     if constexpr (!Compare) {

@@ -5,14 +5,8 @@
 
 #include "hkt/core/function.hpp"
 #include "hkt/core/grad_mode.hpp"
-#include "hkt/core/kernel_table.hpp"
+#include "hkt/kernels/registry.hpp"
 #include "hkt/ops/elementwise.hpp"
-#include "kernels/cpu/elementwise.hpp"
-#include "kernels/cpu/random.hpp"
-#if HKT_WITH_CUDA
-#include "kernels/cuda/kernels.hpp"
-#include "kernels/cuda/runtime.hpp"
-#endif
 
 namespace hkt {
 namespace detail {
@@ -23,62 +17,7 @@ namespace {
 // HKT_NUM_THREADS, also when a static libhkt.a leaves threads.o out of a program.
 const bool kThreadEnv = detail::apply_thread_env();
 
-using CopySig = void(const void* src, DType src_dtype, const Strides& ss, void* dst, const Strides& ds,
-                     const Shape& shape);
-using FillSig = void(void* dst, const Strides& ds, const Shape& shape, double v);
-using RandSig = void(void* out, int64_t n, uint64_t seed, uint64_t first, double a, double b);
-
-KernelTable<CopySig> copy_kernels{"copy"};
-KernelTable<FillSig> fill_kernels{"fill"};
-KernelTable<RandSig> uniform_kernels{"uniform"};
-KernelTable<RandSig> normal_kernels{"normal"};
-
-template <class D>
-void cpu_copy(const void* src, DType sdt, const Strides& ss, void* dst, const Strides& ds, const Shape& shape) {
-  dispatch_all(sdt, [&]<class S>() { cpu::copy<S, D>(static_cast<const S*>(src), ss, static_cast<D*>(dst), ds, shape); });
-}
-template <class T>
-void cpu_fill(void* dst, const Strides& ds, const Shape& shape, double v) {
-  cpu::fill<T>(static_cast<T*>(dst), ds, shape, static_cast<T>(v));
-}
-template <class T>
-void cpu_uniform(void* out, int64_t n, uint64_t seed, uint64_t first, double lo, double hi) {
-  cpu::rand_uniform<T>(static_cast<T*>(out), n, seed, first, lo, hi);
-}
-template <class T>
-void cpu_normal(void* out, int64_t n, uint64_t seed, uint64_t first, double mean, double std) {
-  cpu::rand_normal<T>(static_cast<T*>(out), n, seed, first, mean, std);
-}
-
-const bool kRegistered = [] {
-  constexpr auto C = DeviceType::CPU;
-  copy_kernels.set(C, DType::Float32, &cpu_copy<float>);
-  copy_kernels.set(C, DType::Float64, &cpu_copy<double>);
-  copy_kernels.set(C, DType::Int64, &cpu_copy<int64_t>);
-  copy_kernels.set(C, DType::Bool, &cpu_copy<bool>);
-  fill_kernels.set(C, DType::Float32, &cpu_fill<float>);
-  fill_kernels.set(C, DType::Float64, &cpu_fill<double>);
-  fill_kernels.set(C, DType::Int64, &cpu_fill<int64_t>);
-  fill_kernels.set(C, DType::Bool, &cpu_fill<bool>);
-  uniform_kernels.set(C, DType::Float32, &cpu_uniform<float>);
-  uniform_kernels.set(C, DType::Float64, &cpu_uniform<double>);
-  normal_kernels.set(C, DType::Float32, &cpu_normal<float>);
-  normal_kernels.set(C, DType::Float64, &cpu_normal<double>);
-#if HKT_WITH_CUDA
-  constexpr auto G = DeviceType::CUDA;
-  copy_kernels.set(G, DType::Float32, &cuda::copy_cast<float>);
-  copy_kernels.set(G, DType::Float64, &cuda::copy_cast<double>);
-  copy_kernels.set(G, DType::Int64, &cuda::copy_cast<int64_t>);
-  copy_kernels.set(G, DType::Bool, &cuda::copy_cast<bool>);
-  fill_kernels.set(G, DType::Float32, &cuda::fill<float>);
-  fill_kernels.set(G, DType::Float64, &cuda::fill<double>);
-  fill_kernels.set(G, DType::Int64, &cuda::fill<int64_t>);
-  fill_kernels.set(G, DType::Bool, &cuda::fill<bool>);
-  uniform_kernels.set(G, DType::Float32, &cuda::rand_uniform<float>);
-  uniform_kernels.set(G, DType::Float64, &cuda::rand_uniform<double>);
-  normal_kernels.set(G, DType::Float32, &cuda::rand_normal<float>);
-  normal_kernels.set(G, DType::Float64, &cuda::rand_normal<double>);
-#endif
+const bool kAutogradMath = [] {
   set_autograd_math({[](const Tensor& a, const Tensor& b) { return add(a, b); },
                      [](const TensorMeta& m, double v) { return full(m.shape, v, {m.dtype, m.device}); },
                      [](const Tensor& t) { return clone(t); }});
@@ -87,9 +26,9 @@ const bool kRegistered = [] {
 
 // Writes src (broadcast to dst's shape, any dtype) into dst's strided layout.
 void copy_into(const Tensor& dst, const Tensor& src) {
-  copy_kernels.get(dst.device(), dst.dtype())(src.raw_data(), src.dtype(),
-                                              broadcast_strides(src.shape(), src.strides(), dst.shape()),
-                                              dst.raw_data(), dst.strides(), dst.shape());
+  kernels::tables().copy.get(dst.device(), dst.dtype())(src.raw_data(), src.dtype(),
+                                                        broadcast_strides(src.shape(), src.strides(), dst.shape()),
+                                                        dst.raw_data(), dst.strides(), dst.shape());
 }
 
 Tensor finish(Tensor t, const TensorOptions& opt) {
@@ -134,7 +73,7 @@ Tensor empty(const Shape& shape, TensorOptions opt) {
 
 Tensor full(const Shape& shape, double value, TensorOptions opt) {
   Tensor t = Tensor::empty(shape, opt.dtype, opt.device);
-  fill_kernels.get(opt.device, opt.dtype)(t.raw_data(), t.strides(), t.shape(), value);
+  kernels::tables().fill.get(opt.device, opt.dtype)(t.raw_data(), t.strides(), t.shape(), value);
   return finish(t, opt);
 }
 Tensor zeros(const Shape& shape, TensorOptions opt) { return full(shape, 0.0, opt); }
@@ -158,7 +97,7 @@ Tensor arange(double start, double end, double step, TensorOptions opt) {
   return finish(to_device(host, opt.device), opt);
 }
 
-static Tensor random_tensor(const KernelTable<RandSig>& table, const Shape& shape, double a, double b,
+static Tensor random_tensor(const KernelTable<sig::Random>& table, const Shape& shape, double a, double b,
                             TensorOptions opt, Generator* gen) {
   Generator& g = gen ? *gen : default_generator();
   Tensor t = Tensor::empty(shape, opt.dtype, opt.device);
@@ -167,10 +106,10 @@ static Tensor random_tensor(const KernelTable<RandSig>& table, const Shape& shap
   return finish(t, opt);
 }
 Tensor uniform(const Shape& s, double lo, double hi, TensorOptions opt, Generator* gen) {
-  return random_tensor(uniform_kernels, s, lo, hi, opt, gen);
+  return random_tensor(kernels::tables().uniform, s, lo, hi, opt, gen);
 }
 Tensor normal(const Shape& s, double mean, double std, TensorOptions opt, Generator* gen) {
-  return random_tensor(normal_kernels, s, mean, std, opt, gen);
+  return random_tensor(kernels::tables().normal, s, mean, std, opt, gen);
 }
 Tensor randn(const Shape& s, TensorOptions opt, Generator* gen) { return normal(s, 0.0, 1.0, opt, gen); }
 Tensor rand(const Shape& s, TensorOptions opt, Generator* gen) { return uniform(s, 0.0, 1.0, opt, gen); }
@@ -212,18 +151,8 @@ class ToDeviceFn final : public Function {
     const Tensor src = contiguous(in[0]);
     Tensor y = Tensor::empty(out[0].shape, out[0].dtype, out[0].device);
     const size_t nbytes = static_cast<size_t>(y.numel()) * dtype_size(y.dtype());
-#if HKT_WITH_CUDA
-    if (from_.is_cpu())
-      cuda::copy_host_to_device(y.raw_data(), src.raw_data(), nbytes);
-    else if (to_.is_cpu())
-      cuda::copy_device_to_host(y.raw_data(), src.raw_data(), nbytes);
-    else
-      cuda::copy_device_to_device(y.raw_data(), src.raw_data(), nbytes);
-#else
-    (void)nbytes;
-    throw Error(str_cat("to_device: copying from ", from_.str(), " to ", to_.str(),
-                        " needs the CUDA backend, which this build does not have (configure with -DHKT_CUDA=ON)"));
-#endif
+    kernels::tables().transfer.get(from_.is_cpu() ? to_ : from_, y.dtype())(y.raw_data(), to_, src.raw_data(), from_,
+                                                                            nbytes);
     return {y};
   }
   std::vector<Tensor> backward(const std::vector<Tensor>& g) override { return {to_device(g[0], from_)}; }
@@ -236,12 +165,10 @@ class ToDeviceFn final : public Function {
 
 Tensor to_device(const Tensor& t, Device device) {
   if (t.device() == device) return t;
-#if HKT_WITH_CUDA
-  if (device.type == DeviceType::CUDA) cuda::require_device(device.index, "to_device");
-#else
-  throw Error(str_cat("to_device: copying from ", t.device().str(), " to ", device.str(),
-                      " needs the CUDA backend, which this build does not have (configure with -DHKT_CUDA=ON)"));
-#endif
+  const Device dev = device.is_cpu() ? t.device() : device;
+  HKT_CHECK(backend_built(dev.type), "to_device: copying from ", t.device().str(), " to ", device.str(),
+            " needs the CUDA backend, which this build does not have (configure with -DHKT_CUDA=ON)");
+  if (!device.is_cpu()) kernels::tables().require_device.get(device, DType::Float32)(device.index, "to_device");
   return apply_op<ToDeviceFn>({t}, device);
 }
 
@@ -260,7 +187,7 @@ Tensor& copy_(Tensor& dst, const Tensor& src) {
 
 Tensor& fill_(Tensor& dst, double value) {
   check_inplace(dst, "fill_");
-  fill_kernels.get(dst.device(), dst.dtype())(dst.raw_data(), dst.strides(), dst.shape(), value);
+  kernels::tables().fill.get(dst.device(), dst.dtype())(dst.raw_data(), dst.strides(), dst.shape(), value);
   dst.storage()->bump_version();
   return dst;
 }

@@ -1,53 +1,12 @@
 // gated_mix: one op with its own forward and backward kernels
 // (kernels/cpu/gated_mix.hpp, kernels/cuda/gated_mix.cu).
 #include "hkt/core/function.hpp"
-#include "hkt/core/kernel_table.hpp"
+#include "hkt/kernels/registry.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/nn.hpp"
-#include "kernels/cpu/gated_mix.hpp"
-#if HKT_WITH_CUDA
-#include "kernels/cuda/kernels_nn.hpp"
-#endif
 
 namespace hkt {
 namespace {
-
-// All buffers contiguous; da, db, dw (backward) may be null.
-using MixSig = void(const void* a, const void* b, const void* w, void* y, int64_t rows, int64_t C);
-using MixGradSig = void(const void* a, const void* b, const void* w, const void* g, int64_t rows, int64_t C, void* da,
-                        void* db, void* dw);
-
-template <class T>
-void cpu_mix(const void* a, const void* b, const void* w, void* y, int64_t rows, int64_t C) {
-  cpu::gated_mix_forward<T>(static_cast<const T*>(a), static_cast<const T*>(b), static_cast<const T*>(w),
-                            static_cast<T*>(y), rows, C);
-}
-template <class T>
-void cpu_mix_grad(const void* a, const void* b, const void* w, const void* g, int64_t rows, int64_t C, void* da,
-                  void* db, void* dw) {
-  cpu::gated_mix_backward<T>(static_cast<const T*>(a), static_cast<const T*>(b), static_cast<const T*>(w),
-                             static_cast<const T*>(g), rows, C, static_cast<T*>(da), static_cast<T*>(db),
-                             static_cast<T*>(dw));
-}
-
-KernelTable<MixSig> mix_kernels{"gated_mix"};
-KernelTable<MixGradSig> mix_grad_kernels{"gated_mix_backward"};
-
-const bool kRegistered = [] {
-  constexpr auto C = DeviceType::CPU;
-  mix_kernels.set(C, DType::Float32, &cpu_mix<float>);
-  mix_kernels.set(C, DType::Float64, &cpu_mix<double>);
-  mix_grad_kernels.set(C, DType::Float32, &cpu_mix_grad<float>);
-  mix_grad_kernels.set(C, DType::Float64, &cpu_mix_grad<double>);
-#if HKT_WITH_CUDA
-  constexpr auto G = DeviceType::CUDA;
-  mix_kernels.set(G, DType::Float32, &cuda::gated_mix_forward<float>);
-  mix_kernels.set(G, DType::Float64, &cuda::gated_mix_forward<double>);
-  mix_grad_kernels.set(G, DType::Float32, &cuda::gated_mix_backward<float>);
-  mix_grad_kernels.set(G, DType::Float64, &cuda::gated_mix_backward<double>);
-#endif
-  return true;
-}();
 
 void* data_or_null(const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; }
 
@@ -78,7 +37,8 @@ class GatedMixFn final : public Function {
     const Tensor a = contiguous(in[0]), b = contiguous(in[1]), w = contiguous(in[2]);
     Tensor y = Tensor::empty(out[0].shape, out[0].dtype, out[0].device);
     const int64_t C = a.size(-1), rows = C > 0 ? a.numel() / C : 0;
-    mix_kernels.get(a.device(), a.dtype())(a.raw_data(), b.raw_data(), w.raw_data(), y.raw_data(), rows, C);
+    kernels::tables().gated_mix.get(a.device(), a.dtype())(a.raw_data(), b.raw_data(), w.raw_data(), y.raw_data(), rows,
+                                                           C);
     a_ = a;
     b_ = b;
     w_ = w;
@@ -95,8 +55,9 @@ class GatedMixFn final : public Function {
     if (needs_input_grad(1)) db = Tensor::empty(g.shape(), g.dtype(), g.device());
     if (want_w) dw = Tensor::empty({C}, g.dtype(), g.device());
     if (!da.defined() && !db.defined() && !dw.defined()) return {da, db, dw};
-    mix_grad_kernels.get(g.device(), g.dtype())(data_or_null(a), data_or_null(b), w.raw_data(), g.raw_data(), rows,
-                                                C, data_or_null(da), data_or_null(db), data_or_null(dw));
+    kernels::tables().gated_mix_backward.get(g.device(), g.dtype())(data_or_null(a), data_or_null(b), w.raw_data(),
+                                                                    g.raw_data(), rows, C, data_or_null(da),
+                                                                    data_or_null(db), data_or_null(dw));
     return {da, db, dw};
   }
 

@@ -10,117 +10,21 @@
 #include <string>
 
 #include "hkt/core/function.hpp"
-#include "hkt/core/kernel_table.hpp"
+#include "hkt/kernels/registry.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/reduce.hpp"
 #include "hkt/ops/view.hpp"
-#include "kernels/cpu/elementwise.hpp"
-#include "kernels/cpu/index.hpp"
-#if HKT_WITH_CUDA
-#include "kernels/cuda/kernels.hpp"
-#include "kernels/cuda/kernels_nn.hpp"
-#endif
 
 namespace hkt {
 namespace {
-
-// --- kernel tables -------------------------------------------------------------
-
-using CopySig = void(const void* src, const Strides& ss, void* dst, const Strides& ds, const Shape& shape);
-using RangeSig = int64_t(const int64_t* idx, const Strides& is, const Shape& shape, int64_t size, int64_t* bad);
-using GatherSig = void(const void* x, const Strides& xs, int64_t x_dim_stride, const int64_t* idx,
-                       const Strides& is, void* out, const Shape& shape);
-using IndexAddSig = void(const void* g, const int64_t* idx, int64_t outer, int64_t n, int64_t inner, void* gx,
-                         int64_t size);
-using ScatterAddSig = void(const void* g, const Strides& gs, int64_t g_dim, const int64_t* idx, const Strides& is,
-                           int64_t i_dim, void* gx, const Strides& gxs, int64_t gx_dim, const Shape& cols,
-                           int64_t len);
-using WhereSig = void(const void* c, const Strides& cs, const void* a, const Strides& as, const void* b,
-                      const Strides& bs, void* out, const Shape& shape);
-
-template <class T>
-void cpu_copy(const void* src, const Strides& ss, void* dst, const Strides& ds, const Shape& shape) {
-  cpu::copy<T, T>(static_cast<const T*>(src), ss, static_cast<T*>(dst), ds, shape);
-}
-template <class T>
-void cpu_gather(const void* x, const Strides& xs, int64_t xd, const int64_t* idx, const Strides& is, void* out,
-                const Shape& shape) {
-  cpu::indexed_gather<T>(static_cast<const T*>(x), xs, xd, idx, is, static_cast<T*>(out), shape);
-}
-template <class T>
-void cpu_index_add(const void* g, const int64_t* idx, int64_t outer, int64_t n, int64_t inner, void* gx,
-                   int64_t size) {
-  cpu::index_add_rows<T>(static_cast<const T*>(g), idx, outer, n, inner, static_cast<T*>(gx), size);
-}
-template <class T>
-void cpu_scatter_add(const void* g, const Strides& gs, int64_t g_dim, const int64_t* idx, const Strides& is,
-                     int64_t i_dim, void* gx, const Strides& gxs, int64_t gx_dim, const Shape& cols, int64_t len) {
-  cpu::scatter_add_dim<T>(static_cast<const T*>(g), gs, g_dim, idx, is, i_dim, static_cast<T*>(gx), gxs, gx_dim,
-                          cols, len);
-}
-template <class T>
-void cpu_where(const void* c, const Strides& cs, const void* a, const Strides& as, const void* b, const Strides& bs,
-               void* out, const Shape& shape) {
-  cpu::where<T>(static_cast<const bool*>(c), cs, static_cast<const T*>(a), as, static_cast<const T*>(b), bs,
-                static_cast<T*>(out), shape);
-}
-
-KernelTable<CopySig> join_kernels{"cat"};
-KernelTable<RangeSig> range_kernels{"index_check"};
-KernelTable<GatherSig> gather_kernels{"gather"};
-KernelTable<IndexAddSig> index_add_kernels{"index_add"};
-KernelTable<ScatterAddSig> scatter_add_kernels{"scatter_add"};
-KernelTable<WhereSig> where_kernels{"where"};
 
 // y[...] = x[..., idx[...], ...] along dim d: xs are x's strides laid out over
 // y's dims (0 where y walks the index), is the index's strides likewise.
 void run_gather(const Tensor& x, int64_t d, const Tensor& idx, const Strides& xs, const Strides& is, Tensor& y) {
   if (y.numel() > 0)
-    gather_kernels.get(x.device(), x.dtype())(x.raw_data(), xs, x.strides()[d], idx.data<int64_t>(), is,
+    kernels::tables().gather.get(x.device(), x.dtype())(x.raw_data(), xs, x.strides()[d], idx.data<int64_t>(), is,
                                               y.raw_data(), y.shape());
 }
-
-const bool kRegistered = [] {
-  constexpr auto C = DeviceType::CPU;
-  join_kernels.set(C, DType::Float32, &cpu_copy<float>);
-  join_kernels.set(C, DType::Float64, &cpu_copy<double>);
-  join_kernels.set(C, DType::Int64, &cpu_copy<int64_t>);
-  join_kernels.set(C, DType::Bool, &cpu_copy<bool>);
-  range_kernels.set(C, DType::Int64, &cpu::first_out_of_range);
-  gather_kernels.set(C, DType::Float32, &cpu_gather<float>);
-  gather_kernels.set(C, DType::Float64, &cpu_gather<double>);
-  gather_kernels.set(C, DType::Int64, &cpu_gather<int64_t>);
-  gather_kernels.set(C, DType::Bool, &cpu_gather<bool>);
-  index_add_kernels.set(C, DType::Float32, &cpu_index_add<float>);
-  index_add_kernels.set(C, DType::Float64, &cpu_index_add<double>);
-  scatter_add_kernels.set(C, DType::Float32, &cpu_scatter_add<float>);
-  scatter_add_kernels.set(C, DType::Float64, &cpu_scatter_add<double>);
-  where_kernels.set(C, DType::Float32, &cpu_where<float>);
-  where_kernels.set(C, DType::Float64, &cpu_where<double>);
-  where_kernels.set(C, DType::Int64, &cpu_where<int64_t>);
-  where_kernels.set(C, DType::Bool, &cpu_where<bool>);
-#if HKT_WITH_CUDA
-  constexpr auto G = DeviceType::CUDA;
-  join_kernels.set(G, DType::Float32, &cuda::copy_same<float>);
-  join_kernels.set(G, DType::Float64, &cuda::copy_same<double>);
-  join_kernels.set(G, DType::Int64, &cuda::copy_same<int64_t>);
-  join_kernels.set(G, DType::Bool, &cuda::copy_same<bool>);
-  range_kernels.set(G, DType::Int64, &cuda::first_out_of_range);
-  gather_kernels.set(G, DType::Float32, &cuda::indexed_gather<float>);
-  gather_kernels.set(G, DType::Float64, &cuda::indexed_gather<double>);
-  gather_kernels.set(G, DType::Int64, &cuda::indexed_gather<int64_t>);
-  gather_kernels.set(G, DType::Bool, &cuda::indexed_gather<bool>);
-  index_add_kernels.set(G, DType::Float32, &cuda::index_add_rows<float>);
-  index_add_kernels.set(G, DType::Float64, &cuda::index_add_rows<double>);
-  scatter_add_kernels.set(G, DType::Float32, &cuda::scatter_add_dim<float>);
-  scatter_add_kernels.set(G, DType::Float64, &cuda::scatter_add_dim<double>);
-  where_kernels.set(G, DType::Float32, &cuda::where<float>);
-  where_kernels.set(G, DType::Float64, &cuda::where<double>);
-  where_kernels.set(G, DType::Int64, &cuda::where<int64_t>);
-  where_kernels.set(G, DType::Bool, &cuda::where<bool>);
-#endif
-  return true;
-}();
 
 // --- helpers -------------------------------------------------------------------
 
@@ -160,8 +64,8 @@ void check_same_device(const Tensor& x, const Tensor& other, const char* op, con
 // Throws if an index lies outside [0, size).
 void check_range(const Tensor& idx, int64_t size, const char* op, const std::string& what) {
   int64_t bad = 0;
-  const int64_t pos =
-      range_kernels.get(idx.device(), idx.dtype())(idx.data<int64_t>(), idx.strides(), idx.shape(), size, &bad);
+  const int64_t pos = kernels::tables().index_check.get(idx.device(), idx.dtype())(idx.data<int64_t>(), idx.strides(),
+                                                                                   idx.shape(), size, &bad);
   HKT_CHECK(pos < 0, op, ": index ", bad, " (at position ", pos, " of the index, shape ", shape_str(idx.shape()),
             ") is out of range for ", what, " of size ", size,
             size > 0 ? str_cat(" (valid range 0 .. ", size - 1, ")") : std::string(" (no valid index)"));
@@ -212,7 +116,7 @@ class JoinFn final : public Function {
   std::vector<Tensor> forward(const std::vector<Tensor>& in, const std::vector<TensorMeta>& out) override {
     d_ = wrap_dim(dim_, in[0].dim() + (stack_ ? 1 : 0), name());
     Tensor y = Tensor::empty(out[0].shape, out[0].dtype, out[0].device);
-    auto* kernel = join_kernels.get(y.device(), y.dtype());
+    auto* kernel = kernels::tables().cat.get(y.device(), y.dtype());
     const Strides dst_strides = stack_ ? erase_at(y.strides(), d_) : y.strides();
     int64_t pos = 0;
     sizes_.clear();
@@ -333,8 +237,8 @@ class IndexAddFn final : public Function {
     for (int64_t k = 0; k < dim_; ++k) outer *= x_shape_[k];
     for (size_t k = static_cast<size_t>(dim_) + 1; k < x_shape_.size(); ++k) inner *= x_shape_[k];
     if (gx.numel() > 0)
-      index_add_kernels.get(gx.device(), gx.dtype())(g.raw_data(), idx.data<int64_t>(), outer, idx.numel(), inner,
-                                                      gx.raw_data(), x_shape_[dim_]);
+      kernels::tables().index_add.get(gx.device(), gx.dtype())(g.raw_data(), idx.data<int64_t>(), outer, idx.numel(),
+                                                               inner, gx.raw_data(), x_shape_[dim_]);
     idx_ = in[1];
     return {gx};
   }
@@ -420,7 +324,7 @@ class ScatterAddFn final : public Function {
     const Tensor &g = in[0], &idx = in[1];
     Tensor gx = zeros(out[0].shape, {out[0].dtype, out[0].device});
     if (g.numel() > 0)
-      scatter_add_kernels.get(gx.device(), gx.dtype())(
+      kernels::tables().scatter_add.get(gx.device(), gx.dtype())(
           g.raw_data(), erase_at(g.strides(), dim_), g.strides()[dim_], idx.data<int64_t>(),
           erase_at(idx.strides(), dim_), idx.strides()[dim_], gx.raw_data(), erase_at(gx.strides(), dim_),
           gx.strides()[dim_], erase_at(idx.shape(), dim_), idx.shape()[dim_]);
@@ -445,7 +349,7 @@ std::vector<Tensor> GatherFn::backward(const std::vector<Tensor>& g) {
 
 void run_where(const Tensor& c, const Tensor& a, const Tensor& b, Tensor& y) {
   if (y.numel() == 0) return;
-  where_kernels.get(y.device(), y.dtype())(
+  kernels::tables().where.get(y.device(), y.dtype())(
       c.raw_data(), broadcast_strides(c.shape(), c.strides(), y.shape()), a.raw_data(),
       broadcast_strides(a.shape(), a.strides(), y.shape()), b.raw_data(),
       broadcast_strides(b.shape(), b.strides(), y.shape()), y.raw_data(), y.shape());

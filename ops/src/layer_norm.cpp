@@ -1,55 +1,12 @@
 // layer_norm: one fused op with its own forward and backward kernels
 // (kernels/cpu/layer_norm.hpp).
 #include "hkt/core/function.hpp"
-#include "hkt/core/kernel_table.hpp"
+#include "hkt/kernels/registry.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/nn.hpp"
-#include "kernels/cpu/layer_norm.hpp"
-#if HKT_WITH_CUDA
-#include "kernels/cuda/kernels.hpp"
-#endif
 
 namespace hkt {
 namespace {
-
-// All buffers contiguous; w, b (forward) and dx, dw, db (backward) may be null.
-using LayerNormSig = void(const void* x, const void* w, const void* b, void* y, void* mean, void* rstd,
-                          int64_t rows, int64_t D, double eps);
-using LayerNormGradSig = void(const void* x, const void* g, const void* w, const void* mean, const void* rstd,
-                              int64_t rows, int64_t D, void* dx, void* dw, void* db);
-
-template <class T>
-void cpu_layer_norm(const void* x, const void* w, const void* b, void* y, void* mean, void* rstd, int64_t rows,
-                    int64_t D, double eps) {
-  cpu::layer_norm_forward<T>(static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b),
-                             static_cast<T*>(y), static_cast<T*>(mean), static_cast<T*>(rstd), rows, D, eps);
-}
-template <class T>
-void cpu_layer_norm_grad(const void* x, const void* g, const void* w, const void* mean, const void* rstd,
-                         int64_t rows, int64_t D, void* dx, void* dw, void* db) {
-  cpu::layer_norm_backward<T>(static_cast<const T*>(x), static_cast<const T*>(g), static_cast<const T*>(w),
-                              static_cast<const T*>(mean), static_cast<const T*>(rstd), rows, D,
-                              static_cast<T*>(dx), static_cast<T*>(dw), static_cast<T*>(db));
-}
-
-KernelTable<LayerNormSig> layer_norm_kernels{"layer_norm"};
-KernelTable<LayerNormGradSig> layer_norm_grad_kernels{"layer_norm_backward"};
-
-const bool kRegistered = [] {
-  constexpr auto C = DeviceType::CPU;
-  layer_norm_kernels.set(C, DType::Float32, &cpu_layer_norm<float>);
-  layer_norm_kernels.set(C, DType::Float64, &cpu_layer_norm<double>);
-  layer_norm_grad_kernels.set(C, DType::Float32, &cpu_layer_norm_grad<float>);
-  layer_norm_grad_kernels.set(C, DType::Float64, &cpu_layer_norm_grad<double>);
-#if HKT_WITH_CUDA
-  constexpr auto G = DeviceType::CUDA;
-  layer_norm_kernels.set(G, DType::Float32, &cuda::layer_norm_forward<float>);
-  layer_norm_kernels.set(G, DType::Float64, &cuda::layer_norm_forward<double>);
-  layer_norm_grad_kernels.set(G, DType::Float32, &cuda::layer_norm_backward<float>);
-  layer_norm_grad_kernels.set(G, DType::Float64, &cuda::layer_norm_backward<double>);
-#endif
-  return true;
-}();
 
 const void* data_or_null(const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; }
 void* data_or_null_mut(const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; }
@@ -88,8 +45,8 @@ class LayerNormFn final : public Function {
     Tensor y = Tensor::empty(out[0].shape, out[0].dtype, out[0].device);
     Tensor mean = Tensor::empty({rows}, x.dtype(), x.device());
     Tensor rstd = Tensor::empty({rows}, x.dtype(), x.device());
-    layer_norm_kernels.get(x.device(), x.dtype())(x.raw_data(), data_or_null(w), data_or_null(b), y.raw_data(),
-                                                  mean.raw_data(), rstd.raw_data(), rows, D, eps_);
+    kernels::tables().layer_norm.get(x.device(), x.dtype())(
+        x.raw_data(), data_or_null(w), data_or_null(b), y.raw_data(), mean.raw_data(), rstd.raw_data(), rows, D, eps_);
     x_ = x;
     w_ = w;
     mean_ = mean;
@@ -104,9 +61,9 @@ class LayerNormFn final : public Function {
     if (needs_input_grad(0)) dx = Tensor::empty(x.shape(), x.dtype(), x.device());
     if (needs_input_grad(1)) dw = Tensor::empty({D}, x.dtype(), x.device());
     if (needs_input_grad(2)) db = Tensor::empty({D}, x.dtype(), x.device());
-    layer_norm_grad_kernels.get(x.device(), x.dtype())(x.raw_data(), g.raw_data(), data_or_null(w), mean.raw_data(),
-                                                       rstd.raw_data(), rows, D, data_or_null_mut(dx),
-                                                       data_or_null_mut(dw), data_or_null_mut(db));
+    kernels::tables().layer_norm_backward.get(x.device(), x.dtype())(
+        x.raw_data(), g.raw_data(), data_or_null(w), mean.raw_data(), rstd.raw_data(), rows, D, data_or_null_mut(dx),
+        data_or_null_mut(dw), data_or_null_mut(db));
     return {dx, dw, db};
   }
 

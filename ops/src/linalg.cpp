@@ -10,43 +10,13 @@
 #include <algorithm>
 
 #include "hkt/core/function.hpp"
-#include "hkt/core/kernel_table.hpp"
+#include "hkt/kernels/registry.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/reduce.hpp"
 #include "hkt/ops/view.hpp"
-#include "kernels/cpu/gemm.hpp"
-#if HKT_WITH_CUDA
-#include "kernels/cuda/kernels.hpp"
-#endif
 
 namespace hkt {
 namespace {
-
-using GemmBatchedSig = void(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const void* a,
-                            int64_t lda, const int64_t* a_off, const void* b, int64_t ldb, const int64_t* b_off,
-                            void* c, int64_t batch);
-
-template <class T>
-void cpu_gemm_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
-                      const int64_t* a_off, const void* b, int64_t ldb, const int64_t* b_off, void* c,
-                      int64_t batch) {
-  cpu::gemm_batched<T>(ta, tb, m, n, k, static_cast<const T*>(a), lda, a_off, static_cast<const T*>(b), ldb, b_off,
-                       static_cast<T*>(c), batch);
-}
-
-KernelTable<GemmBatchedSig>& gemm_kernels() {
-  static KernelTable<GemmBatchedSig> k = [] {
-    KernelTable<GemmBatchedSig> t("matmul");
-    t.set(DeviceType::CPU, DType::Float32, &cpu_gemm_batched<float>);
-    t.set(DeviceType::CPU, DType::Float64, &cpu_gemm_batched<double>);
-#if HKT_WITH_CUDA
-    t.set(DeviceType::CUDA, DType::Float32, &cuda::gemm_batched<float>);
-    t.set(DeviceType::CUDA, DType::Float64, &cuda::gemm_batched<double>);
-#endif
-    return t;
-  }();
-  return k;
-}
 
 // How a rows x cols matrix with strides (rs, cs) is passed to BLAS.
 struct MatLayout {
@@ -142,7 +112,7 @@ class MatmulFn final : public Function {
     if (y.numel() == 0) return {y};
     const std::vector<int64_t> ao = batch_offsets(a, batch), bo = batch_offsets(b, batch);
     const int64_t m = a.shape()[a.dim() - 2], k = a.shape().back(), n = b.shape().back();
-    gemm_kernels().get(a.device(), a.dtype())(la.trans, lb.trans, m, n, k, a.raw_data(), la.ld, ao.data(),
+    kernels::tables().matmul.get(a.device(), a.dtype())(la.trans, lb.trans, m, n, k, a.raw_data(), la.ld, ao.data(),
                                               b.raw_data(), lb.ld, bo.data(), y.raw_data(), nb);
     return {y};
   }

@@ -1,59 +1,13 @@
 // cross_entropy: fused log-softmax + NLL (kernels/cpu/loss.hpp).
 #include "hkt/core/function.hpp"
-#include "hkt/core/kernel_table.hpp"
+#include "hkt/kernels/registry.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/nn.hpp"
 #include "hkt/ops/reduce.hpp"
-#include "kernels/cpu/loss.hpp"
-#if HKT_WITH_CUDA
-#include "kernels/cuda/kernels.hpp"
-#include "kernels/cuda/kernels_nn.hpp"
-#endif
 
 namespace hkt {
 namespace {
-
-// Targets check (host outputs): first bad row (-1 if none), its value, and the
-// number of non-ignored targets.
-using CheckSig = void(const int64_t* t, int64_t N, int64_t C, int64_t ignore, int64_t* bad_row, int64_t* bad_value,
-                      int64_t* count);
-using CeSig = void(const void* x, const int64_t* t, int64_t N, int64_t C, int64_t ignore, void* loss, void* lse);
-using CeGradSig = void(const void* x, const int64_t* t, int64_t N, int64_t C, int64_t ignore, const void* lse,
-                       const void* g, int64_t g_stride, double scale, void* dx);
-
-template <class T>
-void cpu_ce(const void* x, const int64_t* t, int64_t N, int64_t C, int64_t ignore, void* loss, void* lse) {
-  cpu::ce_forward<T>(static_cast<const T*>(x), t, N, C, ignore, static_cast<T*>(loss), static_cast<T*>(lse));
-}
-template <class T>
-void cpu_ce_grad(const void* x, const int64_t* t, int64_t N, int64_t C, int64_t ignore, const void* lse,
-                 const void* g, int64_t g_stride, double scale, void* dx) {
-  cpu::ce_backward<T>(static_cast<const T*>(x), t, N, C, ignore, static_cast<const T*>(lse),
-                      static_cast<const T*>(g), g_stride, scale, static_cast<T*>(dx));
-}
-
-KernelTable<CheckSig> ce_check_kernels{"cross_entropy (target check)"};
-KernelTable<CeSig> ce_kernels{"cross_entropy"};
-KernelTable<CeGradSig> ce_grad_kernels{"cross_entropy_backward"};
-
-const bool kRegistered = [] {
-  constexpr auto C = DeviceType::CPU;
-  ce_check_kernels.set(C, DType::Int64, &cpu::ce_check_targets);
-  ce_kernels.set(C, DType::Float32, &cpu_ce<float>);
-  ce_kernels.set(C, DType::Float64, &cpu_ce<double>);
-  ce_grad_kernels.set(C, DType::Float32, &cpu_ce_grad<float>);
-  ce_grad_kernels.set(C, DType::Float64, &cpu_ce_grad<double>);
-#if HKT_WITH_CUDA
-  constexpr auto G = DeviceType::CUDA;
-  ce_check_kernels.set(G, DType::Int64, &cuda::ce_check_targets);
-  ce_kernels.set(G, DType::Float32, &cuda::ce_forward<float>);
-  ce_kernels.set(G, DType::Float64, &cuda::ce_forward<double>);
-  ce_grad_kernels.set(G, DType::Float32, &cuda::ce_backward<float>);
-  ce_grad_kernels.set(G, DType::Float64, &cuda::ce_backward<double>);
-#endif
-  return true;
-}();
 
 const char* reduction_name(Reduction r) {
   switch (r) {
@@ -90,7 +44,8 @@ class CrossEntropyFn final : public Function {
     const Tensor x = contiguous(in[0]), t = contiguous(in[1]);
     const int64_t N = x.size(0), C = x.size(1);
     int64_t bad_row = -1, bad_value = 0, count = 0;
-    ce_check_kernels.get(t.device(), t.dtype())(t.data<int64_t>(), N, C, ignore_, &bad_row, &bad_value, &count);
+    kernels::tables().ce_check.get(t.device(), t.dtype())(t.data<int64_t>(), N, C, ignore_, &bad_row, &bad_value,
+                                                          &count);
     HKT_CHECK(bad_row < 0, "cross_entropy: target ", bad_value, " at row ", bad_row, " is outside [0, ", C,
               ") and is not ignore_index (", ignore_, ")");
     HKT_CHECK(reduction_ != Reduction::Mean || count > 0, "cross_entropy: reduction 'mean' with all ", N,
@@ -98,8 +53,8 @@ class CrossEntropyFn final : public Function {
     count_ = count;
     Tensor rows = Tensor::empty({N}, x.dtype(), x.device());
     Tensor lse = Tensor::empty({N}, x.dtype(), x.device());
-    ce_kernels.get(x.device(), x.dtype())(x.raw_data(), t.data<int64_t>(), N, C, ignore_, rows.raw_data(),
-                                          lse.raw_data());
+    kernels::tables().cross_entropy.get(x.device(), x.dtype())(x.raw_data(), t.data<int64_t>(), N, C, ignore_,
+                                                               rows.raw_data(), lse.raw_data());
     x_ = x;
     t_ = t;
     lse_ = lse;
@@ -119,9 +74,9 @@ class CrossEntropyFn final : public Function {
     const int64_t N = x.size(0), C = x.size(1);
     const double scale = reduction_ == Reduction::Mean ? 1.0 / static_cast<double>(count_) : 1.0;
     Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
-    ce_grad_kernels.get(x.device(), x.dtype())(x.raw_data(), t.data<int64_t>(), N, C, ignore_, lse.raw_data(),
-                                               g.raw_data(), reduction_ == Reduction::None ? 1 : 0, scale,
-                                               dx.raw_data());
+    kernels::tables().cross_entropy_backward.get(x.device(), x.dtype())(
+        x.raw_data(), t.data<int64_t>(), N, C, ignore_, lse.raw_data(), g.raw_data(),
+        reduction_ == Reduction::None ? 1 : 0, scale, dx.raw_data());
     return {dx, Tensor()};
   }
 

@@ -10,96 +10,16 @@
 #include <utility>
 
 #include "hkt/core/grad_mode.hpp"
-#include "hkt/core/kernel_table.hpp"
 #include "hkt/ops/factory.hpp"
-#include "hkt/kernels/optim_defs.hpp"
-#include "kernels/cpu/optim.hpp"
-#if HKT_WITH_CUDA
-#include "kernels/cuda/kernels.hpp"
-#include "kernels/cuda/kernels_nn.hpp"
-#endif
+#include "hkt/kernels/registry.hpp"
 
 namespace hkt {
 namespace {
 
-using SgdSig = void(void* p, const void* g, void* buf, int64_t n, double lr, double momentum, double dampening,
-                    double wd, bool nesterov, bool first_step);
-using AdamWSig = void(void* p, const void* g, void* m, void* v, int64_t n, double beta1, double beta2, double eps,
-                      double decay, double step_size, double bc2_sqrt);
-using SumSquaresSig = double(const void* x, int64_t n);
-using ScaleSig = void(void* x, int64_t n, double factor);
-// Many tensors of one device type and dtype.
-using MultiTensors = std::vector<opt::MultiTensor>;
-using SumSquaresMultiSig = void(const MultiTensors& ts, double* out);
-using ScaleMultiSig = void(const MultiTensors& ts, double factor);
-
-KernelTable<SgdSig> sgd_kernels{"sgd_update_"};
-KernelTable<AdamWSig> adamw_kernels{"adamw_update_"};
-KernelTable<SumSquaresSig> sum_squares_kernels{"sum_of_squares"};
-KernelTable<ScaleSig> scale_kernels{"scale_"};
-KernelTable<SumSquaresMultiSig> sum_squares_multi_kernels{"sum_of_squares_multi"};
-KernelTable<ScaleMultiSig> scale_multi_kernels{"scale_multi_"};
-
-template <class T>
-void cpu_sgd(void* p, const void* g, void* buf, int64_t n, double lr, double momentum, double dampening, double wd,
-             bool nesterov, bool first_step) {
-  cpu::sgd_update<T>(static_cast<T*>(p), static_cast<const T*>(g), static_cast<T*>(buf), n, lr, momentum, dampening,
-                     wd, nesterov, first_step);
+// Tensors that one multi-tensor kernel call takes: same device, same dtype.
+std::tuple<int, int, int> group_key(const Tensor& t) {
+  return {static_cast<int>(t.device().type), t.device().index, static_cast<int>(t.dtype())};
 }
-template <class T>
-void cpu_adamw(void* p, const void* g, void* m, void* v, int64_t n, double beta1, double beta2, double eps,
-               double decay, double step_size, double bc2_sqrt) {
-  cpu::adamw_update<T>(static_cast<T*>(p), static_cast<const T*>(g), static_cast<T*>(m), static_cast<T*>(v), n,
-                       beta1, beta2, eps, decay, step_size, bc2_sqrt);
-}
-template <class T>
-double cpu_sum_squares(const void* x, int64_t n) {
-  return cpu::sum_squares<T>(static_cast<const T*>(x), n);
-}
-template <class T>
-void cpu_scale(void* x, int64_t n, double factor) {
-  cpu::scale<T>(static_cast<T*>(x), n, factor);
-}
-template <class T>
-void cpu_sum_squares_multi(const MultiTensors& ts, double* out) {
-  for (size_t i = 0; i < ts.size(); ++i) out[i] = cpu::sum_squares<T>(static_cast<const T*>(ts[i].x), ts[i].n);
-}
-template <class T>
-void cpu_scale_multi(const MultiTensors& ts, double factor) {
-  for (const opt::MultiTensor& t : ts) cpu::scale<T>(static_cast<T*>(t.x), t.n, factor);
-}
-
-const bool kRegistered = [] {
-  constexpr auto C = DeviceType::CPU;
-  sgd_kernels.set(C, DType::Float32, &cpu_sgd<float>);
-  sgd_kernels.set(C, DType::Float64, &cpu_sgd<double>);
-  adamw_kernels.set(C, DType::Float32, &cpu_adamw<float>);
-  adamw_kernels.set(C, DType::Float64, &cpu_adamw<double>);
-  sum_squares_kernels.set(C, DType::Float32, &cpu_sum_squares<float>);
-  sum_squares_kernels.set(C, DType::Float64, &cpu_sum_squares<double>);
-  scale_kernels.set(C, DType::Float32, &cpu_scale<float>);
-  scale_kernels.set(C, DType::Float64, &cpu_scale<double>);
-  sum_squares_multi_kernels.set(C, DType::Float32, &cpu_sum_squares_multi<float>);
-  sum_squares_multi_kernels.set(C, DType::Float64, &cpu_sum_squares_multi<double>);
-  scale_multi_kernels.set(C, DType::Float32, &cpu_scale_multi<float>);
-  scale_multi_kernels.set(C, DType::Float64, &cpu_scale_multi<double>);
-#if HKT_WITH_CUDA
-  constexpr auto G = DeviceType::CUDA;
-  sgd_kernels.set(G, DType::Float32, &cuda::sgd_update<float>);
-  sgd_kernels.set(G, DType::Float64, &cuda::sgd_update<double>);
-  adamw_kernels.set(G, DType::Float32, &cuda::adamw_update<float>);
-  adamw_kernels.set(G, DType::Float64, &cuda::adamw_update<double>);
-  sum_squares_kernels.set(G, DType::Float32, &cuda::sum_squares<float>);
-  sum_squares_kernels.set(G, DType::Float64, &cuda::sum_squares<double>);
-  scale_kernels.set(G, DType::Float32, &cuda::scale<float>);
-  scale_kernels.set(G, DType::Float64, &cuda::scale<double>);
-  sum_squares_multi_kernels.set(G, DType::Float32, &cuda::sum_squares_multi<float>);
-  sum_squares_multi_kernels.set(G, DType::Float64, &cuda::sum_squares_multi<double>);
-  scale_multi_kernels.set(G, DType::Float32, &cuda::scale_multi<float>);
-  scale_multi_kernels.set(G, DType::Float64, &cuda::scale_multi<double>);
-#endif
-  return true;
-}();
 
 void check_param(const char* op, const Tensor& param) {
   HKT_CHECK(param.defined(), op, ": param is undefined");
@@ -142,7 +62,7 @@ void sgd_update_(Tensor& param, const Tensor& grad, Tensor& momentum_buf, double
     check_like(op, "momentum_buf", momentum_buf, param);
     check_distinct(op, "param", param, "momentum_buf", momentum_buf);
   }
-  sgd_kernels.get(param.device(), param.dtype())(param.raw_data(), grad.raw_data(),
+  kernels::tables().sgd.get(param.device(), param.dtype())(param.raw_data(), grad.raw_data(),
                                                   use_buf ? momentum_buf.raw_data() : nullptr, param.numel(), lr,
                                                   momentum, dampening, weight_decay, nesterov, first_step);
   param.storage()->bump_version();
@@ -182,27 +102,21 @@ void adamw_update_multi_(const std::vector<AdamWItem>& items, double beta1, doub
   for (const AdamWItem& it : items)
     sc.push_back(adamw_scalars(op, it.param, it.grad, it.exp_avg, it.exp_avg_sq, it.lr, beta1, beta2, eps,
                                it.weight_decay, it.step));
-#if HKT_WITH_CUDA
-  // CUDA parameters: one launch per dtype over all of them.
-  std::vector<cuda::AdamWTensor> f32, f64;
+  // One kernel call per (device, dtype) group, over all of its parameters.
+  std::map<std::tuple<int, int, int>, std::vector<opt::AdamWTensor>> groups;
+  std::map<std::tuple<int, int, int>, size_t> first;
   for (size_t i = 0; i < items.size(); ++i) {
     const AdamWItem& it = items[i];
-    if (it.param.device().type != DeviceType::CUDA) continue;
-    const cuda::AdamWTensor d{it.param.raw_data(), it.grad.raw_data(), it.exp_avg.raw_data(),
-                              it.exp_avg_sq.raw_data(), it.param.numel(), sc[i].decay, sc[i].step_size,
-                              sc[i].bc2_sqrt};
-    (it.param.dtype() == DType::Float32 ? f32 : f64).push_back(d);
+    const auto key = group_key(it.param);
+    first.emplace(key, i);
+    groups[key].push_back({it.param.raw_data(), it.grad.raw_data(), it.exp_avg.raw_data(), it.exp_avg_sq.raw_data(),
+                           it.param.numel(), sc[i].decay, sc[i].step_size, sc[i].bc2_sqrt});
   }
-  cuda::adamw_update_multi<float>(f32, beta1, beta2, eps);
-  cuda::adamw_update_multi<double>(f64, beta1, beta2, eps);
-#endif
-  for (size_t i = 0; i < items.size(); ++i) {
-    const AdamWItem& it = items[i];
-    if (it.param.device().type != DeviceType::CUDA)
-      adamw_kernels.get(it.param.device(), it.param.dtype())(it.param.raw_data(), it.grad.raw_data(),
-                                                             it.exp_avg.raw_data(), it.exp_avg_sq.raw_data(),
-                                                             it.param.numel(), beta1, beta2, eps, sc[i].decay,
-                                                             sc[i].step_size, sc[i].bc2_sqrt);
+  for (const auto& [key, ts] : groups) {
+    const Tensor& p = items[first.at(key)].param;
+    kernels::tables().adamw_multi.get(p.device(), p.dtype())(ts, beta1, beta2, eps);
+  }
+  for (const AdamWItem& it : items) {
     it.param.storage()->bump_version();
     it.exp_avg.storage()->bump_version();
     it.exp_avg_sq.storage()->bump_version();
@@ -214,7 +128,7 @@ void adamw_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& e
   NoGradGuard no_grad;
   const AdamWScalars sc = adamw_scalars("adamw_update_", param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps,
                                         weight_decay, step);
-  adamw_kernels.get(param.device(), param.dtype())(param.raw_data(), grad.raw_data(), exp_avg.raw_data(),
+  kernels::tables().adamw.get(param.device(), param.dtype())(param.raw_data(), grad.raw_data(), exp_avg.raw_data(),
                                                     exp_avg_sq.raw_data(), param.numel(), beta1, beta2, eps, sc.decay,
                                                     sc.step_size, sc.bc2_sqrt);
   param.storage()->bump_version();
@@ -228,15 +142,8 @@ double sum_of_squares(const Tensor& t) {
             meta_str(t.meta()));
   NoGradGuard no_grad;
   const Tensor c = contiguous(t.detach());
-  return sum_squares_kernels.get(c.device(), c.dtype())(c.raw_data(), c.numel());
+  return kernels::tables().sum_squares.get(c.device(), c.dtype())(c.raw_data(), c.numel());
 }
-
-namespace {
-// Tensors that one multi-tensor kernel call takes: same device, same dtype.
-std::tuple<int, int, int> group_key(const Tensor& t) {
-  return {static_cast<int>(t.device().type), t.device().index, static_cast<int>(t.dtype())};
-}
-}  // namespace
 
 std::vector<double> sum_of_squares_multi(const std::vector<Tensor>& ts) {
   NoGradGuard no_grad;
@@ -252,10 +159,10 @@ std::vector<double> sum_of_squares_multi(const std::vector<Tensor>& ts) {
   }
   std::vector<double> out(ts.size());
   for (const auto& [key, idx] : groups) {
-    MultiTensors m;
+    std::vector<opt::MultiTensor> m;
     for (size_t i : idx) m.push_back({c[i].raw_data(), c[i].numel()});
     std::vector<double> sums(idx.size());
-    sum_squares_multi_kernels.get(c[idx[0]].device(), c[idx[0]].dtype())(m, sums.data());
+    kernels::tables().sum_squares_multi.get(c[idx[0]].device(), c[idx[0]].dtype())(m, sums.data());
     for (size_t j = 0; j < idx.size(); ++j) out[idx[j]] = sums[j];
   }
   return out;
@@ -273,7 +180,7 @@ void check_scale(const char* op, const Tensor& t, const std::string& which) {
 
 void scale_(Tensor& t, double factor) {
   check_scale("scale_", t, "");
-  scale_kernels.get(t.device(), t.dtype())(t.raw_data(), t.numel(), factor);
+  kernels::tables().scale.get(t.device(), t.dtype())(t.raw_data(), t.numel(), factor);
   t.storage()->bump_version();
 }
 
@@ -296,9 +203,9 @@ void scale_multi_(const std::vector<Tensor>& ts, double factor) {
               std::min(std::get<2>(spans[k - 1]), std::get<2>(spans[k])), " and ",
               std::max(std::get<2>(spans[k - 1]), std::get<2>(spans[k])), " overlap in memory (an element would be scaled twice)");
   for (const auto& [key, idx] : groups) {
-    MultiTensors m;
+    std::vector<opt::MultiTensor> m;
     for (size_t i : idx) m.push_back({ts[i].raw_data(), ts[i].numel()});
-    scale_multi_kernels.get(ts[idx[0]].device(), ts[idx[0]].dtype())(m, factor);
+    kernels::tables().scale_multi.get(ts[idx[0]].device(), ts[idx[0]].dtype())(m, factor);
   }
   for (const Tensor& t : ts) t.storage()->bump_version();
 }

@@ -2,48 +2,13 @@
 #include "hkt/ops/reduce.hpp"
 
 #include "hkt/core/function.hpp"
-#include "hkt/core/kernel_table.hpp"
+#include "hkt/kernels/registry.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/view.hpp"
-#include "kernels/cpu/reduce.hpp"
-#if HKT_WITH_CUDA
-#include "kernels/cuda/kernels.hpp"
-#endif
 
 namespace hkt {
 namespace {
-
-using ReduceSig = void(const void* x, const Shape& shape, const Strides& strides, const std::vector<bool>& red,
-                       void* out);
-
-template <class T, template <class> class R>
-void cpu_reduce(const void* x, const Shape& shape, const Strides& strides, const std::vector<bool>& red, void* out) {
-  cpu::reduce<T>(static_cast<const T*>(x), shape, strides, red, static_cast<T*>(out), R<T>{});
-}
-
-KernelTable<ReduceSig> sum_kernels{"sum"};
-KernelTable<ReduceSig> max_kernels{"max"};
-
-const bool kRegistered = [] {
-  constexpr auto C = DeviceType::CPU;
-  sum_kernels.set(C, DType::Float32, &cpu_reduce<float, cpu::SumReducer>);
-  sum_kernels.set(C, DType::Float64, &cpu_reduce<double, cpu::SumReducer>);
-  sum_kernels.set(C, DType::Int64, &cpu_reduce<int64_t, cpu::SumReducer>);
-  max_kernels.set(C, DType::Float32, &cpu_reduce<float, cpu::MaxReducer>);
-  max_kernels.set(C, DType::Float64, &cpu_reduce<double, cpu::MaxReducer>);
-  max_kernels.set(C, DType::Int64, &cpu_reduce<int64_t, cpu::MaxReducer>);
-#if HKT_WITH_CUDA
-  constexpr auto G = DeviceType::CUDA;
-  sum_kernels.set(G, DType::Float32, &cuda::reduce_sum<float>);
-  sum_kernels.set(G, DType::Float64, &cuda::reduce_sum<double>);
-  sum_kernels.set(G, DType::Int64, &cuda::reduce_sum<int64_t>);
-  max_kernels.set(G, DType::Float32, &cuda::reduce_max<float>);
-  max_kernels.set(G, DType::Float64, &cuda::reduce_max<double>);
-  max_kernels.set(G, DType::Int64, &cuda::reduce_max<int64_t>);
-#endif
-  return true;
-}();
 
 // Normalised reduction: which dims, and the output shapes with/without keepdim.
 struct ReduceSpec {
@@ -86,7 +51,7 @@ class ReduceFn final : public Function {
     if (y.numel() > 0 && spec_.count == 0) {
       fill_(y, 0.0);
     } else {
-      (is_max_ ? max_kernels : sum_kernels)
+      (is_max_ ? kernels::tables().max : kernels::tables().sum)
           .get(x.device(), x.dtype())(x.raw_data(), x.shape(), x.strides(), spec_.red, y.raw_data());
     }
     in_shape_ = x.shape();

@@ -4,11 +4,16 @@
 //       out by hand;
 //   (b) an op defined here, outside the library, through the same public
 //       mechanism the built-in ops use (hkt::Function + hkt::KernelTable):
-//       cube(x) = x^3 with its own CPU loops, checked with hkt::gradcheck in
-//       float64. docs/extending.md walks through it.
+//       cube(x) = x^3 with its own CPU loops, registered with the library's
+//       op registry like the built-in ops, checked with hkt::gradcheck in
+//       float64 and put through the library's op-test harness
+//       (tests/helpers/op_harness.hpp). docs/extending.md walks through it.
 //
 // Exits 0 when every check passes, 1 otherwise.
 #include <hkt/hkt.hpp>
+#include <hkt/kernels/registry.hpp>
+
+#include "helpers/op_harness.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -71,6 +76,14 @@ hkt::KernelTable<CubeGradSig>& cube_grad_kernels() {
   }();
   return table;
 }
+
+// Known to the registry (supports(), missing_kernels(), the harness): CPU
+// float32 and float64 required, no CUDA kernels (kNone).
+const bool kCubeRegistered = [] {
+  hkt::register_op({&cube_kernels(), hkt::kernels::kFloat, hkt::kernels::kNone});
+  hkt::register_op({&cube_grad_kernels(), hkt::kernels::kFloat, hkt::kernels::kNone});
+  return true;
+}();
 
 // 2. The Function: name, shape rule, forward, backward.
 class Cube final : public hkt::Function {
@@ -249,6 +262,35 @@ void custom_op() {
   check(threw, "cube: backward refuses an input modified in place after the forward");
 }
 
+// cube through the library's op-test harness, as the built-in ops: float64
+// gradcheck, float32 against float64, 1 against 2 threads, and a bad input, on
+// random, transposed, sliced, size-1 and empty shapes.
+void harness_op() {
+  using namespace hkt;
+  using harness::Arg;
+  using harness::Layout;
+  check(kCubeRegistered && supports("cube", DeviceType::CPU, DType::Float64) &&
+            !supports("cube", DeviceType::CUDA, DType::Float32),
+        "cube: registered, with CPU kernels only");
+  check(missing_kernels().empty(), "registry: no op lacks a required kernel");
+  harness::OpEntry e;
+  e.op = "cube";
+  e.kernels = {"cube", "cube_backward"};
+  e.cases = [](std::mt19937_64& rng) {
+    const harness::Fn f = [](const std::vector<Tensor>& in) { return cube(in[0]); };
+    const Shape s = harness::shape(rng, 2, 2, 5);
+    return std::vector<harness::Case>{
+        {"contiguous", {Arg{s}}, f},
+        {"transposed", {Arg{s, Layout::Transposed}}, f},
+        {"sliced", {Arg{s, Layout::Sliced}}, f},
+        {"size-1 and empty", {Arg{{1, 0, 3}}}, f},
+    };
+  };
+  e.bad_input = [] { cube(arange(4)); };
+  e.bad_needle = "cube: expected a floating tensor";
+  check(harness::run({e}) == 0, "cube: the op-test harness passes");
+}
+
 // A tiny model that uses cube: y = sum_j v_j * cube(w_j x + b_j), fitted to a
 // target cubic by gradient descent; the loss must fall by 100x.
 void train_with_custom_op() {
@@ -329,6 +371,7 @@ int main() {
     builtin_ops();
     custom_op();
     swish_op();
+    harness_op();
     train_with_custom_op();
   } catch (const std::exception& e) {
     std::printf("FAIL uncaught exception: %s\n", e.what());

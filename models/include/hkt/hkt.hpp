@@ -45,4 +45,5 @@
 #include "hkt/tasks/listops.hpp"
 #include "hkt/tasks/memory.hpp"
 #include "hkt/tasks/registry.hpp"
+#include "hkt/tasks/stats.hpp"
 #include "hkt/tasks/train.hpp"

@@ -16,6 +16,17 @@ struct MultiTensor {
   int64_t n;
 };
 
+// One parameter of a multi-tensor AdamW step (buffers as the backend's,
+// per-tensor scalars of adamw_one).
+struct AdamWTensor {
+  void* p;
+  const void* g;
+  void* m;
+  void* v;
+  int64_t n;
+  double decay, step_size, bc2_sqrt;
+};
+
 // SGD with momentum, dampening, weight decay and Nesterov (torch.optim.SGD):
 //   d = g + wd p;  b = first ? d : momentum b + (1 - dampening) d;  d = nesterov ? d + momentum b : b
 //   p = p - lr d

@@ -42,6 +42,12 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullpt
 // any thread count). Saves a, b and w.
 Tensor gated_mix(const Tensor& a, const Tensor& b, const Tensor& w);
 
+// Fused bias + GELU, the epilogue of a linear layer: y = gelu(x + b) with x
+// [..., C] and b [C] (the tanh form when approximate, else the erf form).
+// Backward: dx = g * gelu'(x + b), db = dx summed over every dim but the last.
+// Saves x and b.
+Tensor bias_gelu(const Tensor& x, const Tensor& b, bool approximate = false);
+
 enum class Reduction { Mean, Sum, None };
 // Cross-entropy of logits [N, C] against Int64 targets [N]. Targets equal to
 // ignore_index contribute nothing; Mean divides by the number of non-ignored
