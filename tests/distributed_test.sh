@@ -7,8 +7,9 @@
 #   equivalence  2 ranks reach the weights of 1 rank (same global batch, dropout on) after 20
 #                steps: relative L2 difference per tensor <= 1e-5 in float32, <= 1e-12 in float64
 #                (measured: 2e-7 and 1e-15; docs/distributed.md, "How close to one process")
-#   identical    two 2-rank runs end with the same bytes (model, optimizer, best model); a run
-#                under mpirun -np 1 ends with the bytes of a run without mpirun
+#   identical    two 2-rank runs end with the same bytes (model, optimizer, best model), and so
+#                does one with --no-overlap; a run under mpirun -np 1 ends with the bytes of a
+#                run without mpirun
 #   resume       a 2-rank run stopped after its step-10 checkpoint, resumed on 1 rank, ends as an
 #                uninterrupted 1-rank run (to the float32 tolerance); and 1 rank resumed on 2
 #   kill         kill -9 of rank 1 ends the job with a non-zero status within 60 s; the last
@@ -61,6 +62,9 @@ PY
       cmp "$work/a/$f" "$work/b/$f" || fail "two 2-rank runs: $f differs"
     done
     cmp "$work/a/test_predictions.csv" "$work/b/test_predictions.csv" || fail "test predictions differ"
+    # Blocking buckets after the backward sum the same elements: with 2 ranks (a + b = b + a) the same bytes.
+    "${mpi[@]}" -np 2 "$train" "${args[@]}" --run-dir "$work/c" --no-overlap
+    cmp "$work/a/checkpoint/model.safetensors" "$work/c/checkpoint/model.safetensors" || fail "--no-overlap differs"
     "$train" "${args[@]}" --run-dir "$work/plain"
     "${mpi[@]}" -np 1 "$train" "${args[@]}" --run-dir "$work/np1"
     for f in checkpoint/model.safetensors checkpoint/optimizer.safetensors best.safetensors test_predictions.csv; do

@@ -3,6 +3,8 @@
 // function is called; without MPI (HKT_MPI=OFF) the world always has one.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "hkt/core/tensor.hpp"
@@ -22,26 +24,37 @@ void barrier();
 uint64_t checksum(const std::vector<Tensor>& ts);
 
 // Sums the parameters' gradients over the ranks in fixed-size buckets, in a
-// fixed order (the parameters in reverse order, as the backward completes
-// them): bucket k always holds the same elements, so for a given number of
-// ranks the sums, and the weights, are bit-identical from run to run and on
-// every rank. overlap: each bucket's non-blocking all-reduce starts as soon as
-// it is packed, while the next ones are packed (false: one blocking all-reduce
-// per bucket, one after the other). Undefined gradients are skipped (the same
-// on every rank: the same model and code path).
+// fixed order (the parameters in reverse order, roughly the order in which the
+// backward completes them): bucket k always holds the same elements, so for a
+// given number of ranks the sums, and the weights, are bit-identical from run
+// to run and on every rank.
+//
+//   reducer.begin(params);
+//   { GradReadyGuard hook(reducer.hook()); loss.backward(); }   // overlap: buckets start during backward
+//   reducer.finish();                                           // every gradient now holds the sum
+//
+// overlap: a bucket's non-blocking all-reduce starts as soon as all of its
+// parameters' gradients are complete (the hook, called by backward), buckets
+// always started in index order so that every rank posts them alike; false:
+// after the backward, one blocking all-reduce per bucket. A parameter without a
+// gradient (the same on every rank: the same model and code path) counts as
+// zeros and keeps no gradient.
 class GradReducer {
  public:
   static constexpr int64_t kBucketBytes = int64_t{1} << 20;
-  explicit GradReducer(bool overlap) : overlap_(overlap) {}
-  void reduce(const std::vector<Tensor>& params);
-  double comm_seconds() const { return comm_s_; }  // time in MPI calls, summed
-  int64_t buckets() const { return buckets_; }     // of the last reduce()
+  explicit GradReducer(bool overlap = true);
+  ~GradReducer();
+  GradReducer(GradReducer&&) noexcept;
+  GradReducer& operator=(GradReducer&&) noexcept;
+  void begin(const std::vector<Tensor>& params);
+  std::function<void(const Tensor&)> hook();  // empty without overlap or in a world of one
+  void finish();
+  double comm_seconds() const;  // time spent in MPI calls, summed over steps
+  int64_t buckets() const;      // of the last step
 
  private:
-  bool overlap_;
-  double comm_s_ = 0.0;
-  int64_t buckets_ = 0;
-  std::vector<std::vector<unsigned char>> bufs_;
+  struct State;
+  std::unique_ptr<State> s_;
 };
 
 }  // namespace hkt::tasks::detail

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "comm.hpp"
 #include "hkt/core/error.hpp"
@@ -170,75 +171,143 @@ uint64_t checksum(const std::vector<Tensor>& ts) {
   return h;
 }
 
-void GradReducer::reduce(const std::vector<Tensor>& params) {
+struct GradReducer::State {
+  bool overlap = true;
+  double comm_s = 0.0;
+  int64_t nb = 0, per = 0, es = 0, total = 0, next = 0;  // next: the first bucket not started
+  std::vector<Tensor> params;                            // reverse parameter order
+  std::vector<int64_t> start;                            // each one's first flat element
+  std::unordered_map<const TensorImpl*, size_t> index;
+  std::vector<char> reported;
+  std::vector<int64_t> pending;  // per bucket: parameters not yet complete
+  std::vector<std::vector<unsigned char>> bufs;
 #if HKT_WITH_MPI
-  buckets_ = 0;
-  if (!many()) return;
-  // The gradients in reverse parameter order (the order the backward completes them).
-  std::vector<Tensor> grads;
-  for (auto it = params.rbegin(); it != params.rend(); ++it) {
-    const Tensor g = it->grad();
-    if (!g.defined()) continue;
-    HKT_CHECK(g.device().is_cpu() && g.is_contiguous(), "data-parallel training: a gradient that is not a CPU, "
-              "contiguous tensor");
-    HKT_CHECK(grads.empty() || g.dtype() == grads.front().dtype(), "data-parallel training: gradients of dtypes ",
-              g.dtype(), " and ", grads.front().dtype(), " in one model");
-    grads.push_back(g);
+  MPI_Datatype type = MPI_FLOAT;
+  std::vector<MPI_Request> reqs;
+#endif
+  bool active = false;
+
+  int64_t first_bucket(size_t i) const { return start[i] / per; }
+  int64_t last_bucket(size_t i) const {
+    const int64_t n = params[i].numel();
+    return n == 0 ? first_bucket(i) - 1 : (start[i] + n - 1) / per;
   }
-  if (grads.empty()) return;
-  const DType dt = grads.front().dtype();
-  const MPI_Datatype mt = mpi_type(dt);
-  const int64_t es = static_cast<int64_t>(dtype_size(dt)), per = kBucketBytes / es;
-  int64_t total = 0;
-  for (const Tensor& g : grads) total += g.numel();
-  const int64_t nb = (total + per - 1) / per;
-  buckets_ = nb;
-  if (static_cast<int64_t>(bufs_.size()) < nb) bufs_.resize(static_cast<size_t>(nb));
-  std::vector<MPI_Request> reqs(static_cast<size_t>(nb), MPI_REQUEST_NULL);
-  // Walks the gradients' elements [lo, hi) of the flat order, copying to (pack) or from the buffer.
-  const auto copy = [&](int64_t lo, int64_t hi, unsigned char* buf, bool pack) {
-    int64_t base = 0;
-    for (const Tensor& g : grads) {
-      const int64_t n = g.numel(), a = std::max(lo, base), b = std::min(hi, base + n);
-      if (a < b) {
-        auto* gp = static_cast<unsigned char*>(g.raw_data()) + (a - base) * es;
-        unsigned char* bp = buf + (a - lo) * es;
-        if (pack) std::memcpy(bp, gp, static_cast<size_t>((b - a) * es));
-        else std::memcpy(gp, bp, static_cast<size_t>((b - a) * es));
+  // Copies bucket k's elements between the gradients and its buffer (zeros for a missing gradient).
+  void copy(int64_t k, bool pack) {
+    const int64_t lo = k * per, hi = std::min(total, lo + per);
+    unsigned char* buf = bufs[static_cast<size_t>(k)].data();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const int64_t base = start[i], n = params[i].numel(), a = std::max(lo, base), b = std::min(hi, base + n);
+      if (a >= b) continue;
+      const Tensor g = params[i].grad();
+      unsigned char* bp = buf + (a - lo) * es;
+      if (!g.defined()) {
+        if (pack) std::memset(bp, 0, static_cast<size_t>((b - a) * es));
+        continue;
       }
-      base += n;
-      if (base >= hi) break;
+      HKT_CHECK(g.device().is_cpu() && g.is_contiguous() && g.dtype() == params[i].dtype(),
+                "data-parallel training: a gradient that is not a CPU, contiguous tensor of its parameter's dtype");
+      auto* gp = static_cast<unsigned char*>(g.raw_data()) + (a - base) * es;
+      if (pack) std::memcpy(bp, gp, static_cast<size_t>((b - a) * es));
+      else std::memcpy(gp, bp, static_cast<size_t>((b - a) * es));
     }
-  };
-  const auto t0 = std::chrono::steady_clock::now();
-  double in_mpi = 0.0;
-  for (int64_t k = 0; k < nb; ++k) {
-    const int64_t lo = k * per, hi = std::min(total, lo + per);
-    auto& buf = bufs_[static_cast<size_t>(k)];
-    buf.resize(static_cast<size_t>(per * es));
-    copy(lo, hi, buf.data(), true);
-    const auto c0 = std::chrono::steady_clock::now();
-    if (overlap_) {
-      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(hi - lo), mt, MPI_SUM, MPI_COMM_WORLD,
-                               &reqs[static_cast<size_t>(k)]),
-                "MPI_Iallreduce");
-    } else {
-      check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(hi - lo), mt, MPI_SUM, MPI_COMM_WORLD),
-                "MPI_Allreduce");
+  }
+  // Starts the buckets whose parameters are all complete, in index order.
+  void start_ready(bool all) {
+#if HKT_WITH_MPI
+    while (next < nb && (all || pending[static_cast<size_t>(next)] == 0)) {
+      const int64_t k = next++, n = std::min(total, (k + 1) * per) - k * per;
+      copy(k, true);
+      const auto c0 = std::chrono::steady_clock::now();
+      if (overlap)
+        check_mpi(MPI_Iallreduce(MPI_IN_PLACE, bufs[static_cast<size_t>(k)].data(), static_cast<int>(n), type,
+                                 MPI_SUM, MPI_COMM_WORLD, &reqs[static_cast<size_t>(k)]),
+                  "MPI_Iallreduce");
+      else
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, bufs[static_cast<size_t>(k)].data(), static_cast<int>(n), type, MPI_SUM,
+                                MPI_COMM_WORLD),
+                  "MPI_Allreduce");
+      comm_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
     }
-    in_mpi += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+#else
+    (void)all;
+#endif
   }
-  const auto w0 = std::chrono::steady_clock::now();
-  if (overlap_) check_mpi(MPI_Waitall(static_cast<int>(nb), reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-  in_mpi += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
-  for (int64_t k = 0; k < nb; ++k) {
-    const int64_t lo = k * per, hi = std::min(total, lo + per);
-    copy(lo, hi, bufs_[static_cast<size_t>(k)].data(), false);
+  void ready(const Tensor& leaf) {
+    const auto it = index.find(leaf.unsafe_impl());
+    if (it == index.end() || reported[it->second]) return;
+    reported[it->second] = 1;
+    for (int64_t k = first_bucket(it->second); k <= last_bucket(it->second); ++k) --pending[static_cast<size_t>(k)];
+    start_ready(false);
+#if HKT_WITH_MPI
+    if (next > 0) {  // lets the library progress the started all-reduces (no progress thread by default)
+      int done = 0;
+      check_mpi(MPI_Testall(static_cast<int>(next), reqs.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+    }
+#endif
   }
-  (void)t0;
-  comm_s_ += in_mpi;
+};
+
+GradReducer::GradReducer(bool overlap) : s_(std::make_unique<State>()) { s_->overlap = overlap; }
+GradReducer::~GradReducer() = default;
+GradReducer::GradReducer(GradReducer&&) noexcept = default;
+GradReducer& GradReducer::operator=(GradReducer&&) noexcept = default;
+double GradReducer::comm_seconds() const { return s_->comm_s; }
+int64_t GradReducer::buckets() const { return s_->nb; }
+
+void GradReducer::begin(const std::vector<Tensor>& params) {
+  State& s = *s_;
+  s.active = world().size > 1;
+  if (!s.active) return;
+#if HKT_WITH_MPI
+  s.params.assign(params.rbegin(), params.rend());
+  HKT_CHECK(!s.params.empty(), "data-parallel training: a model without parameters");
+  const DType dt = s.params.front().dtype();
+  for (const Tensor& p : s.params)
+    HKT_CHECK(p.dtype() == dt, "data-parallel training: parameters of dtypes ", p.dtype(), " and ", dt,
+              " in one model");
+  s.type = mpi_type(dt);
+  s.es = static_cast<int64_t>(dtype_size(dt));
+  s.per = kBucketBytes / s.es;
+  s.start.assign(s.params.size(), 0);
+  s.index.clear();
+  s.total = 0;
+  for (size_t i = 0; i < s.params.size(); ++i) {
+    s.start[i] = s.total;
+    s.total += s.params[i].numel();
+    s.index[s.params[i].unsafe_impl()] = i;
+  }
+  s.nb = (s.total + s.per - 1) / s.per;
+  s.next = 0;
+  s.reported.assign(s.params.size(), 0);
+  s.pending.assign(static_cast<size_t>(s.nb), 0);
+  for (size_t i = 0; i < s.params.size(); ++i)
+    for (int64_t k = s.first_bucket(i); k <= s.last_bucket(i); ++k) ++s.pending[static_cast<size_t>(k)];
+  s.bufs.resize(static_cast<size_t>(s.nb));
+  for (int64_t k = 0; k < s.nb; ++k) s.bufs[static_cast<size_t>(k)].resize(static_cast<size_t>(s.per * s.es));
+  s.reqs.assign(static_cast<size_t>(s.nb), MPI_REQUEST_NULL);
 #else
   (void)params;
+#endif
+}
+
+std::function<void(const Tensor&)> GradReducer::hook() {
+  if (!s_->active || !s_->overlap) return {};
+  State* s = s_.get();
+  return [s](const Tensor& leaf) { s->ready(leaf); };
+}
+
+void GradReducer::finish() {
+  State& s = *s_;
+  if (!s.active) return;
+  s.active = false;
+#if HKT_WITH_MPI
+  s.start_ready(true);  // the rest (all of them without overlap), in index order
+  const auto w0 = std::chrono::steady_clock::now();
+  if (s.overlap)
+    check_mpi(MPI_Waitall(static_cast<int>(s.nb), s.reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  s.comm_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+  for (int64_t k = 0; k < s.nb; ++k) s.copy(k, false);
 #endif
 }
 

@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "hkt/core/grad_hook.hpp"
 #include "hkt/core/grad_mode.hpp"
 #include "hkt/core/json_read.hpp"
 #include "hkt/core/random.hpp"
@@ -654,9 +655,13 @@ struct Run {
         }
         g.clear_batch_slice();
         opt->zero_grad();
-        loss.backward();
+        reducer.begin(params);
+        {
+          const GradReadyGuard hook(reducer.hook());  // with overlap: buckets reduced during the backward
+          loss.backward();
+        }
         const auto c0 = Clock::now();
-        reducer.reduce(params);  // every rank now holds the global batch's gradient
+        reducer.finish();  // every rank now holds the global batch's gradient
         double sums[2] = {loss.item_double(), static_cast<double>(count_correct(logits, hb.labels.to_vector<int64_t>()))};
         allreduce_sum(sums, 2);
         comm_s += std::chrono::duration<double>(Clock::now() - c0).count();
@@ -760,6 +765,11 @@ struct Run {
       s["wall_s"] = r.wall_s;
       s["train_s"] = train_s;
       s["s_per_step"] = r.s_per_step;
+      // Data parallel: processes, and this segment's time waiting for the gradients' and metrics'
+      // all-reduces after the backward (what overlap did not hide), and its share of the steps' time.
+      s["ranks"] = W.size;
+      s["comm_wait_s"] = comm_s;
+      s["comm_share"] = seg_train > 0 ? comm_s / seg_train : 0.0;
       write_file_atomic(dir / "summary.json", s.dump(2) + "\n");
     }
     con.line("done: " + std::to_string(step) + " steps, best val acc " + fmt(best_val) + " at step " +
