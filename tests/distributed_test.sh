@@ -14,6 +14,8 @@
 #                uninterrupted 1-rank run (to the float32 tolerance); and 1 rank resumed on 2
 #   kill         kill -9 of rank 1 ends the job with a non-zero status within 60 s; the last
 #                checkpoint is readable (hkt-check-run) and --resume continues from it
+#   experiment   hkt-experiment with "launcher": ["mpirun", ..., "-np", "2"] trains each run with
+#                2 ranks; a malformed launcher is refused (exit 2)
 #   diverge      a rank whose weights are made to differ (HKT_TEST_DIVERGE) stops the run with
 #                the checksum's error and a non-zero status
 set -euo pipefail
@@ -129,6 +131,27 @@ PY
     cat "$work/err" >&2
     ((rc != 0)) || fail "diverged ranks: the run ended with status 0"
     grep -q "the ranks diverged" "$work/err" || fail "no divergence error"
+    ;;
+  experiment)
+    # hkt-experiment with "launcher": each run trained by 2 ranks, the results table written.
+    cat >"$work/grid.json" <<JSON
+{"name": "dp", "out_dir": "$work/grid",
+ "launcher": ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", "2"],
+ "base": {"steps": 6, "batch_size": 8, "eval_every": 3, "log_every": 2,
+          "data": {"seq_len": 32, "train_size": 64, "val_size": 16, "test_size": 16}},
+ "tasks": {"synthetic": {}}, "models": {"hkt": {"model": "hkt-tiny"}}, "seeds": [1, 2]}
+JSON
+    "$bin/hkt-experiment" "$work/grid.json" >"$work/out" 2>&1 || { cat "$work/out" "$work"/grid/logs/* >&2; fail "hkt-experiment failed"; }
+    for seed in 1 2; do
+      python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["ranks"] == 2' \
+        "$work/grid/synthetic/hkt/seed$seed/summary.json" || fail "seed $seed was not trained by 2 ranks"
+    done
+    grep -q "hkt" "$work/grid/results.md" || fail "no results.md"
+    # A launcher that is not a list of strings is refused (exit 2).
+    sed 's/"launcher": \[/"launcher": [1, /' "$work/grid.json" >"$work/bad.json"
+    rc=0
+    "$bin/hkt-experiment" "$work/bad.json" --out-dir "$work/bad" >"$work/out" 2>&1 || rc=$?
+    ((rc == 2)) && grep -q '"launcher" must hold non-empty strings' "$work/out" || { cat "$work/out"; fail "bad launcher"; }
     ;;
   *) echo "distributed_test.sh: unknown mode '$mode'" >&2; exit 2 ;;
 esac
