@@ -5,6 +5,8 @@
 #   2. build      configure and build build/ (Release)
 #   3. tests      ctest in build/
 #   4. sanitize   an optimised build (-O1, line tables) with ASan+UBSan in build-asan/ and its ctest
+#                 (the sanitizer and fuzz trees are built without MPI: Open MPI is not instrumented and
+#                 reports its own allocations as leaks; the MPI tests run in build/)
 #                 (skipped when HKT_SKIP_SANITIZE=1; CI runs it)
 #   5. tsan       ThreadSanitizer on the suites of the TBB-parallel kernels: a static
 #                 RelWithDebInfo build of the library and those suites only, in build-tsan/
@@ -51,7 +53,7 @@ else
   stage "sanitize: build ($b-asan/, -O1 -g1, ASan+UBSan)"
   HKT_BUILD_DIR="$b-asan" tools/build.sh "${cmake_args[@]}" \
     -DHKT_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
-    -DHKT_BUILD_TOOLS=OFF -DHKT_CUDA=OFF
+    -DHKT_BUILD_TOOLS=OFF -DHKT_CUDA=OFF -DHKT_MPI=OFF
   stage "sanitize: tests ($b-asan/)"
   # Leak checking is on. OpenBLAS and oneTBB currently report no leaks at exit
   # (checked with threaded BLAS and TBB loops); if a library ever does, list
@@ -84,7 +86,7 @@ else
   # reports races inside it that the annotations in kernels/cpu/parallel.hpp cover at -O2.
   # -g1: line tables are all a report's stacks need, and build a quarter faster than -g.)
   cmake -S . -B "$b-tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
-    "${cmake_args[@]}" -DHKT_TSAN=ON -DHKT_SHARED=OFF -DHKT_BUILD_TOOLS=OFF -DHKT_CUDA=OFF >/dev/null
+    "${cmake_args[@]}" -DHKT_TSAN=ON -DHKT_SHARED=OFF -DHKT_BUILD_TOOLS=OFF -DHKT_CUDA=OFF -DHKT_MPI=OFF >/dev/null
   cmake --build "$b-tsan" -j "$jobs" --target "${tsan_tests[@]}"
   stage "tsan: tests ($b-tsan/)"
   # OpenBLAS runs its own (uninstrumented) threads: keep it on the calling thread so that
@@ -102,7 +104,7 @@ fuzz_targets=(safetensors cifar idx listops imdb config checkpoint experiment)
 stage "fuzz: build ($b-fuzz/, clang++-14, libFuzzer + ASan/UBSan)"
 cmake -S . -B "$b-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
   -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DHKT_CUDA=OFF -DHKT_FUZZ=ON -DHKT_SHARED=OFF -DHKT_BUILD_TESTS=OFF -DHKT_BUILD_TOOLS=OFF >/dev/null
+  -DHKT_CUDA=OFF -DHKT_MPI=OFF -DHKT_FUZZ=ON -DHKT_SHARED=OFF -DHKT_BUILD_TESTS=OFF -DHKT_BUILD_TOOLS=OFF >/dev/null
 cmake --build "$b-fuzz" -j "$jobs" --target "${fuzz_targets[@]/#/fuzz_}"
 # Each target: the seeds (and the regression inputs kept with them) first, then new inputs
 # for fuzz_seconds. Any crash, leak, sanitizer report or exception other than hkt::Error fails.

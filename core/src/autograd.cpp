@@ -1,5 +1,6 @@
 // The backward engine: an iterative topological walk over the graph.
 #include "hkt/core/autograd.hpp"
+#include "hkt/core/grad_hook.hpp"
 
 #include <unordered_map>
 
@@ -42,6 +43,8 @@ AccumulateGrad::AccumulateGrad(const std::shared_ptr<TensorImpl>& leaf) : leaf_(
 }
 
 namespace {
+thread_local GradReadyHook t_grad_ready;  // grad_hook.hpp
+
 // Whether the incoming gradient can become the leaf's gradient as it is: the
 // engine holds the only reference to it (it drops it after this call), no
 // other tensor shares its storage, it fills that storage exactly in
@@ -67,8 +70,14 @@ std::vector<Tensor> AccumulateGrad::apply(const std::vector<Tensor>& g) {
     leaf->grad = m.add(Tensor(leaf->grad), g[0]).impl_ptr();
   else
     leaf->grad = can_adopt(g[0]) ? g[0].impl_ptr() : m.clone(g[0]).impl_ptr();
+  if (t_grad_ready) t_grad_ready(Tensor(leaf));
   return {};
 }
+
+GradReadyGuard::GradReadyGuard(GradReadyHook hook) : previous_(std::move(t_grad_ready)) {
+  t_grad_ready = std::move(hook);
+}
+GradReadyGuard::~GradReadyGuard() { t_grad_ready = std::move(previous_); }
 
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined() || !t.requires_grad()) return {};

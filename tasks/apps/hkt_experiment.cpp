@@ -33,6 +33,7 @@
 #include <sstream>
 
 #include "hkt/ops/threads.hpp"
+#include "hkt/tasks/distributed.hpp"
 #include "hkt/tasks/experiment.hpp"
 #include "hkt/tasks/files.hpp"
 #include "train_options.hpp"
@@ -44,6 +45,15 @@ using namespace hkt::tasks;
 
 const char* state_name(RunState s) {
   return s == RunState::Done ? "done" : s == RunState::Started ? "started (will resume)" : "new";
+}
+
+// A run under a launcher with several processes: an error ends them all (the others may wait in a collective).
+int end_job(int status) {
+  try {
+    if (hkt::tasks::world().size > 1) hkt::tasks::abort_job(status);
+  } catch (const std::exception&) {  // several processes but no MPI in this build: said already
+  }
+  return status;
 }
 
 std::string run_id(const ExperimentRun& r) { return r.task + "/" + r.model + "/seed" + std::to_string(r.seed); }
@@ -63,7 +73,9 @@ void catch_stop_signals() {
 
 // Starts `exe args...` with stdout and stderr appended to `log` and
 // HKT_NUM_THREADS / OPENBLAS_NUM_THREADS set to `threads`. Returns the pid.
-pid_t spawn_child(const fs::path& exe, const std::vector<std::string>& args, const fs::path& log, int threads) {
+// With a launcher (the experiment's "launcher"), `launcher... exe args...`, found on PATH.
+pid_t spawn_child(const fs::path& exe, const std::vector<std::string>& args, const fs::path& log, int threads,
+                  const std::vector<std::string>& launcher) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
@@ -71,7 +83,8 @@ pid_t spawn_child(const fs::path& exe, const std::vector<std::string>& args, con
   }
   env.push_back("HKT_NUM_THREADS=" + std::to_string(threads));
   env.push_back("OPENBLAS_NUM_THREADS=" + std::to_string(threads));
-  std::vector<std::string> argv_s{exe.string()};
+  std::vector<std::string> argv_s = launcher;
+  argv_s.push_back(exe.string());
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv, envp;
   for (std::string& a : argv_s) argv.push_back(a.data());
@@ -83,9 +96,10 @@ pid_t spawn_child(const fs::path& exe, const std::vector<std::string>& args, con
   posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), envp.data());
+  const int rc = launcher.empty() ? posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), envp.data())
+                                  : posix_spawnp(&pid, argv_s[0].c_str(), &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
-  HKT_CHECK(rc == 0, "hkt-experiment: cannot start '", exe.string(), "': ", std::strerror(rc));
+  HKT_CHECK(rc == 0, "hkt-experiment: cannot start '", argv_s[0], "': ", std::strerror(rc));
   return pid;
 }
 
@@ -168,6 +182,10 @@ int main(int argc, char** argv) {
                  "runs at a time, each in its own process with 1/N of the threads and its output in "
                  "OUT/logs/ (default 1: one after another, in this process)")
       ->check(CLI::Range(1, 64));
+  // Internal: a run started under the experiment's launcher (every rank must take the same decision,
+  // so the parent passes the run's state, read before any rank writes).
+  std::string launched_state;
+  app.add_option("--launched-as", launched_state, "")->check(CLI::IsMember({"new", "started"}))->group("");
   app.add_flag("--no-report", no_report, "train only; do not rewrite results.md, results.csv or the plots");
   app.add_flag("--list", list, "list the runs and their state, train nothing");
   app.add_flag("--report", report_only, "only rebuild results.md / results.csv from the finished runs");
@@ -273,11 +291,13 @@ int main(int argc, char** argv) {
     if (!report_only) {
       const hkt::Device dev = hkt::apps::device_from_flag(device);
       if (autotune && dev.is_cpu()) throw InputError("--cuda-autotune: only with --device cuda");
-      if (jobs == 1) {
+      if ((jobs == 1 && e.launcher.empty()) || !launched_state.empty()) {
         for (const size_t i : order) {
           const ExperimentRun& r = e.runs[i];
           if (!selected(r)) continue;
-          const RunState st = run_state(r.cfg.run_dir);
+          const RunState st = launched_state.empty()     ? run_state(r.cfg.run_dir)
+                              : launched_state == "new" ? RunState::New
+                                                        : RunState::Started;
           std::cout << "[" << i + 1 << "/" << e.runs.size() << "] " << run_id(r) << ": " << state_name(st)
                     << std::endl;
           if (st == RunState::Done) continue;
@@ -318,7 +338,11 @@ int main(int argc, char** argv) {
             std::vector<std::string> args = {file,      "--out-dir", e.out_dir, "--run",
                                              run_id(r), "--device",  device,    "--no-report"};
             if (autotune) args.push_back("--cuda-autotune");
-            const pid_t pid = spawn_child(self_exe, args, log, threads);
+            if (!e.launcher.empty()) {
+              args.push_back("--launched-as");
+              args.push_back(run_state(r.cfg.run_dir) == RunState::Started ? "started" : "new");
+            }
+            const pid_t pid = spawn_child(self_exe, args, log, threads, e.launcher);
             std::cout << "[" << pending.front() + 1 << "/" << e.runs.size() << "] " << run_id(r) << ": "
                       << state_name(run_state(r.cfg.run_dir)) << ", pid " << pid << ", log " << log.string()
                       << std::endl;
@@ -350,11 +374,11 @@ int main(int argc, char** argv) {
       std::cout << "\n" << results_markdown(e) << "\nwritten: " << results_md.string() << "\n";
     }
   } catch (const InputError& ex) {
-    std::cerr << ex.what() << "\n";
-    return hkt::apps::kExitUsage;
+    std::cerr << hkt::tasks::rank_prefix() << ex.what() << "\n";
+    return end_job(hkt::apps::kExitUsage);
   } catch (const std::exception& ex) {
-    std::cerr << "hkt-experiment: " << ex.what() << "\n";
-    return 1;
+    std::cerr << "hkt-experiment: " << hkt::tasks::rank_prefix() << ex.what() << "\n";
+    return end_job(1);
   }
   if (!failed.empty()) {
     std::sort(failed.begin(), failed.end());  // the grid's order, not the order the children ended in

@@ -7,8 +7,19 @@
 
 #include "hkt/ops/threads.hpp"
 
+#include "hkt/tasks/distributed.hpp"
 #include "hkt/tasks/train.hpp"
 #include "train_options.hpp"
+
+// An error in a job of several processes ends them all (the others may be
+// waiting for this one in a collective); otherwise the status is returned.
+static int end(int status) {
+  try {
+    if (hkt::tasks::world().size > 1) hkt::tasks::abort_job(status);
+  } catch (const std::exception&) {  // launched with several processes by a build without MPI: said already
+  }
+  return status;
+}
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -20,8 +31,9 @@ int main(int argc, char** argv) {
   hkt::apps::TrainOptions topts;
   topts.add(app);
   std::string run_dir, resume_dir;
-  bool quiet = false, print_config = false, overwrite = false;
+  bool quiet = false, print_config = false, overwrite = false, no_overlap = false;
   double max_memory_gib = 0;
+  int64_t stop_after = 0;
   app.add_option("--run-dir", run_dir, "run folder (default runs/<task>-<model>-s<seed>)");
   app.add_flag("--overwrite", overwrite,
                "train even if RUN_DIR holds a run: its files move to RUN_DIR/replaced/ and are deleted once the new "
@@ -32,7 +44,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1e9));
   CLI::Option* resume_opt = app.add_option("--resume", resume_dir,
                  "continue the run in RUN_DIR from its last checkpoint, with its config.json (only --threads, --quiet, "
-                 "--device, --cuda-autotune and --max-memory may be given with it)");
+                 "--device, --cuda-autotune, --max-memory, --no-overlap and --stop-after may be given with it)");
+  app.add_flag("--no-overlap", no_overlap,
+               "with several processes (mpirun): reduce the gradient buckets with blocking all-reduces, one after "
+               "the other, instead of non-blocking ones started as each bucket is packed (docs/distributed.md)");
+  app.add_option("--stop-after", stop_after,
+                 "return after this step as if killed, without a checkpoint at that step (tests: a run to resume "
+                 "from its last checkpoint; 0 = off)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--quiet", quiet, "no console output (the run folder is still written)");
   app.add_flag("--print-config", print_config, "print the resolved config as JSON and exit");
   if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;
@@ -48,6 +67,8 @@ int main(int argc, char** argv) {
     ropt.max_memory = max_memory_gib * 1024.0 * 1024.0 * 1024.0;
     ropt.device = topts.device();
     ropt.cuda_autotune = topts.cuda_autotune();
+    ropt.overlap = !no_overlap;
+    ropt.stop_after = stop_after;
     if (!resume_dir.empty()) {
       std::vector<std::string> extra = topts.given();
       if (!run_dir.empty()) extra.push_back("--run-dir");
@@ -81,10 +102,10 @@ int main(int argc, char** argv) {
     if (!quiet) hkt::tasks::print_attention_kernels(std::cout);
     return 0;
   } catch (const hkt::tasks::InputError& e) {
-    std::cerr << "hkt-train: error: " << e.what() << "\n";
-    return hkt::apps::kExitUsage;
+    std::cerr << "hkt-train: error: " << hkt::tasks::rank_prefix() << e.what() << "\n";
+    return end(hkt::apps::kExitUsage);
   } catch (const std::exception& e) {
-    std::cerr << "\nhkt-train: error: " << e.what() << "\n";
-    return hkt::apps::kExitFailure;
+    std::cerr << "\nhkt-train: error: " << hkt::tasks::rank_prefix() << e.what() << "\n";
+    return end(hkt::apps::kExitFailure);
   }
 }

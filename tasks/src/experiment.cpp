@@ -330,7 +330,7 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
   }
   HKT_CHECK(j.is_object(), "experiment: the file must hold a JSON object");
   static const char* known[] = {"name", "description", "notes", "out_dir", "baseline", "compare", "base", "tasks",
-                                "models", "seeds", "order", "tuning"};
+                                "models", "seeds", "order", "tuning", "launcher"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;
@@ -344,6 +344,15 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
     if (j.contains("notes")) e.notes = j.at("notes").get<std::vector<std::string>>();
     e.out_dir = out_dir_override.empty() ? j.value("out_dir", "runs/" + e.name) : out_dir_override;
     e.order = j.value("order", std::string("seed"));
+    if (j.contains("launcher")) {
+      const json& l = j.at("launcher");
+      HKT_CHECK(l.is_array() && !l.empty(), "experiment: \"launcher\" must be a non-empty array of strings (a command, "
+                "e.g. [\"mpirun\", \"-np\", \"2\"]), got ", excerpt(l.dump()));
+      for (const json& a : l)
+        HKT_CHECK(a.is_string() && !a.get<std::string>().empty(), "experiment: \"launcher\" must hold non-empty "
+                  "strings, got ", excerpt(a.dump()));
+      e.launcher = l.get<std::vector<std::string>>();
+    }
     HKT_CHECK(e.order == "seed" || e.order == "task", "experiment: \"order\" must be \"seed\" or \"task\", got \"",
               e.order, "\"");
     HKT_CHECK(j.contains("seeds") && j.at("seeds").is_array() && !j.at("seeds").empty(),

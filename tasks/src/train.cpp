@@ -19,7 +19,9 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <sstream>
+#include <thread>
 
+#include "hkt/core/grad_hook.hpp"
 #include "hkt/core/grad_mode.hpp"
 #include "hkt/core/json_read.hpp"
 #include "hkt/core/random.hpp"
@@ -27,12 +29,15 @@
 #include "hkt/models/optim.hpp"
 #include "hkt/models/schedule.hpp"
 #include "hkt/ops/cuda.hpp"
+#include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/nn.hpp"
 #include "hkt/ops/threads.hpp"
 #include "hkt/tasks/attention_kernels.hpp"
 #include "hkt/tasks/files.hpp"
 #include "hkt/tasks/memory.hpp"
+#include "comm.hpp"
+#include "hkt/tasks/distributed.hpp"
 #include "run_folder.hpp"
 
 namespace hkt::tasks {
@@ -244,6 +249,12 @@ class Console {
   Clock::time_point last_{};
 };
 
+// evaluate() with the batches split across the ranks of the job (split: each
+// rank its contiguous share of the batches) and the sums reduced: every rank
+// returns the whole result.
+EvalResult evaluate_split(nn::SequenceClassifier& model, const Dataset& data, int64_t batch_size,
+                          int64_t max_batches, bool split);
+
 // --- the run --------------------------------------------------------------------
 
 // A batch copied to the model's device.
@@ -256,6 +267,8 @@ Batch on_device(Batch b, Device d) {
 }
 
 struct Run {
+  const World& W = world();  // rank 0 alone writes the run folder
+  bool writer() const { return W.rank == 0; }
   TrainConfig cfg;
   RunOptions ropt;
   fs::path dir;  // empty: write nothing
@@ -270,11 +283,13 @@ struct Run {
   double best_val = -1.0, final_val = -1.0;
   double prior_wall = 0.0, prior_train = 0.0;  // from earlier segments
   double seg_train = 0.0;
+  double comm_s = 0.0;  // this segment's time in gradient and metric all-reduces (several ranks)
+  GradReducer reducer{true};
   Clock::time_point seg_start = Clock::now();
 
   // Appends an event; a failed append stops the run (the last checkpoint is kept).
   void metric(const json& j) {
-    if (dir.empty()) return;
+    if (dir.empty() || !writer()) return;
     try {
       append_file(dir / "metrics.jsonl", j.dump() + "\n");
     } catch (const Error& e) {
@@ -305,8 +320,34 @@ struct Run {
     return m;
   }
 
+  // Every rank must hold the same weights (docs/distributed.md, "Checks"):
+  // compared before each checkpoint, every kChecksumEvery steps and at the end.
+  static constexpr int64_t kChecksumEvery = 50;
+  void check_ranks_agree(const char* when) {
+    if (W.size == 1) return;
+    std::vector<Tensor> ts = model->parameters();
+    const std::vector<uint64_t> sums = allgather_u64(checksum(ts));
+    for (int r = 1; r < W.size; ++r)
+      if (sums[static_cast<size_t>(r)] != sums[0])
+        throw Error(str_cat("train: ", when, " (step ", step, "): the weights of rank ", r, " differ from rank 0's "
+                            "(checksums ", sums[static_cast<size_t>(r)], " and ", sums[0],
+                            "): the ranks diverged; stopping. ", kept_checkpoint()));
+  }
+
+  // Fault injection for tests/distributed_test.sh (diverge): HKT_TEST_DIVERGE=1 in the
+  // environment of a job of several ranks changes one bit of rank 1's first weight after step 1,
+  // which the next check must catch.
+  const bool diverge_for_test = W.size > 1 && W.rank == 1 && std::getenv("HKT_TEST_DIVERGE") &&
+                                std::string(std::getenv("HKT_TEST_DIVERGE")) == "1";
+  void nudge_first_weight() {
+    const Tensor p = model->parameters().front();
+    HKT_CHECK(p.device().is_cpu() && p.is_contiguous() && p.numel() > 0, "HKT_TEST_DIVERGE: a CPU model is needed");
+    static_cast<unsigned char*>(p.raw_data())[0] ^= 1;
+  }
+
   void save_folder() {
-    if (dir.empty()) return;
+    check_ranks_agree("before a checkpoint");
+    if (dir.empty() || !writer()) return;
     const fs::path tmp = dir / "checkpoint.tmp", cur = dir / "checkpoint", old = dir / "checkpoint.old";
     fs::remove_all(tmp);
     try {
@@ -350,6 +391,11 @@ struct Run {
   void setup(const Console& con) {
     (void)con;
     if (cfg.threads > 0) set_num_threads(cfg.threads);
+    else if (W.size > 1 && !std::getenv("HKT_NUM_THREADS"))  // the node's cores shared by its ranks
+      set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / W.local_size));
+    if (W.size > 1 && !ropt.device.is_cpu())
+      throw InputError(str_cat("train: ", W.size, " processes with --device ", ropt.device.str(),
+                               ": data-parallel training runs on the CPU only in this version (docs/distributed.md)"));
     try {
       check_memory_before_data();
       data = load_task(cfg.task, cfg.data);
@@ -375,6 +421,15 @@ struct Run {
     manual_seed(cfg.seed + 1);  // dropout
     per_epoch = (data.train.size() + cfg.batch_size - 1) / cfg.batch_size;
     total = cfg.steps > 0 ? cfg.steps : cfg.epochs * per_epoch;
+    if (W.size > 1) {
+      // Each rank takes a share of every global batch: the smallest (an epoch's last) must have one for each.
+      const int64_t last = data.train.size() - (per_epoch - 1) * cfg.batch_size;
+      if (std::min(cfg.batch_size, last) < W.size)
+        throw InputError(str_cat("train: ", W.size, " processes need at least ", W.size, " examples in every batch; ",
+                                 "batch_size is ", cfg.batch_size, " and an epoch's last batch holds ", last,
+                                 " of the ", data.train.size(), " training examples"));
+      broadcast_tensors(model->parameters());  // rank 0's initial weights, on every rank
+    }
     if (cfg.warmup > total)
       throw InputError(str_cat(kCfg, "warmup (", cfg.warmup, ") exceeds the number of steps (", total, ")"));
     if (cfg.schedule == "constant") sched = nn::LRSchedule::constant(cfg.warmup);
@@ -402,6 +457,10 @@ struct Run {
   // A damaged, missing or inconsistent checkpoint or best model is bad input
   // (InputError, exit status 2), never a reason to start again from step 0.
   void restore(Console& con) {
+    restore_checkpoint(con);
+    check_ranks_agree("after resuming");
+  }
+  void restore_checkpoint(Console& con) {
     const fs::path ck = checkpoint_to_resume(dir);
     if (ck.empty()) {
       con.line("resume: no checkpoint in '" + dir.string() + "' yet (stopped before its first); starting from step 0");
@@ -416,7 +475,7 @@ struct Run {
       }
     }
     // Events after the checkpoint will be logged again; lines that do not parse (a torn last line) go.
-    if (present(dir / "metrics.jsonl")) {
+    if (writer() && present(dir / "metrics.jsonl")) {
       std::istringstream in(read_text_file(dir / "metrics.jsonl"));
       std::string kept, line;
       while (std::getline(in, line)) {
@@ -518,14 +577,14 @@ struct Run {
   }
 
   void evaluate_now(Console& con) {
-    const EvalResult v = evaluate(*model, data.val, cfg.batch_size, cfg.eval_batches);
-    const EvalResult t = evaluate(*model, data.test, cfg.batch_size, cfg.eval_batches);
+    const EvalResult v = evaluate_split(*model, data.val, cfg.batch_size, cfg.eval_batches, true);
+    const EvalResult t = evaluate_split(*model, data.test, cfg.batch_size, cfg.eval_batches, true);
     final_val = v.accuracy;
     const bool better = v.accuracy > best_val;
     if (better) {
       best_val = v.accuracy;
       best_step = step;
-      if (!dir.empty())
+      if (!dir.empty() && writer())
         nn::save_model((dir / "best.safetensors").string(), *model,
                        {{"hkt.step", std::to_string(step)}, {"hkt.val_acc", exact(v.accuracy)},
                         {"hkt.model_config", mcfg.to_json()}});
@@ -565,22 +624,59 @@ struct Run {
         order_epoch = epoch;
       }
       const int64_t lo = pos * cfg.batch_size, hi = std::min(lo + cfg.batch_size, data.train.size());
-      const std::vector<int64_t> idx(order.begin() + lo, order.begin() + hi);
+      // With several ranks, rank r takes examples [lo + n r / W, lo + n (r + 1) / W) of the global batch.
+      const int64_t n = hi - lo, mine_lo = lo + n * W.rank / W.size, mine_hi = lo + n * (W.rank + 1) / W.size;
+      const std::vector<int64_t> idx(order.begin() + mine_lo, order.begin() + mine_hi);
       const Batch hb = data.train.batch(idx);  // on the host: its labels need no copy back
       const Batch b = on_device(hb, ropt.device);
-      const Tensor logits = model->forward(b.inputs, b.valid);
-      const Tensor loss = cross_entropy(logits, b.labels);
-      const double lv = loss.item_double();
-      if (!std::isfinite(lv)) non_finite("training loss", lv);
-      opt->zero_grad();
-      loss.backward();
+      double lv = 0.0;
+      int64_t correct = 0;
+      if (W.size == 1) {
+        const Tensor logits = model->forward(b.inputs, b.valid);
+        const Tensor loss = cross_entropy(logits, b.labels);
+        lv = loss.item_double();
+        if (!std::isfinite(lv)) non_finite("training loss", lv);
+        opt->zero_grad();
+        loss.backward();
+        correct = count_correct(logits, hb.labels.to_vector<int64_t>());
+      } else {
+        // The global batch's mean loss is the sum of the ranks' (sum of losses) / n; so is its gradient.
+        // Dropout draws the counters the whole batch would give these examples (Generator::set_batch_slice).
+        Generator& g = default_generator();
+        g.set_batch_slice(static_cast<uint64_t>(mine_lo - lo), static_cast<uint64_t>(mine_hi - mine_lo),
+                          static_cast<uint64_t>(n));
+        Tensor logits, loss;
+        try {
+          logits = model->forward(b.inputs, b.valid);
+          loss = cross_entropy(logits, b.labels, -100, Reduction::Sum) * (1.0 / static_cast<double>(n));
+        } catch (...) {
+          g.clear_batch_slice();
+          throw;
+        }
+        g.clear_batch_slice();
+        opt->zero_grad();
+        reducer.begin(params);
+        {
+          const GradReadyGuard hook(reducer.hook());  // with overlap: buckets reduced during the backward
+          loss.backward();
+        }
+        const auto c0 = Clock::now();
+        reducer.finish();  // every rank now holds the global batch's gradient
+        double sums[2] = {loss.item_double(), static_cast<double>(count_correct(logits, hb.labels.to_vector<int64_t>()))};
+        allreduce_sum(sums, 2);
+        comm_s += std::chrono::duration<double>(Clock::now() - c0).count();
+        lv = sums[0];
+        correct = static_cast<int64_t>(sums[1]);
+        if (!std::isfinite(lv)) non_finite("training loss", lv);
+      }
       const double gn = nn::clip_grad_norm_(params, clip);
       if (!std::isfinite(gn)) non_finite("gradient norm", gn);
       opt->set_lr_factor(sched.factor(opt->steps()));
       const double lr_now = opt->lr(0);
       opt->step();
       ++step;
-      const int64_t correct = count_correct(logits, hb.labels.to_vector<int64_t>());
+      if (diverge_for_test && step == 1) nudge_first_weight();
+      if (step % kChecksumEvery == 0 || step == total) check_ranks_agree("the periodic check");
       const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
       seg_train += dt;
       ++seg_steps;
@@ -642,18 +738,19 @@ struct Run {
       Generator gen(cfg.seed);
       nn::SequenceClassifier best(mcfg, &gen);
       best.to(ropt.device);
-      if (!dir.empty()) nn::load_model((dir / "best.safetensors").string(), best);
-      else best.load_state_dict(model->state_dict());  // no run folder: the final model stands in
-      const EvalResult t = evaluate(best, data.test, cfg.batch_size, 0);
+      if (!dir.empty() && writer()) nn::load_model((dir / "best.safetensors").string(), best);
+      else if (dir.empty()) best.load_state_dict(model->state_dict());  // no run folder: the final model stands in
+      if (!dir.empty()) broadcast_tensors(best.parameters());  // rank 0 read the file
+      const EvalResult t = evaluate_split(best, data.test, cfg.batch_size, 0, true);
       r.test_acc = t.accuracy;
       r.test_loss = t.loss;
-      if (!dir.empty()) write_file_atomic(dir / kTestPredictionsFile, predictions_csv(t, data.test));
+      if (!dir.empty() && writer()) write_file_atomic(dir / kTestPredictionsFile, predictions_csv(t, data.test));
       metric(json{{"event", "test"}, {"step", best_step}, {"test_loss", t.loss}, {"test_acc", t.accuracy}});
     }
     r.wall_s = wall();
     const double train_s = prior_train + seg_train;
     r.s_per_step = step > 0 ? train_s / static_cast<double>(step) : 0.0;
-    if (!dir.empty()) {
+    if (!dir.empty() && writer()) {
       json s;
       s["config"] = config_json(cfg);
       s["model_config"] = json::parse(mcfg.to_json());
@@ -668,6 +765,11 @@ struct Run {
       s["wall_s"] = r.wall_s;
       s["train_s"] = train_s;
       s["s_per_step"] = r.s_per_step;
+      // Data parallel: processes, and this segment's time waiting for the gradients' and metrics'
+      // all-reduces after the backward (what overlap did not hide), and its share of the steps' time.
+      s["ranks"] = W.size;
+      s["comm_wait_s"] = comm_s;
+      s["comm_share"] = seg_train > 0 ? comm_s / seg_train : 0.0;
       write_file_atomic(dir / "summary.json", s.dump(2) + "\n");
     }
     con.line("done: " + std::to_string(step) + " steps, best val acc " + fmt(best_val) + " at step " +
@@ -748,16 +850,19 @@ struct Run {
       const size_t slash = d->name.rfind('/');
       j[slash == std::string::npos ? d->name : d->name.substr(slash + 1)] = length_json(st);
     }
-    if (!dir.empty()) write_file_atomic(dir / "data.json", j.dump(2) + "\n");
+    if (!dir.empty() && writer()) write_file_atomic(dir / "data.json", j.dump(2) + "\n");
   }
 
   TrainResult go(bool resuming) {
+    if (!writer()) ropt.quiet = true;  // rank 0 speaks for the job
     Console con(ropt);
     const StopSignals signals;
-    if (!dir.empty() && !resuming) refuse_earlier_run();  // before the data is loaded: at once
-    if (!dir.empty() && resuming) lock_folder();
+    if (!dir.empty() && !resuming && writer()) refuse_earlier_run();  // before the data is loaded: at once
+    if (!dir.empty() && resuming && writer()) lock_folder();
     setup(con);
-    if (!dir.empty() && !resuming) start_folder();
+    if (!dir.empty() && !resuming && writer()) start_folder();
+    // The other ranks read the checkpoint once rank 0 holds the folder.
+    if (W.size > 1) barrier();
     const RunAttentionKernels kernels(dir.string(), ropt.device, resuming ? KernelsUse::resume : KernelsUse::train,
                                       ropt.cuda_autotune);
     if (!dir.empty() && resuming) restore(con);
@@ -772,6 +877,12 @@ struct Run {
              std::to_string(np) + " parameters; " + std::to_string(total) + " steps of " +
              std::to_string(cfg.batch_size) + " (" + std::to_string(per_epoch) + " per epoch), lr " + short_num(cfg.lr) +
              " " + sched.str());
+    if (W.size > 1)
+      con.line(str_cat("data parallel: ", W.size, " processes (", W.local_size, " on this machine), ",
+                       get_num_threads(), " threads each; each takes a share of every batch of ", cfg.batch_size,
+                       "; gradients summed in buckets of ", GradReducer::kBucketBytes >> 10, " KiB",
+                       ropt.overlap ? " (non-blocking)" : " (blocking)"));
+    reducer = GradReducer(ropt.overlap);
     seg_start = Clock::now();
     TrainResult r = loop(con);
     r.params = np;
@@ -926,6 +1037,12 @@ nn::ClassifierConfig TrainConfig::model_config_unfilled() const {
 // --- entry points ---------------------------------------------------------------
 
 EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t batch_size, int64_t max_batches) {
+  return evaluate_split(model, data, batch_size, max_batches, false);
+}
+
+namespace {
+EvalResult evaluate_split(nn::SequenceClassifier& model, const Dataset& data, int64_t batch_size,
+                          int64_t max_batches, bool split) {
   HKT_CHECK(batch_size >= 1, "evaluate: batch_size must be >= 1, got ", batch_size);
   const bool was_training = model.is_training();
   const std::vector<Tensor> params = model.parameters();
@@ -950,7 +1067,12 @@ EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t 
     std::iota(order.begin(), order.end(), int64_t{0});
   }
   const auto m = static_cast<int64_t>(order.size());
-  for (int64_t lo = 0; lo < m; lo += batch_size) {
+  // Split: rank r evaluates batches [nb r / W, nb (r + 1) / W), the same batches one process would.
+  const World& w = world();
+  const int ranks = split ? w.size : 1, rank = split ? w.rank : 0;
+  const int64_t nb = (m + batch_size - 1) / batch_size;
+  const int64_t first = std::min(m, nb * rank / ranks * batch_size), last = std::min(m, nb * (rank + 1) / ranks * batch_size);
+  for (int64_t lo = first; lo < last; lo += batch_size) {
     const int64_t hi = std::min(lo + batch_size, m);
     const std::vector<int64_t> idx(order.begin() + lo, order.begin() + hi);
     const Batch hb = data.batch(idx);
@@ -963,12 +1085,26 @@ EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t 
     r.examples += hi - lo;
   }
   model.train(was_training);
+  if (ranks > 1) {
+    // The sums over the ranks; each example's prediction from the rank that evaluated it.
+    const size_t cc = r.confusion.size();
+    std::vector<double> v(3 + cc + static_cast<size_t>(m), 0.0);
+    v[0] = loss_sum, v[1] = static_cast<double>(correct), v[2] = static_cast<double>(r.examples);
+    for (size_t i = 0; i < cc; ++i) v[3 + i] = static_cast<double>(r.confusion[i]);
+    for (size_t i = 0; i < r.predicted.size(); ++i) v[3 + cc + static_cast<size_t>(first) + i] = static_cast<double>(r.predicted[i]);
+    detail::allreduce_sum(v.data(), static_cast<int64_t>(v.size()));
+    loss_sum = v[0], correct = static_cast<int64_t>(v[1]), r.examples = static_cast<int64_t>(v[2]);
+    for (size_t i = 0; i < cc; ++i) r.confusion[i] = static_cast<int64_t>(v[3 + i]);
+    r.predicted.resize(static_cast<size_t>(m));
+    for (size_t i = 0; i < static_cast<size_t>(m); ++i) r.predicted[i] = static_cast<int64_t>(v[3 + cc + i]);
+  }
   HKT_CHECK(r.examples > 0, "evaluate: ", data.name, " has no examples");
   r.loss = loss_sum / static_cast<double>(r.examples);
   r.accuracy = static_cast<double>(correct) / static_cast<double>(r.examples);
   r.indices = std::move(order);
   return r;
 }
+}  // namespace
 
 // RunOptions::cuda_autotune: only on a CUDA device; checked before anything is written.
 static void check_autotune(const RunOptions& opt) {

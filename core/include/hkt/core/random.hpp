@@ -7,6 +7,8 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace hkt {
 
@@ -58,14 +60,45 @@ class Generator {
   void set_offset(uint64_t off) { offset_ = off; }
   // Reserves n counters; returns the first.
   uint64_t reserve(uint64_t n) {
+    if (slice_global_ != 0) return reserve_slice(n);
     const uint64_t first = offset_;
     offset_ += n;
     return first;
   }
+  // Data-parallel training (docs/distributed.md): this process holds examples
+  // [first, first + local) of a batch of `global` examples. While set, reserve(n)
+  // for a tensor whose leading dimension is the local batch (n = local x per
+  // example) returns the counters that the whole batch's tensor would give these
+  // examples and advances the offset by the whole batch's count (global x per
+  // example), so that a process draws the same bits as one process holding the
+  // whole batch. n must be a multiple of `local` (std::invalid_argument
+  // otherwise). clear_batch_slice() ends it.
+  void set_batch_slice(uint64_t first, uint64_t local, uint64_t global) {
+    if (local == 0 || first + local > global)
+      throw std::invalid_argument("Generator::set_batch_slice: examples [" + std::to_string(first) + ", " +
+                                  std::to_string(first + local) + ") are not a non-empty part of a batch of " +
+                                  std::to_string(global));
+    slice_first_ = first;
+    slice_local_ = local;
+    slice_global_ = global;
+  }
+  void clear_batch_slice() { slice_first_ = slice_local_ = slice_global_ = 0; }
 
  private:
+  uint64_t reserve_slice(uint64_t n) {
+    if (n % slice_local_ != 0)
+      throw std::invalid_argument("Generator: " + std::to_string(n) + " random numbers asked for while the batch is " +
+                                  "split across processes, not a multiple of the local batch (" +
+                                  std::to_string(slice_local_) + " examples): a random op on a tensor whose "
+                                  "leading dimension is not the batch");
+    const uint64_t per = n / slice_local_;
+    const uint64_t first = offset_ + slice_first_ * per;
+    offset_ += per * slice_global_;
+    return first;
+  }
   uint64_t seed_;
   uint64_t offset_ = 0;
+  uint64_t slice_first_ = 0, slice_local_ = 0, slice_global_ = 0;
 };
 
 // The process-wide default generator (used when an op is given none).

@@ -70,6 +70,10 @@ struct Experiment {
   std::string order = "seed";       // "seed" or "task"
   // With "tuning": one line per (task, family) saying which tuning run was chosen and why.
   std::vector<std::string> tuning_choices;
+  // "launcher": the command each run is started under, e.g. ["mpirun", "-np", "2"] (data-parallel
+  // training, docs/distributed.md): hkt-experiment then starts every run as `launcher... hkt-experiment
+  // FILE --run ID`, in child processes even without --jobs. Empty: none.
+  std::vector<std::string> launcher;
   std::vector<ExperimentRun> runs;  // tasks x models x seeds, in that order (a model's own tasks and seeds)
   // [model, reference] pairs whose test accuracies the results compare seed by
   // seed: every other model against the baseline, then the file's "compare".

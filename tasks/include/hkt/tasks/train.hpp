@@ -14,6 +14,12 @@
 // saved in every checkpoint. A resumed run ends with the same weights, bit
 // for bit, as an uninterrupted one.
 //
+// Several processes (mpirun / srun, tasks/distributed.hpp, docs/distributed.md):
+// each rank takes a fixed share of every global batch (batch_size is the
+// global batch), the gradients are summed over the ranks, rank 0 alone writes
+// the run folder, and the result does not depend on the number of ranks
+// beyond rounding.
+//
 // The run folder (cfg.run_dir; nothing is written when it is empty):
 //   config.json        the TrainConfig, written at the start (resume reads it)
 //   metrics.jsonl      one JSON object per log / eval event ("event": "train" | "eval" | "test" | "error")
@@ -150,6 +156,10 @@ struct RunOptions {
   // bytes); tasks::RunAttentionKernels (attention_kernels.hpp). The tuner's
   // setting is the caller's again when the run returns. InputError on the CPU.
   bool cuda_autotune = false;
+  // Data-parallel training (several processes, docs/distributed.md): true =
+  // each gradient bucket's all-reduce is non-blocking, started as soon as the
+  // bucket is packed; false = blocking, one bucket after the other (to compare).
+  bool overlap = true;
   // train() into a folder that holds a run (any file a run writes): false =
   // refused (InputError); true = the old run's files are moved to
   // RUN_DIR/replaced/ once the data and settings are checked, and deleted when

@@ -1,0 +1,36 @@
+// Data-parallel training across processes (docs/distributed.md).
+//
+//   mpirun -np 4 build/bin/hkt-train --task listops --model hkt-small --run-dir runs/x
+//
+// A process started by an MPI launcher (mpirun, or srun under Slurm) joins the
+// job the first time world() is called (train() and resume() call it); one
+// started without a launcher is a world of one and uses no MPI at all. The
+// header needs no MPI: a build without it (HKT_MPI=OFF) has world() of size 1
+// and refuses a launch with more processes (each would train alone).
+#pragma once
+#include <string>
+
+namespace hkt::tasks {
+
+struct World {
+  int rank = 0;        // 0 .. size - 1; rank 0 writes the run folder
+  int size = 1;        // processes in the job
+  int local_size = 1;  // processes on this machine (threads per rank default to cores / local_size)
+};
+
+// The job this process belongs to (joined once; MPI is finalized at exit).
+// Throws hkt::Error when launched with several processes by a build without MPI.
+const World& world();
+
+// Whether this library was built with MPI (HKT_MPI).
+bool built_with_mpi();
+
+// Ends every process of the job with `status` (MPI_Abort in a world of more
+// than one; std::exit otherwise), after flushing the standard streams. For an
+// error seen by some ranks only, which would leave the others waiting.
+[[noreturn]] void abort_job(int status);
+
+// "rank R of N: " in a world of more than one process, else "" (for messages).
+std::string rank_prefix();
+
+}  // namespace hkt::tasks
