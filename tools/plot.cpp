@@ -24,15 +24,20 @@ using json = nlohmann::json;
 
 namespace {
 
+// A failure of the plotting itself (gnuplot, a write): exit 1.
 struct Fail : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+// Bad input (a missing or malformed folder or file): exit 2.
+struct Bad : Fail {
+  using Fail::Fail;
 };
 
 std::string read_text(const fs::path& p) {
   std::error_code ec;
-  if (fs::is_directory(p, ec)) throw Fail("cannot read '" + p.string() + "': it is a folder");
+  if (fs::is_directory(p, ec)) throw Bad("cannot read '" + p.string() + "': it is a folder");
   std::ifstream f(p, std::ios::binary);
-  if (!f) throw Fail("cannot read '" + p.string() + "'");
+  if (!f) throw Bad("cannot read '" + p.string() + "'");
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
@@ -44,7 +49,7 @@ json parse_text(const std::string& text, const std::string& what) {
   try {
     hkt::check_json_text(text, what);
   } catch (const hkt::Error& e) {
-    throw Fail(e.what());
+    throw Bad(e.what());
   }
   return json::parse(text, nullptr, false);
 }
@@ -62,7 +67,7 @@ void write_text(const fs::path& p, const std::string& text) {
 // A path inside a gnuplot single-quoted string.
 std::string q(const fs::path& p) {
   const std::string s = p.string();
-  if (s.find('\'') != std::string::npos) throw Fail("paths with a single quote are not supported: " + s);
+  if (s.find('\'') != std::string::npos) throw Bad("paths with a single quote are not supported: " + s);
   return "'" + s + "'";
 }
 
@@ -114,7 +119,7 @@ std::string run_label(const fs::path& run, const std::string& folder, std::strin
     if (c.is_object() && c.contains("task") && task.empty()) task = c["task"].get<std::string>();
     return label;
   } catch (const json::exception& ex) {  // a field of the wrong type
-    throw Fail((run / "config.json").string() + ": " + ex.what());
+    throw Bad((run / "config.json").string() + ": " + ex.what());
   }
 }
 
@@ -140,7 +145,7 @@ void plot_runs(const std::vector<fs::path>& runs, const fs::path& out, Plotter& 
       const json j = parse_text(line, (runs[r] / "metrics.jsonl").string() + ":" + std::to_string(lineno));
       // The last line may be torn by a kill while it was appended: skipped, as the trainer's resume does.
       if (!j.is_object() && in.peek() == std::char_traits<char>::eof()) break;
-      if (!j.is_object()) throw Fail((runs[r] / "metrics.jsonl").string() + ":" + std::to_string(lineno) +
+      if (!j.is_object()) throw Bad((runs[r] / "metrics.jsonl").string() + ":" + std::to_string(lineno) +
                                      ": not a JSON object");
       try {
         const std::string e = j.value("event", "");
@@ -153,16 +158,16 @@ void plot_runs(const std::vector<fs::path>& runs, const fs::path& out, Plotter& 
           tr << j.value("step", 0) << "," << j.value("loss", 0.0) << "," << j.value("acc", 0.0) << "\n";
         }
       } catch (const json::exception& ex) {  // a field of the wrong type
-        throw Fail((runs[r] / "metrics.jsonl").string() + ":" + std::to_string(lineno) + ": " + ex.what());
+        throw Bad((runs[r] / "metrics.jsonl").string() + ":" + std::to_string(lineno) + ": " + ex.what());
       }
     }
-    if (n_eval == 0) throw Fail(runs[r].string() + ": metrics.jsonl has no evaluation yet (no \"eval\" event)");
+    if (n_eval == 0) throw Bad(runs[r].string() + ": metrics.jsonl has no evaluation yet (no \"eval\" event)");
     write_text(out / ("run" + std::to_string(r) + ".csv"), ev.str());
     write_text(out / ("train" + std::to_string(r) + ".csv"), tr.str());
   }
   if (x_axis == "auto") x_axis = all_epochs ? "epoch" : "step";
   if (x_axis == "epoch" && !all_epochs)
-    throw Fail("--x epoch: some runs' metrics.jsonl have no epoch in their eval events");
+    throw Bad("--x epoch: some runs' metrics.jsonl have no epoch in their eval events");
   const int col = x_axis == "epoch" ? 2 : 1;
   std::ostringstream acc, loss;
   acc << "set title 'Validation accuracy" << (task.empty() ? "" : " (" + task + ")") << "'\nset xlabel '" << x_axis
@@ -187,7 +192,7 @@ void plot_analysis(const fs::path& dir, const std::string& prefix, Plotter& plt)
   try {
     plot_analysis_json(dir, prefix, plt);
   } catch (const json::exception& ex) {  // a report.json field missing or of the wrong type
-    throw Fail((dir / "report.json").string() + ": " + ex.what());
+    throw Bad((dir / "report.json").string() + ": " + ex.what());
   }
 }
 void plot_analysis_json(const fs::path& dir, const std::string& prefix, Plotter& plt) {
@@ -210,7 +215,7 @@ void plot_analysis_json(const fs::path& dir, const std::string& prefix, Plotter&
     return;
   }
   if (!rep.is_object() || !rep.contains("model_config"))
-    throw Fail((dir / "report.json").string() + ": not a report of hkt-analyze");
+    throw Bad((dir / "report.json").string() + ": not a report of hkt-analyze");
   const int64_t layers = rep["model_config"]["layers"].get<int64_t>();
   const std::string model = rep["model_config"]["attention"].get<std::string>();
   const std::string per_layer = " for [i=0:" + std::to_string(layers - 1) + "] ";
@@ -308,10 +313,10 @@ int main(int argc, char** argv) {
   try {
     std::vector<fs::path> runs, analyses;
     for (const std::string& f : folders) {
-      if (!fs::is_directory(f)) throw Fail("'" + f + "' is not a folder");
+      if (!fs::is_directory(f)) throw Bad("'" + f + "' is not a folder");
       if (fs::exists(fs::path(f) / "metrics.jsonl")) runs.emplace_back(f);
       else if (fs::exists(fs::path(f) / "report.json")) analyses.emplace_back(f);
-      else throw Fail("'" + f + "' is neither a run folder (no metrics.jsonl) nor an analysis folder (no report.json)");
+      else throw Bad("'" + f + "' is neither a run folder (no metrics.jsonl) nor an analysis folder (no report.json)");
     }
     fs::create_directories(out);
     Plotter plt(out, format);
@@ -319,6 +324,9 @@ int main(int argc, char** argv) {
     for (size_t a = 0; a < analyses.size(); ++a)
       plot_analysis(analyses[a], analyses.size() > 1 ? "a" + std::to_string(a) + "_" : "", plt);
     return 0;
+  } catch (const Bad& e) {
+    std::cerr << "hkt-plot: error: " << e.what() << "\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "hkt-plot: error: " << e.what() << "\n";
     return 1;

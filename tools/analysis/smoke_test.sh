@@ -71,15 +71,15 @@ rc="$(status "$bin/hkt-eval" "$tmp/run" --device cuda)"
 [[ "$(status "$bin/hkt-analyze" approx "$tmp/missing" --target "$tmp/run" --out "$tmp/a2")" == 1 ]] ||
   fail "approx of a missing run should exit 1"
 [[ ! -e "$tmp/a2" ]] || fail "a failed approx left its output folder"
-[[ "$(status "$bin/hkt-plot" "$tmp/missing" --out "$tmp/p")" == 1 ]] || fail "hkt-plot of a missing folder should exit 1"
+[[ "$(status "$bin/hkt-plot" "$tmp/missing" --out "$tmp/p")" == 2 ]] || fail "hkt-plot of a missing folder should exit 2"
 [[ "$(status "$bin/hkt-plot")" == 2 ]] || fail "hkt-plot without folders should exit 2"
-# plot_fails TEXT ARGS...: hkt-plot ARGS must exit 1 with TEXT in its message.
+# plot_fails TEXT ARGS...: hkt-plot ARGS (bad input) must exit 2 with TEXT in its message.
 plot_fails() {
   local text="$1" rc=0
   shift
   "$bin/hkt-plot" "$@" 2>"$tmp/plot.err" >/dev/null || rc=$?
-  [[ $rc == 1 ]] && grep -q -- "$text" "$tmp/plot.err" ||
-    { cat "$tmp/plot.err"; fail "hkt-plot $*: exit $rc, expected 1 and '$text'"; }
+  [[ $rc == 2 ]] && grep -q -- "$text" "$tmp/plot.err" ||
+    { cat "$tmp/plot.err"; fail "hkt-plot $*: exit $rc, expected 2 and '$text'"; }
 }
 # A metrics.jsonl whose last line was torn by a kill: hkt-plot skips that line; a torn line
 # before the last is an error naming the file and line.
