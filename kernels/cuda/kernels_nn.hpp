@@ -42,15 +42,9 @@ void sgd_update(void* p, const void* g, void* buf, int64_t n, double lr, double 
 template <class T>
 void adamw_update(void* p, const void* g, void* m, void* v, int64_t n, double beta1, double beta2, double eps,
                   double decay, double step_size, double bc2_sqrt);
-// One parameter of a multi-tensor AdamW step (device pointers, per-tensor scalars).
-struct AdamWTensor {
-  void* p;
-  const void* g;
-  void* m;
-  void* v;
-  int64_t n;
-  double decay, step_size, bc2_sqrt;
-};
+// One parameter of a multi-tensor AdamW step (device pointers, per-tensor scalars): the op
+// list's own struct, so the registration passes its vector through unchanged.
+using AdamWTensor = opt::AdamWTensor;
 // All the tensors (one dtype T) in one launch.
 template <class T>
 void adamw_update_multi(const std::vector<AdamWTensor>& ts, double beta1, double beta2, double eps);

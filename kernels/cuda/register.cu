@@ -38,9 +38,7 @@ constexpr auto kCuda = DeviceType::CUDA;
 
 template <class T>
 void adamw_multi(const std::vector<opt::AdamWTensor>& ts, double beta1, double beta2, double eps) {
-  std::vector<cuda::AdamWTensor> d;
-  for (const opt::AdamWTensor& t : ts) d.push_back({t.p, t.g, t.m, t.v, t.n, t.decay, t.step_size, t.bc2_sqrt});
-  cuda::adamw_update_multi<T>(d, beta1, beta2, eps);
+  cuda::adamw_update_multi<T>(ts, beta1, beta2, eps);
 }
 
 void transfer(void* dst, Device to, const void* src, Device from, size_t nbytes) {
