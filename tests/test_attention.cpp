@@ -70,6 +70,37 @@ TEST_CASE("beta = 0 is exactly a causal depthwise convolution of V") {
   CHECK(vals(hkt(x)) == vals(expect));
 }
 
+TEST_CASE("conv_only (beta fixed to 0) is the beta = 0 layer without the attention's parameters") {
+  Generator g(21);
+  for (bool causal : {false, true}) {
+    HKTAttention full(tiny_hkt(3, causal, 21, g));
+    set_gate(full, -800.0);  // sigmoid(-800) == 0 exactly
+    HKTConfig c = tiny_hkt(3, causal, 21, g);
+    c.conv_only = true;
+    HKTAttention conv(c);
+    CHECK(conv.num_parameters() == 2 * 8 * 8 + 8 * 3);  // Wv, Wo, conv taps (no bias)
+    CHECK(conv.wq_list->size() == 0);
+    CHECK(!conv.theta.defined());
+    CHECK(!conv.gate.defined());
+    {
+      NoGradGuard ng;
+      copy_(conv.wv->weight, full.wv->weight);
+      copy_(conv.wo->weight, full.wo->weight);
+      copy_(conv.conv->weight, full.conv->weight);
+    }
+    const Tensor x = randn({2, 9, 8}, {DType::Float64}, &g);
+    const Tensor valid = right_padding({9, 6}, 9);
+    CHECK(vals(conv(x, valid)) == vals(full(x, valid)));
+    CHECK(vals(conv.beta()) == std::vector<double>{0, 0});
+    check_error([&] { (void)conv.inspect(x); }, "a conv_only layer (beta = 0) has no attention scores");
+    check_error([&] { (void)conv.wq(0); }, "a conv_only layer has no Wq");
+  }
+  HKTConfig c = tiny_hkt(2, false, 21, g);
+  c.conv_only = true;
+  c.hybrid = false;
+  check_error([&] { HKTAttention b(c); }, "conv_only needs the hybrid branch (hybrid = true)");
+}
+
 TEST_CASE("lambda is a convex combination; gradients reach every parameter (float64, T = 7, L = 3)") {
   Generator g(3);
   HKTConfig c = tiny_hkt(3, false, 3, g);

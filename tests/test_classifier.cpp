@@ -278,6 +278,8 @@ TEST_CASE("classifier config: presets and validation errors") {
   bad([](ClassifierConfig& c) { c.dim = 15; }, "dim (15) must be divisible by heads (2)");
   bad([](ClassifierConfig& c) { c.levels = 0; }, "levels must be >= 1");
   bad([](ClassifierConfig& c) { c.attention = "linear"; }, "unknown attention kind 'linear'");
+  bad([](ClassifierConfig& c) { c.conv_only = true, c.hybrid = false; }, "conv_only needs attention \"hkt\" with hybrid = true");
+  bad([](ClassifierConfig& c) { c.conv_only = true, c.attention = "mha"; }, "conv_only needs attention \"hkt\"");
   bad([](ClassifierConfig& c) { c.dropout = 1.0; }, "dropout must be in [0, 1)");
   bad([](ClassifierConfig& c) { c.classes = 1; }, "classes must be >= 2");
   bad([](ClassifierConfig& c) { c.max_len = 0; }, "max_len must be >= 1");
@@ -532,6 +534,17 @@ TEST_CASE("model_flops: every product of the classifier, by part") {
   h.levels = 1;
   h.hybrid = false;
   CHECK(model_flops(h, B, T).total() == a.total());
+  // conv_only: Wv, Wo and the hybrid branch's convolution; no scores, A V or downsampling.
+  ClassifierConfig co = m;
+  co.attention = "hkt";
+  co.conv_only = true;
+  const ModelFlops k = model_flops(co, B, T);
+  CHECK(k.projections == Ly * 2 * 2 * n * D * D);
+  CHECK(k.scores == 0);
+  CHECK(k.values == 0);
+  CHECK(k.downsample == 0);
+  CHECK(k.hybrid == c.hybrid);
+  CHECK(k.ffn == a.ffn);
   // Real-valued inputs add their input map.
   ClassifierConfig r = m;
   r.vocab = 0;
