@@ -111,10 +111,19 @@ HKTAttention::HKTAttention(const HKTConfig& cfg) : Module("HKTAttention"), cfg_(
   check_config(cfg, "HKTAttention");
   HKT_CHECK(cfg.levels >= 1, "HKTAttention: levels must be >= 1, got ", cfg.levels);
   HKT_CHECK(cfg.conv_kernel >= 1, "HKTAttention: conv_kernel must be >= 1, got ", cfg.conv_kernel);
+  HKT_CHECK(!cfg.conv_only || cfg.hybrid, "HKTAttention: conv_only needs the hybrid branch (hybrid = true)");
   const LayerOptions o{cfg.dtype, cfg.gen};
   const int64_t D = cfg.dim, L = cfg.levels;
   wq_list = register_module("wq", std::make_shared<ModuleList>());
   wk_list = register_module("wk", std::make_shared<ModuleList>());
+  if (cfg.conv_only) {
+    // beta = 0: out = Wo conv(Wv x). The attention's maps would get no gradient, so they do not exist.
+    wv = register_module("wv", std::make_shared<Linear>(D, D, cfg.bias, o));
+    wo = register_module("wo", std::make_shared<Linear>(D, D, cfg.bias, o));
+    down = register_module("down", std::make_shared<ModuleList>());
+    conv = register_module("conv", std::make_shared<CausalDepthwiseConv1d>(D, cfg.conv_kernel, 1, false, o));
+    return;
+  }
   for (int64_t l = 0; l < (cfg.share_qk ? 1 : L); ++l) {
     wq_list->push_back(std::make_shared<Linear>(D, D, cfg.bias, o));
     wk_list->push_back(std::make_shared<Linear>(D, D, cfg.bias, o));
@@ -136,18 +145,21 @@ Tensor HKTAttention::lambda() const {
 }
 
 Tensor HKTAttention::beta() const {
+  if (cfg_.conv_only) return zeros({cfg_.heads}, {cfg_.dtype, wv->weight.device()});
   return gate.defined() ? sigmoid(gate) : ones({cfg_.heads}, {cfg_.dtype, wv->weight.device()});
 }
 
 Tensor HKTAttention::wq(int64_t level) const {
   HKT_CHECK(level >= 0 && level < cfg_.levels, "HKTAttention::wq: level ", level, " out of range [0, ",
             cfg_.levels, ")");
+  HKT_CHECK(!cfg_.conv_only, "HKTAttention::wq: a conv_only layer has no Wq");
   return clone(transpose(wq_list->at<Linear>(cfg_.share_qk ? 0 : level)->weight, 0, 1).detach());
 }
 
 Tensor HKTAttention::wk(int64_t level) const {
   HKT_CHECK(level >= 0 && level < cfg_.levels, "HKTAttention::wk: level ", level, " out of range [0, ",
             cfg_.levels, ")");
+  HKT_CHECK(!cfg_.conv_only, "HKTAttention::wk: a conv_only layer has no Wk");
   return clone(transpose(wk_list->at<Linear>(cfg_.share_qk ? 0 : level)->weight, 0, 1).detach());
 }
 
@@ -189,6 +201,7 @@ Tensor HKTAttention::combined_scores(const std::vector<Tensor>& xs, int64_t T, s
 
 HKTScores HKTAttention::inspect(const Tensor& x, const Tensor& valid) {
   check_inputs(x, valid, cfg_.dim, "HKTAttention");
+  HKT_CHECK(!cfg_.conv_only, "HKTAttention::inspect: a conv_only layer (beta = 0) has no attention scores");
   NoGradGuard ng;
   std::vector<Tensor> xs, vs;
   pyramid(x, valid, xs, vs);
@@ -202,6 +215,7 @@ HKTScores HKTAttention::inspect(const Tensor& x, const Tensor& valid) {
 Tensor HKTAttention::forward(const Tensor& x, const Tensor& valid) {
   check_inputs(x, valid, cfg_.dim, "HKTAttention");
   const int64_t H = cfg_.heads;
+  if (cfg_.conv_only) return zero_padded(wo->forward(conv->forward(zero_padded(wv->forward(x), valid))), valid);
   std::vector<Tensor> xs, vs;
   pyramid(x, valid, xs, vs);
   // Full-resolution values; padded values are zeroed (they feed the conv branch).

@@ -48,6 +48,7 @@ const std::vector<Field>& fields() {
       {"pointwise", &ClassifierConfig::pointwise},
       {"learn_lambda", &ClassifierConfig::learn_lambda},
       {"hybrid", &ClassifierConfig::hybrid},
+      {"conv_only", &ClassifierConfig::conv_only},
       {"dtype", &ClassifierConfig::dtype},
   };
   return f;
@@ -107,6 +108,9 @@ void ClassifierConfig::validate() const {
   HKT_CHECK(dropout >= 0.0 && dropout < 1.0, who, "dropout must be in [0, 1), got ", dropout);
   HKT_CHECK(classes >= 2, who, "classes must be >= 2, got ", classes);
   HKT_CHECK(levels >= 1, who, "levels must be >= 1, got ", levels);
+  HKT_CHECK(!conv_only || (attention == "hkt" && hybrid), who,
+            "conv_only needs attention \"hkt\" with hybrid = true, got attention \"", attention, "\", hybrid = ",
+            hybrid ? "true" : "false");
   HKT_CHECK(is_floating(dtype), who, "dtype must be float32 or float64, got ", dtype);
   // Sizes are bounded before anything is allocated (a config or a checkpoint's metadata may say anything).
   const auto limit = [&](const char* name, int64_t v, int64_t max) {
@@ -229,6 +233,7 @@ Block::Block(const ClassifierConfig& cfg, LayerOptions opt) : Module("Block") {
     h.pointwise = cfg.pointwise;
     h.learn_lambda = cfg.learn_lambda;
     h.hybrid = cfg.hybrid;
+    h.conv_only = cfg.conv_only;
     hkt = register_module("attn", std::make_shared<HKTAttention>(h));
   } else {
     mha = register_module("attn", std::make_shared<MultiHeadAttention>(a));

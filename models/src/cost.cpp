@@ -29,7 +29,8 @@ ModelFlops model_flops(const ClassifierConfig& cfg, int64_t B, int64_t T) {
   const double D = static_cast<double>(cfg.dim), b = static_cast<double>(B), t = static_cast<double>(T);
   const double n = b * t;  // tokens
   const bool hkt = cfg.attention == "hkt";
-  const int64_t L = hkt ? cfg.levels : 1;
+  const bool conv_only = hkt && cfg.conv_only;  // no Wq, Wk, scores, A V or downsamplers
+  const int64_t L = conv_only ? 0 : hkt ? cfg.levels : 1;
   const int64_t kDownKernel = 3;  // Downsample: causal depthwise conv, kernel 3, stride 2
   ModelFlops f;
   for (int64_t layer = 0; layer < cfg.layers; ++layer) {
@@ -44,7 +45,7 @@ ModelFlops model_flops(const ClassifierConfig& cfg, int64_t B, int64_t T) {
         if (cfg.pointwise) f.downsample += 2.0 * b * tl * D * D;
       }
     }
-    f.values += 2.0 * b * t * t * D;
+    if (!conv_only) f.values += 2.0 * b * t * t * D;
     if (hkt && cfg.hybrid) f.hybrid += 2.0 * n * D * 3.0;  // AttentionConfig::conv_kernel = 3
     f.ffn += 2 * 2.0 * n * D * D * static_cast<double>(cfg.ffn_mult);
   }

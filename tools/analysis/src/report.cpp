@@ -97,6 +97,7 @@ json cost_section(const nn::ClassifierConfig& cfg, int64_t T, const AnalysisOpti
     hc.pointwise = cfg.pointwise;
     hc.learn_lambda = cfg.learn_lambda;
     hc.hybrid = cfg.hybrid;
+    hc.conv_only = cfg.conv_only;
     nn::HKTAttention hkt(hc);
     (void)hkt.forward(x);  // warm-up
     std::vector<double> th;

@@ -39,6 +39,8 @@ struct HKTConfig : AttentionConfig {
   bool pointwise = true;          // D x D pointwise map in the downsampler (off = ablation)
   bool learn_lambda = true;       // lambda = softmax(theta) learned; off = fixed 1/L (ablation)
   bool hybrid = true;             // beta * attention + (1 - beta) * conv(V); off = beta fixed to 1 (ablation)
+  bool conv_only = false;         // beta fixed to 0: the output is Wo conv(V) only, and the layer has no
+                                  // Wq, Wk, downsamplers, theta or gate (ablation; needs hybrid)
   int64_t conv_kernel = 3;        // the hybrid branch's causal depthwise conv (stride 1)
 };
 
@@ -70,16 +72,17 @@ class HKTAttention : public Module {
   const HKTConfig& config() const { return cfg_; }
   // lambda = softmax(theta) per head [H, L] (uniform 1/L when not learned).
   Tensor lambda() const;
-  // beta = sigmoid(b) per head [H] (ones when the hybrid branch is off).
+  // beta = sigmoid(b) per head [H] (ones when the hybrid branch is off, zeros when conv_only).
   Tensor beta() const;
   // Level l's projections as [D, D] matrices acting on row vectors (Q = X Wq).
   Tensor wq(int64_t level) const;
   Tensor wk(int64_t level) const;
-  // Scores of every level and their combination for an input (no gradient).
+  // Scores of every level and their combination for an input (no gradient); a conv_only layer has
+  // none and raises an hkt::Error.
   HKTScores inspect(const Tensor& x, const Tensor& valid = Tensor());
 
   // Parameters (names as registered): wq.<l>, wk.<l> (one entry when shared),
-  // wv, wo, down.<l-1> for l >= 1, theta [H, L], gate [H] (b), conv.
+  // wv, wo, down.<l-1> for l >= 1, theta [H, L], gate [H] (b), conv; conv_only: wv, wo, conv.
   std::shared_ptr<ModuleList> wq_list, wk_list, down;
   std::shared_ptr<Linear> wv, wo;
   std::shared_ptr<CausalDepthwiseConv1d> conv;  // null when hybrid is off

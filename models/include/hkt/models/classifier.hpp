@@ -46,6 +46,7 @@ struct ClassifierConfig {
   bool pointwise = true;
   bool learn_lambda = true;
   bool hybrid = true;
+  bool conv_only = false;  // beta = 0: the attention is Wo conv(Wv x) only (ablation; HKTConfig::conv_only)
   DType dtype = DType::Float32;
 
   // Throws hkt::Error naming the first invalid field. Sizes have stated
