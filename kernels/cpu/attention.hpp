@@ -1,4 +1,5 @@
-// CPU kernels of the fused multi-scale attention (ops/src/attention.cpp).
+// CPU kernels of the fused multi-scale attention (the op: ops/src/attention.cpp;
+// registered in kernels/cpu/register.cpp).
 //
 // Per batch b and head h, with L levels, T_l = ceil(T / 2^l):
 //   S[i, j] = sum_l lambda[h, l] * scale * (Q_l[r_l(i)] . K_l[r_l(j)])
@@ -43,6 +44,7 @@
 #include <limits>
 #include <vector>
 
+#include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cpu/attention_tile.hpp"
 #include "kernels/cpu/parallel.hpp"
 
@@ -60,7 +62,7 @@ struct AttnArgs {
   double scale = 1;
 };
 
-inline int64_t attn_level_len(int64_t T, int64_t l) { return (T + (int64_t{1} << l) - 1) >> l; }
+using rules::attn_level_len;  // T_l = ceil(T / 2^l)
 
 // Tiles and packed sizes of one problem.
 struct AttnPlan {

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cpu/parallel.hpp"
 
 namespace hkt::cpu {
@@ -67,13 +68,6 @@ void causal_dwconv1d_forward(const T* x, const T* w, const T* bias, T* y, int64_
   });
 }
 
-// Number of row chunks for the dw / db reduction: depends on the shapes only
-// (at most 64 chunks and about 2M partial values).
-inline int64_t conv1d_grad_chunks(int64_t rows, int64_t C, int64_t k) {
-  const int64_t by_mem = std::max<int64_t>(1, (int64_t{1} << 21) / std::max<int64_t>(1, (k + 1) * C));
-  return std::max<int64_t>(1, std::min({rows, int64_t{64}, by_mem}));
-}
-
 // g = dL/dy [B, T_out, C]. Any of dx [B, T, C], dw [C, k], db [C] may be null
 // (not wanted).
 //   dx[b, i, c] = sum_{j, t : s*t + s - 1 - j = i} w[c, j] * g[b, t, c]
@@ -114,7 +108,7 @@ void causal_dwconv1d_backward(const T* x, const T* w, const T* g, int64_t B, int
   }
   // Partial sums per chunk: [k + 1, C] doubles (k rows for dw, one for db).
   const int64_t width = (k + 1) * C;
-  const int64_t nc = conv1d_grad_chunks(rows, C, k);
+  const int64_t nc = rules::conv_grad_chunks(rows, C, k);
   const int64_t per = (rows + nc - 1) / nc;
   std::vector<double> part(static_cast<size_t>(nc * width), 0.0);
   parallel_for(0, nc, 1, [&](int64_t lo, int64_t hi) {

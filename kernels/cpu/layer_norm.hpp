@@ -3,14 +3,15 @@
 // Forward: per row, mean and population variance in double (two passes over
 // the row), rstd = 1 / sqrt(var + eps), y = (x - mean) * rstd * w + b.
 // Backward: dx per row; dweight and dbias reduce over rows in a fixed number
-// of chunks (a function of rows and D only) whose double partial sums are
-// added in chunk order, so the bits do not depend on the thread count.
+// of chunks (rules::layer_norm_chunks, shared with the CUDA kernel) whose
+// double partial sums are added in chunk order, so the bits do not depend on the thread count.
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
+#include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cpu/parallel.hpp"
 
 namespace hkt::cpu {
@@ -48,13 +49,6 @@ void layer_norm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rs
       }
     }
   });
-}
-
-// Number of row chunks for the dweight / dbias reduction: depends on rows and
-// D only (at most 64 chunks and about 2M partial values).
-inline int64_t layer_norm_chunks(int64_t rows, int64_t D) {
-  const int64_t by_mem = std::max<int64_t>(1, (int64_t{1} << 21) / std::max<int64_t>(1, D));
-  return std::max<int64_t>(1, std::min({rows, int64_t{64}, by_mem}));
 }
 
 // Given g = dL/dy, with xhat = (x - mean) * rstd and gw = g * w (or g):
@@ -96,7 +90,7 @@ void layer_norm_backward(const T* x, const T* g, const T* w, const T* mean, cons
     });
     return;
   }
-  const int64_t nc = layer_norm_chunks(rows, D);
+  const int64_t nc = rules::layer_norm_chunks(rows, D);  // shared with the CUDA kernel
   const int64_t per = (rows + nc - 1) / nc;
   std::vector<double> pw(dw ? static_cast<size_t>(nc * D) : 0), pb(db ? static_cast<size_t>(nc * D) : 0);
   parallel_for(0, nc, 1, [&](int64_t lo, int64_t hi) {

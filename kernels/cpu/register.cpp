@@ -2,6 +2,7 @@
 // registered here and nowhere else, through adapters from the shared void*
 // signatures (hkt/kernels/signatures.hpp) to the typed kernels of kernels/cpu/.
 #include "kernels/backends.hpp"
+#include "kernels/cpu/attention.hpp"
 #include "kernels/cpu/bias_gelu.hpp"
 #include "kernels/cpu/conv.hpp"
 #include "kernels/cpu/elementwise.hpp"
@@ -173,6 +174,33 @@ void bias_gelu_grad(const void* x, const void* b, const void* g, void* dx, int64
   if (approximate) cpu::bias_gelu_backward<T, ew::GeluTanh>(in<T>(x), in<T>(b), in<T>(g), out<T>(dx), rows, C);
   else cpu::bias_gelu_backward<T, ew::GeluErf>(in<T>(x), in<T>(b), in<T>(g), out<T>(dx), rows, C);
 }
+template <class T>
+cpu::AttnArgs<T> attn_args(const sig::AttnShape& s, const std::vector<const void*>& q,
+                           const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid) {
+  cpu::AttnArgs<T> a;
+  a.B = s.B, a.H = s.H, a.len = s.T, a.dh = s.dh, a.L = s.L;
+  for (const void* p : q) a.q.push_back(in<T>(p));
+  for (const void* p : k) a.k.push_back(in<T>(p));
+  a.v = in<T>(v), a.lambda = in<T>(lambda), a.valid = valid;
+  a.causal = s.causal, a.scale = s.scale;
+  return a;
+}
+template <class T>
+void attention(const sig::AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
+               const void* v, const void* lambda, const bool* valid, void* o, void* lse) {
+  cpu::attention_forward<T>(attn_args<T>(s, q, k, v, lambda, valid), out<T>(o), out<T>(lse));
+}
+template <class T>
+void attention_grad(const sig::AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                    const void* v, const void* lambda, const bool* valid, const void* o, const void* lse,
+                    const void* dout, const std::vector<void*>& dq, const std::vector<void*>& dk, void* dv,
+                    void* dlambda) {
+  std::vector<T*> dqt, dkt;
+  for (void* p : dq) dqt.push_back(out<T>(p));
+  for (void* p : dk) dkt.push_back(out<T>(p));
+  cpu::attention_backward<T>(attn_args<T>(s, q, k, v, lambda, valid), in<T>(o), in<T>(lse), in<T>(dout), dqt, dkt,
+                             out<T>(dv), out<T>(dlambda));
+}
 
 constexpr auto kCpu = DeviceType::CPU;
 
@@ -260,6 +288,8 @@ void register_cpu_kernels(Tables& t) {
   HKT_CPU_FLOAT(t.dropout, dropout_mask);
   HKT_CPU_FLOAT(t.bias_gelu, bias_gelu);
   HKT_CPU_FLOAT(t.bias_gelu_backward, bias_gelu_grad);
+  HKT_CPU_FLOAT(t.attention, attention);
+  HKT_CPU_FLOAT(t.attention_backward, attention_grad);
 }
 
 }  // namespace hkt::kernels

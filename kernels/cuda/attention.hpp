@@ -6,13 +6,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "hkt/kernels/signatures.hpp"
+
 namespace hkt::cuda {
 
-struct AttnShape {
-  int64_t B, H, T, dh, L;
-  bool causal;
-  double scale;
-};
+using AttnShape = sig::AttnShape;  // the op list's (hkt/kernels/signatures.hpp)
 
 template <class T>
 void attention_forward(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,

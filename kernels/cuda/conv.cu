@@ -1,8 +1,9 @@
 // Causal depthwise conv1d on the GPU, as kernels/cpu/conv.hpp:
 //   y[b, t, c] = bias[c] + sum_{j<k} w[c, j] x[b, s t + s - 1 - j, c]   (x = 0 outside [0, T))
 // forward and dx: one thread per output element (dx is a gather, no atomics);
-// dw, db: a fixed number of row chunks with double partials summed in chunk
+// dw, db: the CPU's row chunks (rules::conv_grad_chunks) with double partials summed in chunk
 // order, so the bits are reproducible.
+#include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/kernels_nn.hpp"
 
@@ -110,7 +111,7 @@ void conv_backward(const void* xv, const void* wv, const void* gv, int64_t B, in
     return;
   }
   const int64_t width = (k + 1) * C;
-  const int64_t nc = rows < 64 ? rows : 64, per = (rows + nc - 1) / nc;
+  const int64_t nc = rules::conv_grad_chunks(rows, C, k), per = (rows + nc - 1) / nc;
   Scratch part(static_cast<size_t>(nc * width) * sizeof(double));
   const dim3 grid(static_cast<unsigned>((width + kThreads - 1) / kThreads), static_cast<unsigned>(nc));
   HKT_LAUNCH(grid, kThreads, 0, conv_dwdb_partial<T>)(x, g, len, len_out, C, k, s, rows, per, part.as<double>());

@@ -3,8 +3,9 @@
 // passes), rstd = 1 / sqrt(var + eps), y = (x - mean) rstd w + b. Backward:
 //   dx = rstd (gw - mean_j(gw) - xhat mean_j(gw xhat)),  gw = g w
 //   dw = sum_rows g xhat,  db = sum_rows g
-// dx: one block per row. dw, db: a fixed number of row chunks, each column's
-// chunk partials (double) summed in chunk order, so the bits are reproducible.
+// dx: one block per row. dw, db: the CPU's row chunks (rules::layer_norm_chunks),
+// each column's chunk partials (double) summed in chunk order, so the bits are reproducible.
+#include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/kernels.hpp"
 
@@ -12,7 +13,6 @@ namespace hkt::cuda {
 namespace {
 
 constexpr int kRowThreads = 128;
-constexpr int64_t kChunks = 64;
 
 template <class T>
 __global__ void __launch_bounds__(kRowThreads)
@@ -127,7 +127,7 @@ void layer_norm_backward(const void* xv, const void* gv, const void* wv, const v
     CUDA_CHECK_LAUNCH();
   }
   if (!dw && !db) return;
-  const int64_t nc = std::min<int64_t>(kChunks, rows), per = (rows + nc - 1) / nc;
+  const int64_t nc = rules::layer_norm_chunks(rows, D), per = (rows + nc - 1) / nc;
   Scratch pw(static_cast<size_t>(nc * D) * sizeof(double)), pb(static_cast<size_t>(nc * D) * sizeof(double));
   const dim3 grid(static_cast<unsigned>((D + kThreads - 1) / kThreads), static_cast<unsigned>(nc));
   HKT_LAUNCH(grid, kThreads, 0, ln_dwdb_partial<T>)(x, g, mean, rstd, rows, D, per,

@@ -3,6 +3,7 @@
 // signatures (hkt/kernels/signatures.hpp) directly; kernels.hpp and
 // kernels_nn.hpp declare them. Plain C++ (no launch here).
 #include "kernels/backends.hpp"
+#include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/kernels.hpp"
 #include "kernels/cuda/kernels_nn.hpp"
 #include "kernels/cuda/runtime.hpp"
@@ -119,6 +120,9 @@ void register_cuda_kernels(Tables& t) {
   HKT_CUDA_FLOAT(t.dropout, cuda::dropout_mask);
   HKT_CUDA_FLOAT(t.bias_gelu, cuda::bias_gelu_forward);
   HKT_CUDA_FLOAT(t.bias_gelu_backward, cuda::bias_gelu_backward);
+  // The default attention kernels: attention.cu's dispatcher (knobs, autotuner, fallbacks).
+  HKT_CUDA_FLOAT(t.attention, cuda::attention_forward);
+  HKT_CUDA_FLOAT(t.attention_backward, cuda::attention_backward);
 }
 
 }  // namespace hkt::kernels

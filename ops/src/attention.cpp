@@ -1,108 +1,19 @@
 // hkt_attention: fused multi-scale attention, one op with its own forward and
-// backward kernels (kernels/cpu/attention.hpp).
+// backward kernels (the op list's hkt_attention and hkt_attention_backward;
+// CPU: kernels/cpu/attention.hpp, which states the formula and its gradient).
+//   S = sum_l lambda[h, l] scale Q_l K_l^T (level rows repeated 2^l times),
+//   O = softmax(S + mask) V
 #include "hkt/ops/attention.hpp"
 
 #include <cmath>
 
 #include "hkt/core/function.hpp"
-#include "hkt/core/kernel_table.hpp"
+#include "hkt/kernels/registry.hpp"
+#include "hkt/kernels/shared_rules.hpp"
 #include "hkt/ops/factory.hpp"
-#include "kernels/cpu/attention.hpp"
-#if HKT_WITH_CUDA
-#include "kernels/cuda/attention.hpp"
-#endif
 
 namespace hkt {
 namespace {
-
-// The shape and options of one call; buffers are contiguous.
-struct AttnDims {
-  int64_t B, H, T, dh, L;
-  bool causal;
-  double scale;
-};
-
-using AttnSig = void(const AttnDims& d, const std::vector<const void*>& q, const std::vector<const void*>& k,
-                     const void* v, const void* lambda, const bool* valid, void* o, void* lse);
-// dq, dk (empty: not wanted), dv, dlambda (null: not wanted).
-using AttnGradSig = void(const AttnDims& d, const std::vector<const void*>& q, const std::vector<const void*>& k,
-                         const void* v, const void* lambda, const bool* valid, const void* o, const void* lse,
-                         const void* dout, const std::vector<void*>& dq, const std::vector<void*>& dk, void* dv,
-                         void* dlambda);
-
-template <class T>
-cpu::AttnArgs<T> make_args(const AttnDims& d, const std::vector<const void*>& q, const std::vector<const void*>& k,
-                           const void* v, const void* lambda, const bool* valid) {
-  cpu::AttnArgs<T> a;
-  a.B = d.B;
-  a.H = d.H;
-  a.len = d.T;
-  a.dh = d.dh;
-  a.L = d.L;
-  for (const void* p : q) a.q.push_back(static_cast<const T*>(p));
-  for (const void* p : k) a.k.push_back(static_cast<const T*>(p));
-  a.v = static_cast<const T*>(v);
-  a.lambda = static_cast<const T*>(lambda);
-  a.valid = valid;
-  a.causal = d.causal;
-  a.scale = d.scale;
-  return a;
-}
-
-template <class T>
-void cpu_attention(const AttnDims& d, const std::vector<const void*>& q, const std::vector<const void*>& k,
-                   const void* v, const void* lambda, const bool* valid, void* o, void* lse) {
-  cpu::attention_forward<T>(make_args<T>(d, q, k, v, lambda, valid), static_cast<T*>(o), static_cast<T*>(lse));
-}
-
-template <class T>
-void cpu_attention_grad(const AttnDims& d, const std::vector<const void*>& q, const std::vector<const void*>& k,
-                        const void* v, const void* lambda, const bool* valid, const void* o, const void* lse,
-                        const void* dout, const std::vector<void*>& dq, const std::vector<void*>& dk, void* dv,
-                        void* dlambda) {
-  std::vector<T*> dqt, dkt;
-  for (void* p : dq) dqt.push_back(static_cast<T*>(p));
-  for (void* p : dk) dkt.push_back(static_cast<T*>(p));
-  cpu::attention_backward<T>(make_args<T>(d, q, k, v, lambda, valid), static_cast<const T*>(o),
-                             static_cast<const T*>(lse), static_cast<const T*>(dout), dqt, dkt,
-                             static_cast<T*>(dv), static_cast<T*>(dlambda));
-}
-
-#if HKT_WITH_CUDA
-// The fused CUDA kernels (kernels/cuda/attention.cu), same arguments.
-cuda::AttnShape cuda_shape(const AttnDims& d) { return {d.B, d.H, d.T, d.dh, d.L, d.causal, d.scale}; }
-template <class T>
-void cuda_attention(const AttnDims& d, const std::vector<const void*>& q, const std::vector<const void*>& k,
-                    const void* v, const void* lambda, const bool* valid, void* o, void* lse) {
-  cuda::attention_forward<T>(cuda_shape(d), q, k, v, lambda, valid, o, lse);
-}
-template <class T>
-void cuda_attention_grad(const AttnDims& d, const std::vector<const void*>& q, const std::vector<const void*>& k,
-                         const void* v, const void* lambda, const bool* valid, const void* o, const void* lse,
-                         const void* dout, const std::vector<void*>& dq, const std::vector<void*>& dk, void* dv,
-                         void* dlambda) {
-  cuda::attention_backward<T>(cuda_shape(d), q, k, v, lambda, valid, o, lse, dout, dq, dk, dv, dlambda);
-}
-#endif
-
-KernelTable<AttnSig> attention_kernels{"hkt_attention"};
-KernelTable<AttnGradSig> attention_grad_kernels{"hkt_attention_backward"};
-
-const bool kRegistered = [] {
-  constexpr auto C = DeviceType::CPU;
-  attention_kernels.set(C, DType::Float32, &cpu_attention<float>);
-  attention_kernels.set(C, DType::Float64, &cpu_attention<double>);
-  attention_grad_kernels.set(C, DType::Float32, &cpu_attention_grad<float>);
-  attention_grad_kernels.set(C, DType::Float64, &cpu_attention_grad<double>);
-#if HKT_WITH_CUDA
-  constexpr auto G = DeviceType::CUDA;
-  attention_kernels.set(G, DType::Float32, &cuda_attention<float>);
-  attention_kernels.set(G, DType::Float64, &cuda_attention<double>);
-  attention_grad_kernels.set(G, DType::Float32, &cuda_attention_grad<float>);
-  attention_grad_kernels.set(G, DType::Float64, &cuda_attention_grad<double>);
-#endif
-  return true;
-}();
 
 // Inputs: q_0..q_{L-1}, k_0..k_{L-1}, v, lambda, valid (may be undefined).
 // Saves the inputs, O and LSE [B, H, T].
@@ -129,7 +40,7 @@ class HKTAttentionFn final : public Function {
                 v.device().str());
     };
     for (int64_t l = 0; l < L_; ++l) {
-      const Shape want{B, H, cpu::attn_level_len(T, l), dh};
+      const Shape want{B, H, rules::attn_level_len(T, l), dh};
       for (int side = 0; side < 2; ++side) {
         const std::string what = std::string(side ? "k[" : "q[") + std::to_string(l) + "]";
         const Tensor& t = in[static_cast<size_t>(side * L_ + l)];
@@ -165,7 +76,7 @@ class HKTAttentionFn final : public Function {
     const Tensor valid = in[valid_index()].defined() ? contiguous(in[valid_index()]) : Tensor();
     Tensor o = Tensor::empty(out[0].shape, out[0].dtype, out[0].device);
     Tensor lse = Tensor::empty({v.size(0), v.size(1), v.size(2)}, v.dtype(), v.device());
-    attention_kernels.get(v.device(), v.dtype())(dims(v), ptrs(q), ptrs(k), v.raw_data(), lam.raw_data(),
+    kernels::tables().attention.get(v.device(), v.dtype())(dims(v), ptrs(q), ptrs(k), v.raw_data(), lam.raw_data(),
                                                  valid.defined() ? valid.data<bool>() : nullptr, o.raw_data(),
                                                  lse.raw_data());
     for (int64_t l = 0; l < L_; ++l) {
@@ -214,7 +125,7 @@ class HKTAttentionFn final : public Function {
     if (want_v) dv = Tensor::empty(v.shape(), v.dtype(), v.device());
     if (want_lam) dlam = Tensor::empty(lam.shape(), v.dtype(), v.device());
     if (!want_q && !want_k && !want_v && !want_lam) return res;
-    attention_grad_kernels.get(v.device(), v.dtype())(
+    kernels::tables().attention_backward.get(v.device(), v.dtype())(
         dims(v), ptrs(q), ptrs(k), v.raw_data(), lam.raw_data(), valid.defined() ? valid.data<bool>() : nullptr,
         o.raw_data(), lse.raw_data(), g.raw_data(), dq, dk, want_v ? dv.raw_data() : nullptr,
         want_lam ? dlam.raw_data() : nullptr);
@@ -226,7 +137,7 @@ class HKTAttentionFn final : public Function {
 
  private:
   size_t valid_index() const { return static_cast<size_t>(2 * L_ + 2); }
-  AttnDims dims(const Tensor& v) const { return {v.size(0), v.size(1), v.size(2), v.size(3), L_, causal_, scale_}; }
+  sig::AttnShape dims(const Tensor& v) const { return {v.size(0), v.size(1), v.size(2), v.size(3), L_, causal_, scale_}; }
   static std::vector<const void*> ptrs(const std::vector<Tensor>& ts) {
     std::vector<const void*> p;
     for (const Tensor& t : ts) p.push_back(t.raw_data());

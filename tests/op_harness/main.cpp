@@ -2,7 +2,8 @@
 // An entry per op: the list entries it exercises, its case generator (random
 // shapes, non-contiguous and broadcast operands, size-1 and empty dims, and one
 // case large enough to be split over threads) and a bad input. The elementwise
-// entries are generated from the same lists as the ops (hkt/kernels/elementwise_defs.hpp).
+// entries are generated from the same lists as the ops (hkt/kernels/elementwise_defs.hpp);
+// the fused attention's are in attention.cpp.
 // Linked against the emulated CUDA backend where the tree builds it, so the
 // device comparisons run without a GPU; the exit status is the failure count.
 #include <iostream>
@@ -11,6 +12,10 @@
 
 using namespace hkt;
 using namespace hkt::harness;
+
+namespace hkt::harness {
+void add_attention(std::vector<OpEntry>& out);  // op_harness/attention.cpp
+}
 
 namespace {
 
@@ -93,9 +98,12 @@ std::vector<Case> rows(std::mt19937_64& rng, const std::function<Tensor(const Te
   const Shape s = shape(rng, 3, 2, 5);
   auto last = [f](const std::vector<Tensor>& in) { return f(in[0], -1); };
   auto first = [f](const std::vector<Tensor>& in) { return f(in[0], 0); };
+  auto middle = [f](const std::vector<Tensor>& in) { return f(in[0], 1); };
   return {
       {"last dim of " + str(s), {{s}}, last},
       {"dim 0 of " + str(s), {{s}}, first},
+      {"dim 1 of " + str(s), {{s}}, middle},
+      {"dim 0, transposed", {{{s[0], s[2]}, Layout::Transposed}}, first},
       {"transposed", {{{s[0], s[2]}, Layout::Transposed}}, last},
       {"sliced", {{{s[0], s[2]}, Layout::Sliced}}, last},
       {"size-1 rows [4, 1]", {{{4, 1}}}, last},
@@ -152,11 +160,19 @@ void add_nn(std::vector<OpEntry>& out) {
                    const int64_t D = s[2];
                    auto affine = [](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2]); };
                    auto plain = [](const std::vector<Tensor>& in) { return layer_norm(in[0], Tensor(), Tensor()); };
+                   auto weight = [](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], Tensor()); };
+                   auto bias = [](const std::vector<Tensor>& in) { return layer_norm(in[0], Tensor(), in[1]); };
+                   auto eps3 = [](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2], 1e-3); };
+                   const Arg constant{s, Layout::Contiguous, -1.5, 1.5, false, false, false};
                    return std::vector<Case>{
                        {"affine " + str(s), {{s}, {{D}}, {{D}}}, affine},
                        {"no weight or bias", {{s}}, plain},
+                       {"weight only", {{s}, {{D}}}, weight},
+                       {"bias only", {{s}, {{D}}}, bias},
+                       {"x constant (weight and bias gradients only)", {constant, {{D}}, {{D}}}, affine},
                        {"transposed x, sliced weight", {{{3, D}, Layout::Transposed}, {{D}, Layout::Sliced}, {{D}}},
                         affine},
+                       {"eps 1e-3, transposed x", {{{D, 3}, Layout::Transposed}, {{3}}, {{3}}}, eps3},
                        {"rows of 1 [4, 1]", {{{4, 1}}, {{1}}, {{1}}}, affine},
                        {"no rows [0, 4]", {{{0, 4}}, {{4}}, {{4}}}, affine},
                        {"large [2000, 33]", {{{2000, 33}}, {{33}}, {{33}}}, affine, false},
@@ -531,6 +547,7 @@ int main(int argc, char** argv) {
   add_index(entries);
   add_linalg(entries);
   add_optim(entries);
+  add_attention(entries);
   Options opt;
   opt.require_every_registered_op = true;
   const int failures = complete_only ? 0 : run(entries, opt);

@@ -73,5 +73,7 @@ inline constexpr DTypeSet kNone = 0;
   X(cross_entropy_backward,"cross_entropy_backward",                  CeGrad,        kFloat, kF32) \
   X(dropout,               "dropout",                                 DropoutMask,   kFloat, kF32) \
   X(bias_gelu,             "bias_gelu",                               BiasGelu,      kFloat, kF32) \
-  X(bias_gelu_backward,    "bias_gelu_backward",                      BiasGeluGrad,  kFloat, kF32)
+  X(bias_gelu_backward,    "bias_gelu_backward",                      BiasGeluGrad,  kFloat, kF32) \
+  X(attention,             "hkt_attention",                           Attention,     kFloat, kF32) \
+  X(attention_backward,    "hkt_attention_backward",                  AttentionGrad, kFloat, kF32)
 // clang-format on

@@ -106,4 +106,21 @@ using BiasGelu = void(const void* x, const void* b, void* y, int64_t rows, int64
 using BiasGeluGrad = void(const void* x, const void* b, const void* g, void* dx, int64_t rows, int64_t C,
                           bool approximate);
 
+// --- hkt_attention: fused multi-scale attention (kernels/cpu/attention.hpp) ---
+// A list-of-tensors input: q and k hold one buffer per level, level l
+// [B, H, T_l, dh] with T_l = rules::attn_level_len(T, l); v, dout, o
+// [B, H, T, dh]; lambda [H, L]; valid [B, T] or null (every key valid);
+// lse [B, H, T]. Backward: dq, dk empty when not wanted, dv, dlambda null.
+struct AttnShape {
+  int64_t B, H, T, dh, L;
+  bool causal;
+  double scale;
+};
+using Attention = void(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                       const void* v, const void* lambda, const bool* valid, void* o, void* lse);
+using AttentionGrad = void(const AttnShape& s, const std::vector<const void*>& q,
+                           const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid,
+                           const void* o, const void* lse, const void* dout, const std::vector<void*>& dq,
+                           const std::vector<void*>& dk, void* dv, void* dlambda);
+
 }  // namespace hkt::sig
