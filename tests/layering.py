@@ -31,7 +31,8 @@ RANK = {"core": 0, "kernels": 1, "ops": 2, "models": 3, "tasks": 4, "tools": 5, 
 UMBRELLA = {"hkt/hkt.hpp": "models", "hkt/tasks.hpp": "tasks", "hkt/version.hpp": "core"}
 SOURCE = re.compile(r"\.(c|cc|cpp|cxx|h|hh|hpp|cu|cuh)$")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
-EMULATOR = re.compile(r"\b(HKT_CUDA_EMULATED|HKT_WGMMA_EMULATED)\b")
+# A preprocessor conditional on the emulator (#if, #ifdef, #ifndef, #elif naming its macros).
+EMULATOR = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b.*\b(HKT_CUDA_EMULATED|HKT_WGMMA_EMULATED)\b")
 # The library's CUDA sources that still branched on the emulator when this test was
 # written (the lab of issue 39, item 1, takes the conditionals out); drop each file
 # once it is clean, and the list once it is empty.
