@@ -12,7 +12,7 @@
 
 #include <cstdio>
 
-#include "hkt/hkt.hpp"
+#include "hkt/tasks.hpp"
 
 #define HKT_REQUIRE_GPU()                                                              \
   do {                                                                                 \

@@ -1,4 +1,4 @@
-// The analysis statistics (tools/analysis) on inputs with known answers, and a
+// The analysis statistics (tasks/analysis) on inputs with known answers, and a
 // report from a tiny trained checkpoint.
 #include <doctest/doctest.h>
 
@@ -11,7 +11,7 @@
 #include "helpers/temp_dir.hpp"
 #include "hkt/analysis/report.hpp"
 #include "hkt/analysis/stats.hpp"
-#include "hkt/hkt.hpp"
+#include "hkt/tasks.hpp"
 #include "hkt/tasks/registry.hpp"
 #include "hkt/tasks/train.hpp"
 

@@ -11,7 +11,7 @@
 #include <functional>
 
 #include "helpers/temp_dir.hpp"
-#include "hkt/hkt.hpp"
+#include "hkt/tasks.hpp"
 
 using namespace hkt;
 using hkt::test::TempDir;

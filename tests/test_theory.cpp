@@ -20,7 +20,7 @@
 #include "hkt/analysis/approx.hpp"
 #include "hkt/analysis/report.hpp"
 #include "hkt/analysis/stats.hpp"
-#include "hkt/hkt.hpp"
+#include "hkt/tasks.hpp"
 #include "hkt/tasks/registry.hpp"
 #include "hkt/tasks/train.hpp"
 

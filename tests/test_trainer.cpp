@@ -10,7 +10,7 @@
 
 #include "helpers/temp_dir.hpp"
 #include "helpers/check.hpp"
-#include "hkt/hkt.hpp"
+#include "hkt/tasks.hpp"
 #include "hkt/tasks/registry.hpp"
 #include "hkt/tasks/train.hpp"
 

@@ -51,13 +51,13 @@
 #include "hkt/ops/reduce.hpp"
 #include "hkt/ops/view.hpp"
 #include "hkt/models/classifier.hpp"
+#include "hkt/models/composite_attention.hpp"
 #include "hkt/models/optim.hpp"
-#include "helpers/composite_attention.hpp"  // tests/helpers: the composite reference
 
 namespace {
 
 using namespace hkt;
-using hkt::test::composite_attention;
+using hkt::nn::composite_attention;
 using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kB = 1, kH = 4, kD = 128, kDh = kD / kH;

@@ -1,7 +1,13 @@
 // The backward of the fused multi-scale attention; see kernels/cpu/attention.hpp
-// for the scheme. Included from attention.hpp only.
+// for the scheme (attention.hpp includes this header).
 #pragma once
-#include "kernels/cpu/attention.hpp"
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/attention_plan.hpp"
+#include "kernels/cpu/parallel.hpp"
 
 namespace hkt::cpu {
 namespace attn_detail {

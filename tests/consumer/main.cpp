@@ -1,4 +1,4 @@
-// An outside consumer of hkt: only <hkt/hkt.hpp> and hkt::hkt.
+// An outside consumer of hkt: only <hkt/tasks.hpp> and hkt::hkt.
 //
 //   (a) a few built-in ops with backward, checked against gradients worked
 //       out by hand;
@@ -10,7 +10,7 @@
 //       (tests/helpers/op_harness.hpp). docs/extending.md walks through it.
 //
 // Exits 0 when every check passes, 1 otherwise.
-#include <hkt/hkt.hpp>
+#include <hkt/tasks.hpp>
 #include <hkt/kernels/registry.hpp>
 
 #include "helpers/op_harness.hpp"

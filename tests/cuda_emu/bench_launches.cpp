@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "cuda_emu/emulated.hpp"
-#include "hkt/hkt.hpp"
+#include "hkt/tasks.hpp"
 #include "hkt/tasks/train.hpp"
 
 using namespace hkt;

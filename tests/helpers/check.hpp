@@ -6,7 +6,7 @@
 
 #include <doctest/doctest.h>
 
-#include "hkt/hkt.hpp"
+#include "hkt/tasks.hpp"
 
 namespace hkt::test {
 

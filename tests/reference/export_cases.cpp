@@ -17,7 +17,7 @@
 // and "__metadata__" {"kind": "hkt" | "mha" | "classifier", "config": JSON,
 // "device": "cpu" | "cuda:0"}.
 //
-// The "train" case is the trainer's step (tasks/src/train.cpp), kTrainSteps
+// The "train" case is the trainer's step (train_step, tasks/src/train_step.cpp), kTrainSteps
 // times on one batch of a classifier (dropout 0): cross-entropy (mean over the
 // labels that are not -100), backward, clip_grad_norm_, the schedule's lr
 // factor, AdamW over decay_groups. It holds param.<name> (the start),

@@ -1,5 +1,7 @@
-// The public API of hkt in one include: every installed header except the
-// kernels' internal functor definitions (reached through hkt/ops/elementwise.hpp).
+// The library's public API in one include: every installed header of core, ops and
+// models except the kernels' internal functor definitions (reached through
+// hkt/ops/elementwise.hpp). The tasks (data sets, the trainer, experiments) stand above
+// it: <hkt/tasks.hpp> includes this header and theirs.
 #pragma once
 #include "hkt/version.hpp"
 #include "hkt/core/autograd.hpp"
@@ -37,15 +39,4 @@
 #include "hkt/models/checkpoint.hpp"
 #include "hkt/models/attention.hpp"
 #include "hkt/models/classifier.hpp"
-#include "hkt/tasks/attention_kernels.hpp"
-#include "hkt/tasks/dataset.hpp"
-#include "hkt/tasks/distributed.hpp"
-#include "hkt/tasks/experiment.hpp"
-#include "hkt/tasks/files.hpp"
-#include "hkt/tasks/images.hpp"
-#include "hkt/tasks/imdb.hpp"
-#include "hkt/tasks/listops.hpp"
-#include "hkt/tasks/memory.hpp"
-#include "hkt/tasks/registry.hpp"
-#include "hkt/tasks/stats.hpp"
-#include "hkt/tasks/train.hpp"
+#include "hkt/models/composite_attention.hpp"

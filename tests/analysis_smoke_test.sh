@@ -4,7 +4,7 @@
 # figures (when gnuplot is installed) and checks exit statuses of bad
 # invocations.
 #
-#   tools/analysis/smoke_test.sh BIN_DIR
+#   tests/analysis_smoke_test.sh BIN_DIR
 set -euo pipefail
 
 bin="$1"

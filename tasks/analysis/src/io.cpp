@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "hkt/analysis/report.hpp"
-#include "hkt/hkt.hpp"
+#include "hkt/tasks.hpp"
 
 namespace hkt::analysis {
 namespace {

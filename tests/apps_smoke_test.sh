@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Smoke tests of the task executables (run by CTest):
-#   smoke_test.sh help    BIN_DIR   hkt-train --help exits 0 and documents every option
-#   smoke_test.sh tasks   BIN_DIR   a two-step run per task, on data generated here in tiny files
-#   smoke_test.sh compare BIN_DIR   hkt-compare on two presets writes its table
-#   smoke_test.sh errors  BIN_DIR   bad options, values, configs and files: a message and exit status 2
+#   apps_smoke_test.sh help    BIN_DIR   hkt-train --help exits 0 and documents every option
+#   apps_smoke_test.sh tasks   BIN_DIR   a two-step run per task, on data generated here in tiny files
+#   apps_smoke_test.sh compare BIN_DIR   hkt-compare on two presets writes its table
+#   apps_smoke_test.sh errors  BIN_DIR   bad options, values, configs and files: a message and exit status 2
 set -euo pipefail
 mode="$1"
 bin="$(realpath "$2")"

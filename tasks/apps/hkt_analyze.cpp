@@ -12,7 +12,7 @@
 
 #include "hkt/analysis/approx.hpp"
 #include "hkt/analysis/report.hpp"
-#include "hkt/hkt.hpp"
+#include "hkt/tasks.hpp"
 #include "hkt/tasks/registry.hpp"
 
 namespace fs = std::filesystem;

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "hkt/hkt.hpp"
+#include "hkt/tasks.hpp"
 
 namespace hkt::analysis {
 namespace {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "hkt/hkt.hpp"
+#include "hkt/tasks.hpp"
 #include "scores.hpp"
 #include "theory.hpp"
 

@@ -4,7 +4,7 @@
 # gets the same results as when the grid runs one run after another, a failing
 # run is reported (exit status 1) without stopping the others, and bad --jobs
 # / --run values are refused (exit status 2).
-#   tasks/apps/experiment_test.sh BIN_DIR
+#   tests/experiment_test.sh BIN_DIR
 set -uo pipefail
 bin="$1"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/hkt-experiment.XXXXXX")"

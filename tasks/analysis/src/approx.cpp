@@ -8,7 +8,7 @@
 #include <numeric>
 
 #include "hkt/analysis/stats.hpp"
-#include "hkt/hkt.hpp"
+#include "hkt/tasks.hpp"
 #include "scores.hpp"
 
 namespace hkt::analysis {

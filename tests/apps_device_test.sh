@@ -3,7 +3,7 @@
 # (exit 0), and otherwise refuse with a clear message and exit status 2
 # (usage error). HKT_EXPECT_GPU=1: a refusal fails (the emulated backend's
 # entry, tests/cuda_emu/CMakeLists.txt, whose device is always there).
-#   tasks/apps/device_test.sh BIN_DIR
+#   tests/apps_device_test.sh BIN_DIR
 set -uo pipefail
 bin="$1"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/hkt-device.XXXXXX")"

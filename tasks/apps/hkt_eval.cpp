@@ -20,7 +20,7 @@
 #include <optional>
 
 #include "hkt/analysis/report.hpp"
-#include "hkt/hkt.hpp"
+#include "hkt/tasks.hpp"
 #include "hkt/tasks/files.hpp"
 #include "hkt/tasks/memory.hpp"
 #include "hkt/tasks/registry.hpp"
