@@ -135,10 +135,57 @@ TEST_CASE("htransformer matches the dense entry-by-entry reference on random sha
     const double scale = 0.7;
     INFO("B " << B << " H " << H << " T " << T << " dh " << dh << " N " << N << " levels " << levels << " causal "
               << causal << " masked " << masked);
+    const std::vector<double> want = dense_reference(x.q, x.k, x.v, valid, causal, scale, N, levels);
     const Tensor y = htransformer_attention(x.q, x.k, x.v, valid, causal, scale, N, levels);
     CHECK(y.shape() == x.q.shape());
-    check_close(vals(y), dense_reference(x.q, x.k, x.v, valid, causal, scale, N, levels), 1e-12);
+    check_close(vals(y), want, 1e-12);
+    check_close(vals(htransformer_attention_reference(x.q, x.k, x.v, valid, causal, scale, N, levels)), want, 1e-12);
   }
+}
+
+TEST_CASE("fused htransformer: forward and gradients equal the composite's on random shapes") {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int64_t B = 1 + static_cast<int64_t>(rng() % 3), H = 1 + static_cast<int64_t>(rng() % 3);
+    const int64_t N = 1 + static_cast<int64_t>(rng() % 6), T = 1 + static_cast<int64_t>(rng() % 70);
+    const int64_t dh = 1 + static_cast<int64_t>(rng() % 6), levels = static_cast<int64_t>(rng() % 4);
+    const bool causal = rng() % 2, masked = rng() % 2;
+    std::vector<int64_t> lengths;
+    for (int64_t b = 0; b < B; ++b) lengths.push_back(static_cast<int64_t>(rng() % (T + 1)));
+    const Tensor valid = masked ? padding(lengths, T) : Tensor();
+    INFO("B " << B << " H " << H << " T " << T << " dh " << dh << " N " << N << " levels " << levels << " causal "
+              << causal << " masked " << masked);
+    const QKV x = random_qkv(B, H, T, dh, 300 + static_cast<uint64_t>(trial));
+    Generator g(trial);
+    const Tensor r = randn(x.q.shape(), {DType::Float64}, &g);
+    std::vector<std::vector<double>> outs;
+    for (bool fused : {true, false}) {
+      const Tensor q = clone(x.q).set_requires_grad(true), k = clone(x.k).set_requires_grad(true);
+      const Tensor v = clone(x.v).set_requires_grad(true);
+      const Tensor y = fused ? htransformer_attention(q, k, v, valid, causal, 0.6, N, levels)
+                             : htransformer_attention_reference(q, k, v, valid, causal, 0.6, N, levels);
+      sum(y * r).backward();
+      std::vector<double> all = vals(y);
+      for (const Tensor& t : {q, k, v}) {
+        const std::vector<double> gr = vals(t.grad());
+        all.insert(all.end(), gr.begin(), gr.end());
+      }
+      outs.push_back(all);
+    }
+    check_close(outs[0], outs[1], 1e-11);
+  }
+}
+
+TEST_CASE("fused htransformer: float32 with 1 and 2 threads gives the same bits") {
+  const QKV x = random_qkv(2, 3, 77, 8, 4, DType::Float32);
+  const Tensor valid = padding({77, 40}, 77);
+  std::vector<std::vector<double>> outs;
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    outs.push_back(vals(htransformer_attention(x.q, x.k, x.v, valid, false, 0.3, 4)));
+  }
+  set_num_threads(0);
+  CHECK(outs[0] == outs[1]);
 }
 
 TEST_CASE("htransformer: T <= block is softmax attention (mha_attention)") {
@@ -239,6 +286,11 @@ TEST_CASE("htransformer float64 gradients (central differences)") {
           return htransformer_attention(in[0], in[1], in[2], valid, c.causal, 0.9, c.N, c.levels);
         },
         {q, k, v});
+    gradcheck(
+        [&](const std::vector<Tensor>& in) {
+          return htransformer_attention_reference(in[0], in[1], in[2], valid, c.causal, 0.9, c.N, c.levels);
+        },
+        {q, k, v});
   }
   // Non-contiguous inputs.
   const Tensor qt = transposed_leaf({1, 2, 6, 3}, -1.5, 1.5, 4);
@@ -316,4 +368,15 @@ TEST_CASE("HTransformerAttention: MHA's parameters, forward and backward, hkt-sm
                                           heads(hc.wv->forward(x64)), {}, true, 1.0 / std::sqrt(8.0), 16);
   const Tensor want = hc.wo->forward(reshape(permute(a, {0, 2, 1, 3}), {1, 19, 16}));
   check_close(vals(hc(x64)), vals(want), 1e-12);
+  HTransformerConfig cr = c;
+  cr.fused = false;
+  HTransformerAttention hr(cr);
+  {
+    NoGradGuard ng;
+    for (size_t i = 0; i < 4; ++i) {
+      Tensor dst = hr.named_parameters()[i].second;
+      copy_(dst, hc.named_parameters()[i].second);
+    }
+  }
+  check_close(vals(hr(x64)), vals(hc(x64)), 1e-12);
 }

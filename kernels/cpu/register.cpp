@@ -7,6 +7,7 @@
 #include "kernels/cpu/elementwise.hpp"
 #include "kernels/cpu/gated_mix.hpp"
 #include "kernels/cpu/gemm.hpp"
+#include "kernels/cpu/htransformer.hpp"
 #include "kernels/cpu/index.hpp"
 #include "kernels/cpu/layer_norm.hpp"
 #include "kernels/cpu/loss.hpp"
@@ -174,6 +175,20 @@ void bias_gelu_grad(const void* x, const void* b, const void* g, void* dx, int64
   else cpu::bias_gelu_backward<T, ew::GeluErf>(in<T>(x), in<T>(b), in<T>(g), out<T>(dx), rows, C);
 }
 
+// H-Transformer-1D attention (kernels/cpu/htransformer.hpp).
+cpu::HtrDims htr_dims(const sig::HtrShape& d) { return {d.B, d.H, d.T, d.dh, d.block, d.levels, d.causal, d.scale}; }
+template <class T>
+void htransformer(const sig::HtrShape& d, const void* q, const void* k, const void* v, const bool* valid, void* y,
+                  void* lse) {
+  cpu::htransformer_forward<T>(htr_dims(d), in<T>(q), in<T>(k), in<T>(v), valid, out<T>(y), out<T>(lse));
+}
+template <class T>
+void htransformer_grad(const sig::HtrShape& d, const void* q, const void* k, const void* v, const bool* valid,
+                       const void* y, const void* lse, const void* g, void* dq, void* dk, void* dv) {
+  cpu::htransformer_backward<T>(htr_dims(d), in<T>(q), in<T>(k), in<T>(v), valid, in<T>(y), in<T>(lse), in<T>(g),
+                                out<T>(dq), out<T>(dk), out<T>(dv));
+}
+
 constexpr auto kCpu = DeviceType::CPU;
 
 // The float32 and float64 instances of a kernel template F<T, Args...>.
@@ -260,6 +275,9 @@ void register_cpu_kernels(Tables& t) {
   HKT_CPU_FLOAT(t.dropout, dropout_mask);
   HKT_CPU_FLOAT(t.bias_gelu, bias_gelu);
   HKT_CPU_FLOAT(t.bias_gelu_backward, bias_gelu_grad);
+  // H-Transformer-1D attention.
+  HKT_CPU_FLOAT(t.htransformer, htransformer);
+  HKT_CPU_FLOAT(t.htransformer_backward, htransformer_grad);
 }
 
 }  // namespace hkt::kernels

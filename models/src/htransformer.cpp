@@ -50,7 +50,9 @@ Tensor HTransformerAttention::forward(const Tensor& x, const Tensor& valid) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(cfg_.dim / H));
   const Tensor q = split_heads(wq->forward(x), H), k = split_heads(wk->forward(x), H);
   const Tensor v = split_heads(zero_padded(wv->forward(x), valid), H);
-  const Tensor a = htransformer_attention(q, k, v, valid, cfg_.causal, scale, cfg_.block, cfg_.levels);
+  const Tensor a = cfg_.fused
+                       ? htransformer_attention(q, k, v, valid, cfg_.causal, scale, cfg_.block, cfg_.levels)
+                       : htransformer_attention_reference(q, k, v, valid, cfg_.causal, scale, cfg_.block, cfg_.levels);
   return zero_padded(wo->forward(merge_heads(a)), valid);
 }
 

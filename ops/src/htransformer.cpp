@@ -1,6 +1,8 @@
-// htransformer_attention: H-Transformer-1D's hierarchical attention as a
-// composite of differentiable ops (the math is in hkt/ops/htransformer.hpp).
-// Every tensor is at most [B, H, T', max(N, dh)] per level: never T x T.
+// htransformer_attention: H-Transformer-1D's hierarchical attention (the math
+// is in hkt/ops/htransformer.hpp), fused (one op with its own forward and
+// backward kernels, kernels/cpu/htransformer.hpp) and as the composite of
+// differentiable ops it is tested against (htransformer_attention_reference:
+// every tensor at most [B, H, T', max(N, dh)] per level, never T x T).
 #include "hkt/ops/htransformer.hpp"
 
 #include <cmath>
@@ -8,6 +10,8 @@
 #include <vector>
 
 #include "hkt/core/error.hpp"
+#include "hkt/core/function.hpp"
+#include "hkt/kernels/registry.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/index.hpp"
@@ -88,7 +92,66 @@ Partial attend(const Tensor& qb, const Tensor& kb, const Tensor& vb, const Tenso
   return {flat(m), flat(matmul(w, vb)), flat(matmul(w, cb))};
 }
 
+// The fused op. Inputs q, k, v, valid (may be undefined); saves them, Y and lse [B, H, T].
+class HTransformerFn final : public Function {
+ public:
+  HTransformerFn(bool causal, double scale, int64_t block, int64_t levels)
+      : causal_(causal), scale_(scale), block_(block), levels_(levels) {}
+  const char* name() const override { return "htransformer_attention"; }
+  bool differentiable(size_t i) const override { return i != 3; }
+
+  std::vector<TensorMeta> infer(const std::vector<Tensor>& in) const override {
+    check_inputs(in[0], in[1], in[2], in[3], scale_, block_, levels_);
+    return {in[0].meta()};
+  }
+
+  std::vector<Tensor> forward(const std::vector<Tensor>& in, const std::vector<TensorMeta>& out) override {
+    const Tensor q = contiguous(in[0]), k = contiguous(in[1]), v = contiguous(in[2]);
+    const Tensor valid = in[3].defined() ? contiguous(in[3]) : Tensor();
+    Tensor y = Tensor::empty(out[0].shape, out[0].dtype, out[0].device);
+    Tensor lse = Tensor::empty({q.size(0), q.size(1), q.size(2)}, q.dtype(), q.device());
+    kernels::tables().htransformer.get(q.device(), q.dtype())(shape(q), q.raw_data(), k.raw_data(), v.raw_data(),
+                                                              bool_ptr(valid), y.raw_data(), lse.raw_data());
+    q_ = q, k_ = k, v_ = v, valid_ = valid, y_ = y, lse_ = lse;
+    return {y};
+  }
+
+  std::vector<Tensor> backward(const std::vector<Tensor>& grads) override {
+    const char* op = name();
+    const Tensor q = q_.get(op), k = k_.get(op), v = v_.get(op), y = y_.get(op), lse = lse_.get(op);
+    const Tensor valid = valid_.defined() ? valid_.get(op) : Tensor();
+    const Tensor g = contiguous(grads[0]);
+    std::vector<Tensor> res(4);
+    for (size_t i = 0; i < 3; ++i)
+      if (needs_input_grad(i)) res[i] = Tensor::empty(q.shape(), q.dtype(), q.device());
+    if (!res[0].defined() && !res[1].defined() && !res[2].defined()) return res;
+    auto ptr = [](Tensor& t) { return t.defined() ? t.raw_data() : nullptr; };
+    kernels::tables().htransformer_backward.get(q.device(), q.dtype())(
+        shape(q), q.raw_data(), k.raw_data(), v.raw_data(), bool_ptr(valid), y.raw_data(), lse.raw_data(),
+        g.raw_data(), ptr(res[0]), ptr(res[1]), ptr(res[2]));
+    return res;
+  }
+
+ private:
+  sig::HtrShape shape(const Tensor& q) const {
+    const int64_t all = htransformer_levels(q.size(2), block_);
+    const int64_t L = levels_ > 0 && levels_ < all ? levels_ : all;
+    return {q.size(0), q.size(1), q.size(2), q.size(3), block_, L, causal_, scale_};
+  }
+  static const bool* bool_ptr(const Tensor& t) { return t.defined() ? t.data<bool>() : nullptr; }
+
+  bool causal_;
+  double scale_;
+  int64_t block_, levels_;
+  SavedTensor q_, k_, v_, valid_, y_, lse_;
+};
+
 }  // namespace
+
+Tensor htransformer_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& valid, bool causal,
+                              double scale, int64_t block, int64_t levels) {
+  return apply(std::make_shared<HTransformerFn>(causal, scale, block, levels), {q, k, v, valid})[0];
+}
 
 int64_t htransformer_levels(int64_t T, int64_t block) {
   HKT_CHECK(T >= 1 && block >= 1, "htransformer_levels: T and block must be >= 1, got T = ", T, ", block = ",
@@ -98,8 +161,8 @@ int64_t htransformer_levels(int64_t T, int64_t block) {
   return L;
 }
 
-Tensor htransformer_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& valid, bool causal,
-                              double scale, int64_t block, int64_t levels) {
+Tensor htransformer_attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& valid,
+                                        bool causal, double scale, int64_t block, int64_t levels) {
   check_inputs(q, k, v, valid, scale, block, levels);
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), N = block;
   const int64_t all = htransformer_levels(T, N);

@@ -106,4 +106,17 @@ using BiasGelu = void(const void* x, const void* b, void* y, int64_t rows, int64
 using BiasGeluGrad = void(const void* x, const void* b, const void* g, void* dx, int64_t rows, int64_t C,
                           bool approximate);
 
+// --- H-Transformer-1D attention (ops/src/htransformer.cpp) -----------------
+// q, k, v, y, dq, dk, dv contiguous [B, H, T, dh]; valid Bool [B, T] or null;
+// lse [B, H, T]; levels >= 1 (the number used). dq, dk, dv may be null.
+struct HtrShape {
+  int64_t B, H, T, dh, block, levels;
+  bool causal;
+  double scale;
+};
+using HTransformer = void(const HtrShape& d, const void* q, const void* k, const void* v, const bool* valid,
+                          void* y, void* lse);
+using HTransformerGrad = void(const HtrShape& d, const void* q, const void* k, const void* v, const bool* valid,
+                              const void* y, const void* lse, const void* g, void* dq, void* dk, void* dv);
+
 }  // namespace hkt::sig

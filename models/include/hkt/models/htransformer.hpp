@@ -18,7 +18,8 @@ namespace hkt::nn {
 struct HTransformerConfig : AttentionConfig {
   int64_t block = 16;  // N (the paper's Nr): the diagonal block and every coarse block, >= 1
   int64_t levels = 0;  // levels used; 0 = as many as the length needs (1 = block-diagonal attention)
-  // AttentionConfig::fused is not read: the attention is always the O(T)-memory composite.
+  // AttentionConfig::fused: true (default) = the fused CPU kernels (htransformer_attention),
+  // false = the composite of plain ops (htransformer_attention_reference); neither forms T x T.
 };
 
 class HTransformerAttention : public Module {

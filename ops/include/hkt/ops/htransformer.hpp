@@ -45,11 +45,16 @@
 // token.
 //
 // Cost per head: O(T * N * dh) for the scores and products (level l has T/g
-// coarse rows of N keys; causal: T rows of N keys per level, O(T N dh log(T/N))),
-// memory O(T * (N + dh)) per level, never T x T. Composite of differentiable
-// ops (matmul, exp, sums, reshapes), so gradients flow to q, k and v; valid is
-// not differentiable. q, k, v: [B, H, T, dh], float32 or float64; block >= 1;
-// levels >= 1, or 0 for as many as the length needs.
+// coarse rows of N keys; causal: T rows of N keys per level, O(T N dh log(T/N)))
+// plus O(T dh log(T/N)) for the restriction and prolongation. Memory: the
+// fused op (htransformer_attention, CPU kernels in kernels/cpu/htransformer.hpp)
+// saves its inputs, Y and one log-sum-exp per query and uses O(T dh) workspace
+// per (batch, head) task; the backward recomputes the scores. The composite
+// (htransformer_attention_reference, plain differentiable ops: matmul, exp,
+// sums, reshapes) keeps O(T (N + dh)) per level for its graph; neither forms a
+// T x T tensor. Gradients flow to q, k and v; valid is not differentiable.
+// q, k, v: [B, H, T, dh], float32 or float64 (the fused op: CPU only);
+// block >= 1; levels >= 1, or 0 for as many as the length needs.
 #pragma once
 #include <cstdint>
 
@@ -63,5 +68,9 @@ int64_t htransformer_levels(int64_t T, int64_t block);
 
 Tensor htransformer_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& valid, bool causal,
                               double scale, int64_t block, int64_t levels = 0);
+
+// The same as a composite of differentiable ops (the reference the fused op is tested against).
+Tensor htransformer_attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& valid,
+                                        bool causal, double scale, int64_t block, int64_t levels = 0);
 
 }  // namespace hkt
