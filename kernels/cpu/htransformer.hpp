@@ -38,14 +38,9 @@ namespace htr {
 struct Pyramid {
   int64_t Tp = 0, dh = 0;
   std::vector<std::vector<double>> q, k, v, c;  // [p]: [Tp >> p, dh] sums and [Tp >> p] counts
-  double qm(int64_t p, int64_t i, int64_t d) const {  // the mean of q over the group's valid tokens
-    const double n = c[p][i];
-    return n > 0 ? q[p][i * dh + d] / n : 0.0;
-  }
-  double km(int64_t p, int64_t i, int64_t d) const {
-    const double n = c[p][i];
-    return n > 0 ? k[p][i * dh + d] / n : 0.0;
-  }
+  std::vector<std::vector<double>> qm, km;      // [p]: the means over each group's valid tokens (0 if none)
+  const double* kmean(int64_t p, int64_t i) const { return km[p].data() + i * dh; }
+  const double* qmean(int64_t p, int64_t i) const { return qm[p].data() + i * dh; }
 };
 
 inline int64_t padded_len(const HtrDims& d) {
@@ -82,6 +77,15 @@ Pyramid build(const HtrDims& d, const T* q, const T* k, const T* v, const bool* 
     P.c[p].assign(n, 0.0);
     for (int64_t i = 0; i < n; ++i) P.c[p][i] = P.c[p - 1][2 * i] + P.c[p - 1][2 * i + 1];
   }
+  P.qm.resize(np), P.km.resize(np);
+  for (int64_t p = 0; p < np; ++p) {
+    P.qm[p] = P.q[p];
+    P.km[p] = P.k[p];
+    for (int64_t i = 0; i < (P.Tp >> p); ++i) {
+      const double inv = P.c[p][i] > 0 ? 1.0 / P.c[p][i] : 0.0;
+      for (int64_t e = 0; e < d.dh; ++e) P.qm[p][i * d.dh + e] *= inv, P.km[p][i * d.dh + e] *= inv;
+    }
+  }
   return P;
 }
 
@@ -113,7 +117,7 @@ void for_each_row(const HtrDims& d, const Pyramid& P, std::vector<double>& qv, F
     } else {  // coarse queries against the sibling block
       for (int64_t I = 0; I < (P.Tp >> p); ++I) {
         if (P.c[p][I] == 0) continue;
-        for (int64_t e = 0; e < dh; ++e) qv[e] = P.qm(p, I, e);
+        for (int64_t e = 0; e < dh; ++e) qv[e] = P.qmean(p, I)[e];
         f(Row{p, ((I / N) ^ 1) * N, N - 1, I * g, g}, qv);
       }
     }
@@ -128,8 +132,9 @@ inline double scores(const HtrDims& d, const Pyramid& P, const Row& r, const std
     s[j] = -std::numeric_limits<double>::infinity();
     const int64_t J = r.j0 + j;
     if (j > r.last || P.c[r.p][J] == 0) continue;
+    const double* kj = P.kmean(r.p, J);
     double acc = 0;
-    for (int64_t e = 0; e < d.dh; ++e) acc += qv[e] * P.km(r.p, J, e);
+    for (int64_t e = 0; e < d.dh; ++e) acc += qv[e] * kj[e];
     s[j] = acc * d.scale;
     m = std::max(m, s[j]);
   }
@@ -159,7 +164,8 @@ void htransformer_forward(const HtrDims& d, const T* q, const T* k, const T* v, 
           const int64_t J = r.j0 + j;
           const double w = std::exp(s[j] - m);
           z += w * P.c[r.p][J];
-          for (int64_t e = 0; e < d.dh; ++e) acc[e] += w * P.v[r.p][J * d.dh + e];
+          const double* vj = P.v[r.p].data() + J * d.dh;
+          for (int64_t e = 0; e < d.dh; ++e) acc[e] += w * vj[e];
         }
         for (int64_t i = r.i0; i < r.i0 + r.g; ++i) {  // merge into each fine query's running state
           if (P.c[0][i] == 0) continue;
@@ -225,14 +231,19 @@ void htransformer_backward(const HtrDims& d, const T* q, const T* k, const T* v,
           const int64_t J = r.j0 + j;
           const double w = std::exp(s[j] - m);
           double gv = 0;
+          const double* vj = P.v[r.p].data() + J * dh;
+          double* dvj = dvs[r.p].data() + J * dh;
           for (int64_t e = 0; e < dh; ++e) {
-            dvs[r.p][J * dh + e] += w * gh[e];
-            gv += gh[e] * P.v[r.p][J * dh + e];
+            dvj[e] += w * gh[e];
+            gv += gh[e] * vj[e];
           }
           const double ds = w * (gv - P.c[r.p][J] * dhat) * d.scale;
+          const double* kj = P.kmean(r.p, J);
+          double* dqr = dqc[qp].data() + qi * dh;
+          double* dkj = dkc[r.p].data() + J * dh;
           for (int64_t e = 0; e < dh; ++e) {
-            dqc[qp][qi * dh + e] += ds * P.km(r.p, J, e);
-            dkc[r.p][J * dh + e] += ds * qr[e];
+            dqr[e] += ds * kj[e];
+            dkj[e] += ds * qr[e];
           }
         }
       });

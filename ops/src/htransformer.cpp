@@ -150,6 +150,9 @@ class HTransformerFn final : public Function {
 
 Tensor htransformer_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& valid, bool causal,
                               double scale, int64_t block, int64_t levels) {
+  // No fused kernel on this device (CUDA): the composite, which runs wherever its plain ops do.
+  if (q.defined() && !kernels::tables().htransformer.has(q.device().type, q.dtype()))
+    return htransformer_attention_reference(q, k, v, valid, causal, scale, block, levels);
   return apply(std::make_shared<HTransformerFn>(causal, scale, block, levels), {q, k, v, valid})[0];
 }
 

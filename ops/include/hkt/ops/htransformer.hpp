@@ -53,7 +53,8 @@
 // (htransformer_attention_reference, plain differentiable ops: matmul, exp,
 // sums, reshapes) keeps O(T (N + dh)) per level for its graph; neither forms a
 // T x T tensor. Gradients flow to q, k and v; valid is not differentiable.
-// q, k, v: [B, H, T, dh], float32 or float64 (the fused op: CPU only);
+// q, k, v: [B, H, T, dh], float32 or float64 (the fused kernels are CPU only;
+// on a device without them htransformer_attention runs the composite);
 // block >= 1; levels >= 1, or 0 for as many as the length needs.
 #pragma once
 #include <cstdint>
