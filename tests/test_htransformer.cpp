@@ -196,7 +196,8 @@ TEST_CASE("htransformer: T <= block is softmax attention (mha_attention)") {
       for (const Tensor& m : {Tensor(), valid}) {
         const Tensor y = htransformer_attention(x.q, x.k, x.v, m, causal, 0.5, 8);
         // (mha_attention leaves padded query rows to the layer; this op zeroes them)
-        const Tensor rows = m.defined() ? reshape(to_dtype(m, DType::Float64), {2, 1, T, 1}) : ones({1}, {DType::Float64});
+        const Tensor rows =
+            m.defined() ? reshape(to_dtype(m, DType::Float64), {2, 1, T, 1}) : ones({1}, {DType::Float64});
         check_close(vals(y), vals(mha_attention(x.q, x.k, x.v, m, causal, 0.5) * rows), 1e-12);
       }
     }
@@ -295,8 +296,9 @@ TEST_CASE("htransformer float64 gradients (central differences)") {
   // Non-contiguous inputs.
   const Tensor qt = transposed_leaf({1, 2, 6, 3}, -1.5, 1.5, 4);
   const Tensor k = leaf({1, 2, 6, 3}, -1.5, 1.5, 5), v = leaf({1, 2, 6, 3}, -1.5, 1.5, 6);
-  gradcheck([](const std::vector<Tensor>& in) { return htransformer_attention(in[0], in[1], in[2], {}, false, 1.0, 1); },
-            {qt, k, v});
+  gradcheck(
+      [](const std::vector<Tensor>& in) { return htransformer_attention(in[0], in[1], in[2], {}, false, 1.0, 1); },
+      {qt, k, v});
 }
 
 TEST_CASE("htransformer float32 agrees with float64") {

@@ -530,7 +530,10 @@ void add_htransformer(std::vector<OpEntry>& out) {
                         f(false, false, 0), false},
                    };
                  }});
-  out.back().bad_input = [] { htransformer_attention(f32({1, 2, 5, 3}), f32({1, 2, 5, 3}), f32({1, 2, 5, 3}), {}, false, 1.0, 0); };
+  out.back().bad_input = [] {
+    const Tensor x = f32({1, 2, 5, 3});
+    htransformer_attention(x, x, x, {}, false, 1.0, 0);
+  };
   out.back().bad_needle = "htransformer_attention: block must be >= 1, got 0";
 }
 
