@@ -8,6 +8,7 @@
 #include "kernels/cpu/elementwise.hpp"
 #include "kernels/cpu/gated_mix.hpp"
 #include "kernels/cpu/gemm.hpp"
+#include "kernels/cpu/htransformer.hpp"
 #include "kernels/cpu/index.hpp"
 #include "kernels/cpu/layer_norm.hpp"
 #include "kernels/cpu/loss.hpp"
@@ -202,6 +203,20 @@ void attention_grad(const sig::AttnShape& s, const std::vector<const void*>& q, 
                              out<T>(dv), out<T>(dlambda));
 }
 
+// H-Transformer-1D attention (kernels/cpu/htransformer.hpp).
+cpu::HtrDims htr_dims(const sig::HtrShape& d) { return {d.B, d.H, d.T, d.dh, d.block, d.levels, d.causal, d.scale}; }
+template <class T>
+void htransformer(const sig::HtrShape& d, const void* q, const void* k, const void* v, const bool* valid, void* y,
+                  void* lse) {
+  cpu::htransformer_forward<T>(htr_dims(d), in<T>(q), in<T>(k), in<T>(v), valid, out<T>(y), out<T>(lse));
+}
+template <class T>
+void htransformer_grad(const sig::HtrShape& d, const void* q, const void* k, const void* v, const bool* valid,
+                       const void* y, const void* lse, const void* g, void* dq, void* dk, void* dv) {
+  cpu::htransformer_backward<T>(htr_dims(d), in<T>(q), in<T>(k), in<T>(v), valid, in<T>(y), in<T>(lse), in<T>(g),
+                                out<T>(dq), out<T>(dk), out<T>(dv));
+}
+
 constexpr auto kCpu = DeviceType::CPU;
 
 // The float32 and float64 instances of a kernel template F<T, Args...>.
@@ -290,6 +305,9 @@ void register_cpu_kernels(Tables& t) {
   HKT_CPU_FLOAT(t.bias_gelu_backward, bias_gelu_grad);
   HKT_CPU_FLOAT(t.attention, attention);
   HKT_CPU_FLOAT(t.attention_backward, attention_grad);
+  // H-Transformer-1D attention.
+  HKT_CPU_FLOAT(t.htransformer, htransformer);
+  HKT_CPU_FLOAT(t.htransformer_backward, htransformer_grad);
 }
 
 }  // namespace hkt::kernels

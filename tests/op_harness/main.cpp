@@ -520,6 +520,39 @@ void add_optim(std::vector<OpEntry>& out) {
         "scale_multi_: tensors 0 and 1 overlap in memory");
 }
 
+// H-Transformer-1D attention (hkt/ops/htransformer.hpp): q, k, v [B, H, T, dh] and a
+// validity mask drawn as 0/1 integers; T not a multiple of the block nor a power of two.
+void add_htransformer(std::vector<OpEntry>& out) {
+  out.push_back({"htransformer_attention", {"htransformer_attention", "htransformer_attention_backward"},
+                 [](std::mt19937_64& rng) {
+                   const int64_t B = dim(rng, 1, 2), H = dim(rng, 1, 2), T = dim(rng, 5, 13), dh = dim(rng, 1, 4);
+                   const int64_t N = dim(rng, 1, 4);
+                   const Shape s{B, H, T, dh};
+                   auto f = [N](bool causal, bool masked, int64_t levels) {
+                     return [=](const std::vector<Tensor>& in) {
+                       const Tensor valid = masked ? gt(in[3], 0.0) : Tensor();
+                       return htransformer_attention(in[0], in[1], in[2], valid, causal, 0.8, N, levels);
+                     };
+                   };
+                   const Arg mask{{B, T}, Layout::Contiguous, 0, 2, false, true};
+                   return std::vector<Case>{
+                       {str(s) + " block " + std::to_string(N), {{s}, {s}, {s}}, f(false, false, 0)},
+                       {"causal " + str(s), {{s}, {s}, {s}}, f(true, false, 0)},
+                       {"masked " + str(s), {{s}, {s}, {s}, mask}, f(false, true, 0)},
+                       {"causal, masked, 2 levels", {{s}, {s}, {s}, mask}, f(true, true, 2)},
+                       {"transposed q", {{s, Layout::Transposed}, {s}, {s}}, f(false, false, 0)},
+                       {"one token [1, 1, 1, 3]", {{{1, 1, 1, 3}}, {{1, 1, 1, 3}}, {{1, 1, 1, 3}}}, f(true, false, 0)},
+                       {"large [2, 2, 300, 16]", {{{2, 2, 300, 16}}, {{2, 2, 300, 16}}, {{2, 2, 300, 16}}},
+                        f(false, false, 0), false},
+                   };
+                 }});
+  out.back().bad_input = [] {
+    const Tensor x = f32({1, 2, 5, 3});
+    htransformer_attention(x, x, x, {}, false, 1.0, 0);
+  };
+  out.back().bad_needle = "htransformer_attention: block must be >= 1, got 0";
+}
+
 }  // namespace
 
 // Arguments: --complete runs only the completeness check of the op list;
@@ -548,6 +581,7 @@ int main(int argc, char** argv) {
   add_linalg(entries);
   add_optim(entries);
   add_attention(entries);
+  add_htransformer(entries);
   Options opt;
   opt.require_every_registered_op = true;
   const int failures = complete_only ? 0 : run(entries, opt);

@@ -75,5 +75,10 @@ inline constexpr DTypeSet kNone = 0;
   X(bias_gelu,             "bias_gelu",                               BiasGelu,      kFloat, kF32) \
   X(bias_gelu_backward,    "bias_gelu_backward",                      BiasGeluGrad,  kFloat, kF32) \
   X(attention,             "hkt_attention",                           Attention,     kFloat, kF32) \
-  X(attention_backward,    "hkt_attention_backward",                  AttentionGrad, kFloat, kF32)
+  X(attention_backward,    "hkt_attention_backward",                  AttentionGrad, kFloat, kF32) \
+  HKT_KERNEL_OPS_HTRANSFORMER(X)
+// H-Transformer-1D attention (hkt/ops/htransformer.hpp): CPU only.
+#define HKT_KERNEL_OPS_HTRANSFORMER(X)                                                          \
+  X(htransformer,          "htransformer_attention",                  HTransformer,  kFloat, kNone) \
+  X(htransformer_backward, "htransformer_attention_backward",         HTransformerGrad, kFloat, kNone)
 // clang-format on

@@ -123,4 +123,17 @@ using AttentionGrad = void(const AttnShape& s, const std::vector<const void*>& q
                            const void* o, const void* lse, const void* dout, const std::vector<void*>& dq,
                            const std::vector<void*>& dk, void* dv, void* dlambda);
 
+// --- H-Transformer-1D attention (ops/src/htransformer.cpp) -----------------
+// q, k, v, y, dq, dk, dv contiguous [B, H, T, dh]; valid Bool [B, T] or null;
+// lse [B, H, T]; levels >= 1 (the number used). dq, dk, dv may be null.
+struct HtrShape {
+  int64_t B, H, T, dh, block, levels;
+  bool causal;
+  double scale;
+};
+using HTransformer = void(const HtrShape& d, const void* q, const void* k, const void* v, const bool* valid,
+                          void* y, void* lse);
+using HTransformerGrad = void(const HtrShape& d, const void* q, const void* k, const void* v, const bool* valid,
+                              const void* y, const void* lse, const void* g, void* dq, void* dk, void* dv);
+
 }  // namespace hkt::sig
