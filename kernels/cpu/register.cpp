@@ -9,6 +9,7 @@
 #include "kernels/cpu/gemm.hpp"
 #include "kernels/cpu/index.hpp"
 #include "kernels/cpu/layer_norm.hpp"
+#include "kernels/cpu/local_attention.hpp"
 #include "kernels/cpu/loss.hpp"
 #include "kernels/cpu/optim.hpp"
 #include "kernels/cpu/random.hpp"
@@ -173,6 +174,19 @@ void bias_gelu_grad(const void* x, const void* b, const void* g, void* dx, int64
   if (approximate) cpu::bias_gelu_backward<T, ew::GeluTanh>(in<T>(x), in<T>(b), in<T>(g), out<T>(dx), rows, C);
   else cpu::bias_gelu_backward<T, ew::GeluErf>(in<T>(x), in<T>(b), in<T>(g), out<T>(dx), rows, C);
 }
+template <class T>
+void local_attn(const void* q, const void* k, const void* v, const bool* valid, void* o, void* lse, int64_t B,
+                int64_t H, int64_t len, int64_t dh, int64_t w, bool causal, double scale) {
+  cpu::local_attention_forward<T>({B, H, len, dh, w, causal, scale}, in<T>(q), in<T>(k), in<T>(v), valid, out<T>(o),
+                                  out<T>(lse));
+}
+template <class T>
+void local_attn_grad(const void* q, const void* k, const void* v, const bool* valid, const void* o, const void* lse,
+                     const void* g, int64_t B, int64_t H, int64_t len, int64_t dh, int64_t w, bool causal,
+                     double scale, void* dq, void* dk, void* dv) {
+  cpu::local_attention_backward<T>({B, H, len, dh, w, causal, scale}, in<T>(q), in<T>(k), in<T>(v), valid, in<T>(o),
+                                   in<T>(lse), in<T>(g), out<T>(dq), out<T>(dk), out<T>(dv));
+}
 
 constexpr auto kCpu = DeviceType::CPU;
 
@@ -260,6 +274,8 @@ void register_cpu_kernels(Tables& t) {
   HKT_CPU_FLOAT(t.dropout, dropout_mask);
   HKT_CPU_FLOAT(t.bias_gelu, bias_gelu);
   HKT_CPU_FLOAT(t.bias_gelu_backward, bias_gelu_grad);
+  HKT_CPU_FLOAT(t.local_attention, local_attn);
+  HKT_CPU_FLOAT(t.local_attention_backward, local_attn_grad);
 }
 
 }  // namespace hkt::kernels

@@ -73,5 +73,8 @@ inline constexpr DTypeSet kNone = 0;
   X(cross_entropy_backward,"cross_entropy_backward",                  CeGrad,        kFloat, kF32) \
   X(dropout,               "dropout",                                 DropoutMask,   kFloat, kF32) \
   X(bias_gelu,             "bias_gelu",                               BiasGelu,      kFloat, kF32) \
-  X(bias_gelu_backward,    "bias_gelu_backward",                      BiasGeluGrad,  kFloat, kF32)
+  X(bias_gelu_backward,    "bias_gelu_backward",                      BiasGeluGrad,  kFloat, kF32) \
+  X(local_attention,       "local_attention",                         LocalAttn,     kFloat, kNone) \
+  X(local_attention_backward, "local_attention_backward",             LocalAttnGrad, kFloat, kNone)
 // clang-format on
+// local_attention is CPU-only (kNone for CUDA): the op says so when called on a device.

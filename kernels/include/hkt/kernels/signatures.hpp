@@ -106,4 +106,13 @@ using BiasGelu = void(const void* x, const void* b, void* y, int64_t rows, int64
 using BiasGeluGrad = void(const void* x, const void* b, const void* g, void* dx, int64_t rows, int64_t C,
                           bool approximate);
 
+// --- local_attention: sliding-window attention of half-width w (causal: the w
+// previous keys and itself); q, k, v, o [B, H, T, dh] and lse [B, H, T]
+// contiguous, valid Bool [B, T] or null (kernels/cpu/local_attention.hpp) ---
+using LocalAttn = void(const void* q, const void* k, const void* v, const bool* valid, void* o, void* lse, int64_t B,
+                       int64_t H, int64_t T, int64_t dh, int64_t w, bool causal, double scale);
+using LocalAttnGrad = void(const void* q, const void* k, const void* v, const bool* valid, const void* o,
+                           const void* lse, const void* dout, int64_t B, int64_t H, int64_t T, int64_t dh, int64_t w,
+                           bool causal, double scale, void* dq, void* dk, void* dv);
+
 }  // namespace hkt::sig
