@@ -25,6 +25,7 @@
 #include "hkt/core/grad_mode.hpp"
 #include "hkt/core/json_read.hpp"
 #include "hkt/core/random.hpp"
+#include "hkt/models/attention_kinds.hpp"
 #include "hkt/models/checkpoint.hpp"
 #include "hkt/models/optim.hpp"
 #include "hkt/models/schedule.hpp"
@@ -412,6 +413,10 @@ struct Run {
     } catch (const fs::filesystem_error& e) {  // a data folder that cannot be listed (a link loop, ...)
       throw InputError(str_cat("the data of task ", cfg.task, ": ", e.what()));
     }
+    if (const nn::AttentionKind* kind = nn::find_attention_kind(mcfg.attention);
+        kind && kind->cpu_only && !ropt.device.is_cpu())
+      throw InputError(str_cat("model ", cfg.model, ": the attention kind '", mcfg.attention,
+                               "' has CPU kernels only; train it with --device cpu"));
     Generator gen(cfg.seed);
     model = std::make_unique<nn::SequenceClassifier>(mcfg, &gen);
     model->train();
