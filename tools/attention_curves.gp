@@ -1,4 +1,5 @@
 # gnuplot -e "csv='curves.csv'; png='docs/results/attention-curves.png'" tools/attention_curves.gp
+# (rows sorted by kind, so that each kind's points are joined: docs/results/attention-curves.csv)
 # Time and peak memory of one attention layer's forward + backward against T, per kind,
 # from the CSV of hkt-bench-attention --curves --csv (T,kind,fwd_ms,fwdbwd_ms,peak_mib).
 set terminal pngcairo size 1200,480 font ",10"
