@@ -20,6 +20,13 @@
 //   hkt-bench-attention --sgemm M N K
 //   hkt-bench-attention --step <preset> T B reps                  (one training step; "step_s peak_mib")
 //   HKT_PROFILE=1 hkt-bench-attention --step ...   also prints the op profile of `reps` steps (stderr)
+//   hkt-bench-attention --curves [--max-t N] [--rounds R] [--csv FILE]
+//       cost curves of every attention kind (docs/performance.md): forward+backward time and peak RSS of
+//       MHA, HKT L = 3, local (w = 64), Performer (FAVOR+, m = 64) and Performer (elu+1) at B = 1, H = 4,
+//       dh = 32, T = 512, 1024, ... N (16384 by default), bidirectional; the kinds alternate, R rounds
+//       (3), medians. Then one training step per preset (hkt-small, mha-matched, local-small,
+//       performer-small) at T = 1024 and 4096, B = 2, R alternating rounds, medians.
+//   hkt-bench-attention --kind <mha|hkt3|local|performer|elu1> T reps   (one run; "fwd_s fwdbwd_s peak_mib")
 //
 // After the kernel table it times one training step of hkt-small and
 // mha-small at T = 1024, B = 8, five alternating pairs of runs (two with
@@ -35,6 +42,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <string>
 #include <utility>
@@ -47,6 +55,8 @@
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/index.hpp"
 #include "hkt/ops/linalg.hpp"
+#include "hkt/ops/linear_attention.hpp"
+#include "hkt/ops/local_attention.hpp"
 #include "hkt/ops/nn.hpp"
 #include "hkt/ops/reduce.hpp"
 #include "hkt/ops/view.hpp"
@@ -102,6 +112,43 @@ int run_one(bool fused, int64_t T, int64_t L, bool causal, int reps) {
   auto fwd = [&] {
     return fused ? hkt_attention(q, k, v, lam, Tensor(), causal, scale) : composite_attention(q, k, v, lam, Tensor(), causal, scale);
   };
+  const double t_fwd = best_time(
+      [&] {
+        NoGradGuard ng;
+        (void)fwd();
+      },
+      reps);
+  const double t_all = best_time([&] { sum(fwd() * w).backward(); }, reps);
+  std::printf("%.6f %.6f %.1f\n", t_fwd, t_all, peak_rss_mib());
+  return 0;
+}
+
+// One attention kind at length T (B = 1, H = 4, dh = 32, bidirectional): prints
+// "fwd_s fwdbwd_s peak_mib". Local: w = 64; Performer: m = 64 features.
+int run_kind(const std::string& kind, int64_t T, int reps) {
+  manual_seed(1);
+  const Shape s{kB, kH, T, kDh};
+  const Tensor q = randn(s).set_requires_grad(true), k = randn(s).set_requires_grad(true);
+  const Tensor v = randn(s).set_requires_grad(true), w = randn(s);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(kDh));
+  const Tensor feats = orthogonal_features(64, kDh, 7);
+  std::vector<Tensor> q3, k3;
+  for (int64_t l = 0; l < 3; ++l) {
+    q3.push_back(l == 0 ? q : randn({kB, kH, hkt_level_len(T, l), kDh}).set_requires_grad(true));
+    k3.push_back(l == 0 ? k : randn({kB, kH, hkt_level_len(T, l), kDh}).set_requires_grad(true));
+  }
+  const Tensor lam = full({kH, 3}, 1.0 / 3).set_requires_grad(true);
+  std::function<Tensor()> fwd;
+  if (kind == "mha") fwd = [&] { return mha_attention(q, k, v, Tensor(), false, scale); };
+  else if (kind == "hkt3") fwd = [&] { return hkt_attention(q3, k3, v, lam, Tensor(), false, scale); };
+  else if (kind == "local") fwd = [&] { return local_attention(q, k, v, Tensor(), 64, false, scale); };
+  else if (kind == "performer")
+    fwd = [&] { return linear_attention(favor_features(q, feats, true), favor_features(k, feats, false), v, Tensor(), false); };
+  else if (kind == "elu1") fwd = [&] { return linear_attention(elu1_features(q), elu1_features(k), v, Tensor(), false); };
+  else {
+    std::fprintf(stderr, "hkt-bench-attention: unknown kind '%s' (mha, hkt3, local, performer, elu1)\n", kind.c_str());
+    return 2;
+  }
   const double t_fwd = best_time(
       [&] {
         NoGradGuard ng;
@@ -225,9 +272,100 @@ void row(const char* impl, const char* variant, int64_t T, const Result& r, cons
   std::fflush(stdout);
 }
 
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// --curves: the cost curves of every kind and a training step per preset (see the header).
+int run_curves(int64_t max_t, int rounds, const std::string& csv) {
+  const std::vector<std::string> kinds{"mha", "hkt3", "local", "performer", "elu1"};
+  std::FILE* out = csv.empty() ? nullptr : std::fopen(csv.c_str(), "w");
+  if (!csv.empty() && !out) {
+    std::fprintf(stderr, "hkt-bench-attention: cannot write '%s'\n", csv.c_str());
+    return 1;
+  }
+  if (out) std::fprintf(out, "T,kind,fwd_ms,fwdbwd_ms,peak_mib\n");
+  std::printf("## cost curves: B = %lld, H = %lld, dh = %lld, float32, bidirectional, forward + backward; "
+              "local w = 64, Performer m = 64; median of %d alternating rounds\n\n",
+              static_cast<long long>(kB), static_cast<long long>(kH), static_cast<long long>(kDh), rounds);
+  std::printf("| T | kind | fwd ms | fwd+bwd ms | / MHA (fwd+bwd) | peak RSS MiB |\n|--:|------|--:|--:|--:|--:|\n");
+  for (int64_t T = 512; T <= max_t; T *= 2) {
+    std::vector<std::vector<double>> f(kinds.size()), a(kinds.size()), m(kinds.size());
+    for (int r = 0; r < rounds; ++r)
+      for (size_t i = 0; i < kinds.size(); ++i) {
+        const std::string o = run_child("--kind " + kinds[i] + " " + std::to_string(T) + " 2");
+        double x = 0, y = 0, z = 0;
+        if (std::sscanf(o.c_str(), "%lf %lf %lf", &x, &y, &z) != 3) continue;
+        f[i].push_back(x), a[i].push_back(y), m[i].push_back(z);
+      }
+    const double mha = median_of(a[0]);
+    for (size_t i = 0; i < kinds.size(); ++i) {
+      if (a[i].empty()) {
+        std::printf("| %lld | %s | failed | | | |\n", static_cast<long long>(T), kinds[i].c_str());
+        continue;
+      }
+      const double fw = median_of(f[i]) * 1e3, al = median_of(a[i]) * 1e3, mib = median_of(m[i]);
+      std::printf("| %lld | %s | %.1f | %.1f | %.2f | %.0f |\n", static_cast<long long>(T), kinds[i].c_str(), fw, al,
+                  mha > 0 ? al / (mha * 1e3) : 0.0, mib);
+      if (out) std::fprintf(out, "%lld,%s,%.3f,%.3f,%.1f\n", static_cast<long long>(T), kinds[i].c_str(), fw, al, mib);
+      std::fflush(stdout);
+    }
+  }
+  if (out) std::fclose(out);
+  const std::vector<std::string> presets{"hkt-small", "mha-matched", "local-small", "performer-small"};
+  std::printf("\n## training step per preset: B = 2, vocab 256, 10 classes, forward + cross-entropy + backward + clip + "
+              "AdamW; median of %d alternating rounds\n\n| T | preset | step ms | / mha-matched | peak RSS MiB |\n"
+              "|--:|--------|--:|--:|--:|\n", rounds);
+  for (int64_t T : {1024, 4096}) {
+    std::vector<std::vector<double>> t(presets.size()), m(presets.size());
+    for (int r = 0; r < rounds; ++r)
+      for (size_t i = 0; i < presets.size(); ++i) {
+        double x = 0, z = 0;
+        if (std::sscanf(run_child("--step " + presets[i] + " " + std::to_string(T) + " 2 1").c_str(), "%lf %lf", &x,
+                        &z) == 2)
+          t[i].push_back(x), m[i].push_back(z);
+      }
+    const double base = median_of(t[1]);
+    for (size_t i = 0; i < presets.size(); ++i) {
+      if (t[i].empty()) {
+        std::printf("| %lld | %s | failed | | |\n", static_cast<long long>(T), presets[i].c_str());
+        continue;
+      }
+      std::printf("| %lld | %s | %.0f | %.2f | %.0f |\n", static_cast<long long>(T), presets[i].c_str(),
+                  median_of(t[i]) * 1e3, base > 0 ? median_of(t[i]) / base : 0.0, median_of(m[i]));
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "--kind") == 0 && argc == 5)
+    return run_kind(argv[2], std::atoll(argv[3]), std::atoi(argv[4]));
+  if (argc >= 2 && std::strcmp(argv[1], "--curves") == 0) {
+    int64_t max_t = 16384;
+    int rounds = 3;
+    std::string csv;
+    for (int i = 2; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--max-t" && i + 1 < argc) max_t = std::atoll(argv[++i]);
+      else if (a == "--rounds" && i + 1 < argc) rounds = std::atoi(argv[++i]);
+      else if (a == "--csv" && i + 1 < argc) csv = argv[++i];
+      else {
+        std::fprintf(stderr, "usage: %s --curves [--max-t N] [--rounds R] [--csv FILE]\n", argv[0]);
+        return 2;
+      }
+    }
+    if (max_t < 512 || rounds < 1) {
+      std::fprintf(stderr, "hkt-bench-attention: --max-t must be >= 512 and --rounds >= 1\n");
+      return 2;
+    }
+    return run_curves(max_t, rounds, csv);
+  }
   if (argc >= 2 && std::strcmp(argv[1], "--one") == 0 && argc == 7)
     return run_one(std::strcmp(argv[2], "fused") == 0, std::atoll(argv[3]), std::atoll(argv[4]),
                    std::atoi(argv[5]) != 0, std::atoi(argv[6]));

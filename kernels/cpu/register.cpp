@@ -11,6 +11,7 @@
 #include "kernels/cpu/htransformer.hpp"
 #include "kernels/cpu/index.hpp"
 #include "kernels/cpu/layer_norm.hpp"
+#include "kernels/cpu/local_attention.hpp"
 #include "kernels/cpu/loss.hpp"
 #include "kernels/cpu/optim.hpp"
 #include "kernels/cpu/random.hpp"
@@ -215,6 +216,17 @@ void htransformer_grad(const sig::HtrShape& d, const void* q, const void* k, con
                        const void* y, const void* lse, const void* g, void* dq, void* dk, void* dv) {
   cpu::htransformer_backward<T>(htr_dims(d), in<T>(q), in<T>(k), in<T>(v), valid, in<T>(y), in<T>(lse), in<T>(g),
                                 out<T>(dq), out<T>(dk), out<T>(dv));
+void local_attn(const void* q, const void* k, const void* v, const bool* valid, void* o, void* lse, int64_t B,
+                int64_t H, int64_t len, int64_t dh, int64_t w, bool causal, double scale) {
+  cpu::local_attention_forward<T>({B, H, len, dh, w, causal, scale}, in<T>(q), in<T>(k), in<T>(v), valid, out<T>(o),
+                                  out<T>(lse));
+}
+template <class T>
+void local_attn_grad(const void* q, const void* k, const void* v, const bool* valid, const void* o, const void* lse,
+                     const void* g, int64_t B, int64_t H, int64_t len, int64_t dh, int64_t w, bool causal,
+                     double scale, void* dq, void* dk, void* dv) {
+  cpu::local_attention_backward<T>({B, H, len, dh, w, causal, scale}, in<T>(q), in<T>(k), in<T>(v), valid, in<T>(o),
+                                   in<T>(lse), in<T>(g), out<T>(dq), out<T>(dk), out<T>(dv));
 }
 
 constexpr auto kCpu = DeviceType::CPU;
@@ -308,6 +320,8 @@ void register_cpu_kernels(Tables& t) {
   // H-Transformer-1D attention.
   HKT_CPU_FLOAT(t.htransformer, htransformer);
   HKT_CPU_FLOAT(t.htransformer_backward, htransformer_grad);
+  HKT_CPU_FLOAT(t.local_attention, local_attn);
+  HKT_CPU_FLOAT(t.local_attention_backward, local_attn_grad);
 }
 
 }  // namespace hkt::kernels

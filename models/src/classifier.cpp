@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hkt/core/json_read.hpp"
+#include "hkt/models/attention_kinds.hpp"
 #include "hkt/models/init.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
@@ -49,6 +50,10 @@ const std::vector<Field>& fields() {
       {"learn_lambda", &ClassifierConfig::learn_lambda},
       {"hybrid", &ClassifierConfig::hybrid},
       {"conv_only", &ClassifierConfig::conv_only},
+      {"window", &ClassifierConfig::window},
+      {"features", &ClassifierConfig::features},
+      {"feature_map", &ClassifierConfig::feature_map},
+      {"redraw_interval", &ClassifierConfig::redraw_interval},
       {"dtype", &ClassifierConfig::dtype},
   };
   return f;
@@ -92,8 +97,8 @@ void read_field(ClassifierConfig& c, const Field& f, const ordered_json& v) {
 
 void ClassifierConfig::validate() const {
   const char* who = "ClassifierConfig: ";
-  HKT_CHECK(attention == "hkt" || attention == "mha", who, "unknown attention kind '", attention,
-            "' (expected \"hkt\" or \"mha\")");
+  HKT_CHECK(find_attention_kind(attention), who, "unknown attention kind '", attention, "' (expected one of ",
+            attention_kind_names(), ")");
   HKT_CHECK(vocab >= 0 && input_features >= 0, who, "vocab (", vocab, ") and input_features (", input_features,
             ") must not be negative");
   HKT_CHECK((vocab > 0) != (input_features > 0), who,
@@ -111,6 +116,11 @@ void ClassifierConfig::validate() const {
   HKT_CHECK(!conv_only || (attention == "hkt" && hybrid), who,
             "conv_only needs attention \"hkt\" with hybrid = true, got attention \"", attention, "\", hybrid = ",
             hybrid ? "true" : "false");
+  HKT_CHECK(window >= 0, who, "window must be >= 0 (the local attention's half-width), got ", window);
+  HKT_CHECK(features >= 1, who, "features must be >= 1 (Performer's features per head), got ", features);
+  HKT_CHECK(feature_map == "favor+" || feature_map == "elu+1", who,
+            "feature_map must be \"favor+\" or \"elu+1\", got \"", feature_map, "\"");
+  HKT_CHECK(redraw_interval >= 0, who, "redraw_interval must be >= 0 (0: never redraw), got ", redraw_interval);
   HKT_CHECK(is_floating(dtype), who, "dtype must be float32 or float64, got ", dtype);
   // Sizes are bounded before anything is allocated (a config or a checkpoint's metadata may say anything).
   const auto limit = [&](const char* name, int64_t v, int64_t max) {
@@ -124,6 +134,8 @@ void ClassifierConfig::validate() const {
   limit("layers", layers, kMaxLayers);
   limit("ffn_mult", ffn_mult, kMaxFfnMult);
   limit("classes", classes, kMaxClasses);
+  limit("window", window, kMaxLen);
+  limit("features", features, kMaxFeatures);
   if (attention == "hkt") {
     // Level l pools blocks of 2^(l-1) positions: beyond floor(log2(T)) + 1 a level has one block or none.
     int64_t max_levels = 1;
@@ -197,6 +209,18 @@ ClassifierConfig ClassifierConfig::preset(const std::string& name) {
     c.ffn_mult = 7;
     c.dropout = 0.1;
     c.levels = 3;
+  } else if (name == "local-small" || name == "performer-small") {
+    // mha-matched's shape (a 7D FFN, the same 4 D^2 attention projections),
+    // so within 1% of hkt-small's parameters on every task (docs/models.md).
+    // Performer's features are a buffer, not parameters.
+    c.dim = 128;
+    c.heads = 4;
+    c.layers = 2;
+    c.ffn_mult = 7;
+    c.dropout = 0.1;
+    c.levels = 3;
+    c.window = 64;
+    c.features = 64;
   } else if (name == "hkt-tiny" || name == "mha-tiny") {
     c.dim = 16;
     c.heads = 2;
@@ -206,45 +230,36 @@ ClassifierConfig ClassifierConfig::preset(const std::string& name) {
     c.levels = 3;
   } else {
     throw Error(str_cat("ClassifierConfig::preset: unknown preset '", name,
-                        "' (known: hkt-small, mha-small, mha-matched, hkt-tiny, mha-tiny)"));
+                        "' (known: hkt-small, mha-small, mha-matched, local-small, performer-small, hkt-tiny, mha-tiny)"));
   }
-  c.attention = name.substr(0, 3);
+  c.attention = name.substr(0, name.find('-'));
   return c;
 }
 
 // --- Block ---------------------------------------------------------------
 
-Block::Block(const ClassifierConfig& cfg, LayerOptions opt) : Module("Block") {
-  HKT_CHECK(cfg.attention == "hkt" || cfg.attention == "mha", "Block: unknown attention kind '", cfg.attention,
-            "' (expected \"hkt\" or \"mha\")");
+Block::Block(const ClassifierConfig& cfg, LayerOptions opt, int64_t layer) : Module("Block") {
+  const AttentionKind* kind = find_attention_kind(cfg.attention);
+  HKT_CHECK(kind, "Block: unknown attention kind '", cfg.attention, "' (expected one of ", attention_kind_names(), ")");
   ln1 = register_module("ln1", std::make_shared<LayerNorm>(cfg.dim, 1e-5, true, opt));
-  AttentionConfig a;  // the fields both attentions share
+  AttentionConfig a;  // the fields every attention shares
   a.dim = cfg.dim;
   a.heads = cfg.heads;
   a.causal = cfg.causal;
   a.bias = cfg.bias;
   a.dtype = opt.dtype;
   a.gen = opt.gen;
-  if (cfg.attention == "hkt") {
-    HKTConfig h;
-    static_cast<AttentionConfig&>(h) = a;
-    h.levels = cfg.levels;
-    h.share_qk = cfg.share_qk;
-    h.pointwise = cfg.pointwise;
-    h.learn_lambda = cfg.learn_lambda;
-    h.hybrid = cfg.hybrid;
-    h.conv_only = cfg.conv_only;
-    hkt = register_module("attn", std::make_shared<HKTAttention>(h));
-  } else {
-    mha = register_module("attn", std::make_shared<MultiHeadAttention>(a));
-  }
+  attn = register_module("attn", kind->build(cfg, a, layer));
+  attend_ = kind->forward;
+  hkt = std::dynamic_pointer_cast<HKTAttention>(attn);
+  mha = std::dynamic_pointer_cast<MultiHeadAttention>(attn);
   ln2 = register_module("ln2", std::make_shared<LayerNorm>(cfg.dim, 1e-5, true, opt));
   ffn = register_module("ffn", std::make_shared<FeedForward>(cfg.dim, cfg.ffn_mult * cfg.dim, cfg.dropout, false, opt));
 }
 
 Tensor Block::forward(const Tensor& x, const Tensor& valid) {
   const Tensor a = ln1->forward(x);
-  Tensor h = x + (hkt ? hkt->forward(a, valid) : mha->forward(a, valid));
+  Tensor h = x + attend_(*attn, a, valid);
   return h + ffn->forward(ln2->forward(h));
 }
 
@@ -263,7 +278,7 @@ SequenceClassifier::SequenceClassifier(const ClassifierConfig& cfg, Generator* g
   pos = register_parameter("pos", empty({cfg.max_len, cfg.dim}, {cfg.dtype}));
   init::normal_(pos, 0.0, 0.02, gen);
   blocks = register_module("blocks", std::make_shared<ModuleList>());
-  for (int64_t i = 0; i < cfg.layers; ++i) blocks->push_back(std::make_shared<Block>(cfg, opt));
+  for (int64_t i = 0; i < cfg.layers; ++i) blocks->push_back(std::make_shared<Block>(cfg, opt, i));
   ln_f = register_module("ln_f", std::make_shared<LayerNorm>(cfg.dim, 1e-5, true, opt));
   head = register_module("head", std::make_shared<Linear>(cfg.dim, cfg.classes, true, opt));
 }

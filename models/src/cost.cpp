@@ -3,6 +3,8 @@
 #include "hkt/models/attention.hpp"
 #include "hkt/models/classifier.hpp"
 
+#include <algorithm>
+
 namespace hkt::nn {
 
 ScoreCost score_flops(int64_t B, int64_t T, int64_t D, int64_t H, int64_t L) {
@@ -23,12 +25,49 @@ ScoreCost score_flops(int64_t B, int64_t T, int64_t D, int64_t H, int64_t L) {
   return c;
 }
 
+namespace {
+
+// Local and Performer attention (docs/models.md): the projections and FFN of
+// MHA; local: scores and values over the visible pairs only (sum over i of
+// |N(i)|); Performer: the feature maps (FAVOR+: x W^T for q and k, 2 x 2 n m D)
+// as "scores", phi_k^T V and phi_q (phi_k^T V) (2 x 2 n m D) as "values",
+// and causal: the [c, c] products inside chunks of c = 64 (2 n c (m + D)).
+ModelFlops efficient_flops(const ClassifierConfig& cfg, int64_t B, int64_t T) {
+  const double D = static_cast<double>(cfg.dim), b = static_cast<double>(B), n = b * static_cast<double>(T);
+  ModelFlops f;
+  double pairs = 0;  // local: visible (query, key) pairs of one sequence
+  if (cfg.attention == "local")
+    for (int64_t i = 0; i < T; ++i) {
+      const int64_t lo = std::max<int64_t>(0, i - cfg.window), hi = cfg.causal ? i : std::min(T - 1, i + cfg.window);
+      pairs += static_cast<double>(hi - lo + 1);
+    }
+  const double m = static_cast<double>(cfg.features), chunk = static_cast<double>(std::min<int64_t>(64, T));
+  for (int64_t layer = 0; layer < cfg.layers; ++layer) {
+    f.projections += 4 * 2.0 * n * D * D;  // Wq, Wk, Wv, Wo
+    if (cfg.attention == "local") {
+      f.scores += 2.0 * b * pairs * D;
+      f.values += 2.0 * b * pairs * D;
+    } else {
+      if (cfg.feature_map == "favor+") f.scores += 2 * 2.0 * n * m * D;
+      f.values += 2 * 2.0 * n * m * D;
+      if (cfg.causal) f.values += 2.0 * n * chunk * (m * static_cast<double>(cfg.heads) + D);
+    }
+    f.ffn += 2 * 2.0 * n * D * D * static_cast<double>(cfg.ffn_mult);
+  }
+  if (cfg.input_features > 0) f.other += 2.0 * n * static_cast<double>(cfg.input_features) * D;
+  f.other += 2.0 * b * D * static_cast<double>(cfg.classes);
+  return f;
+}
+
+}  // namespace
+
 ModelFlops model_flops(const ClassifierConfig& cfg, int64_t B, int64_t T) {
   HKT_CHECK(B >= 1 && T >= 1, "model_flops: B and T must be >= 1, got B = ", B, ", T = ", T);
   cfg.validate();
   const double D = static_cast<double>(cfg.dim), b = static_cast<double>(B), t = static_cast<double>(T);
   const double n = b * t;  // tokens
   const bool hkt = cfg.attention == "hkt";
+  if (cfg.attention == "local" || cfg.attention == "performer") return efficient_flops(cfg, B, T);
   const bool conv_only = hkt && cfg.conv_only;  // no Wq, Wk, scores, A V or downsamplers
   const int64_t L = conv_only ? 0 : hkt ? cfg.levels : 1;
   const int64_t kDownKernel = 3;  // Downsample: causal depthwise conv, kernel 3, stride 2

@@ -49,6 +49,13 @@ StepMemory estimate_step_memory(const nn::ClassifierConfig& c, int64_t batch, in
     att += 2.0 * B * H * tl * tl * s;
   }
   if (hkt) att += B * H * t * t * s;
+  // Local: the fused kernel keeps one log-sum-exp per row (the scores of a window are recomputed);
+  // Performer: the features of q and k [T, m] and the chunks' [64, 64] products and [m, dh] running sums.
+  if (c.attention == "local") att = B * H * t * s;
+  if (c.attention == "performer") {
+    const double m = static_cast<double>(c.features), chunk = 64.0;
+    att = B * H * t * (2.0 * m + (c.causal ? chunk + m * D / H / chunk : 0.0)) * s;
+  }
   m.attention = att * (training ? N : 1.0);
   m.data = static_cast<double>(examples) * static_cast<double>(bytes_per_example);
   return m;

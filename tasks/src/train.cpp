@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "hkt/core/random.hpp"
+#include "hkt/models/attention_kinds.hpp"
 #include "hkt/models/checkpoint.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
@@ -61,6 +62,10 @@ void Run::setup() {
   } catch (const fs::filesystem_error& e) {  // a data folder that cannot be listed (a link loop, ...)
     throw InputError(str_cat("the data of task ", cfg.task, ": ", e.what()));
   }
+  if (const nn::AttentionKind* kind = nn::find_attention_kind(mcfg.attention);
+      kind && kind->cpu_only && !ropt.device.is_cpu())
+    throw InputError(str_cat("model ", cfg.model, ": the attention kind '", mcfg.attention,
+                             "' has CPU kernels only; train it with --device cpu"));
   Generator gen(cfg.seed);
   model = std::make_unique<nn::SequenceClassifier>(mcfg, &gen);
   model->train();

@@ -557,6 +557,48 @@ void add_htransformer(std::vector<OpEntry>& out) {
 
 // Arguments: --complete runs only the completeness check of the op list;
 // --require-device exits 77 (CTest: Skipped) when there is no CUDA device.
+// Attention shapes [B, H, T, dh]: T from t_lo to t_hi (not a power of two
+// unless drawn so), and a Bool [B, T] padding mask with a padded start and end
+// (a causal row whose keys are all padded gives 0).
+Shape attention_shape(std::mt19937_64& rng, int64_t t_lo, int64_t t_hi) {
+  return {dim(rng, 1, 2), dim(rng, 1, 2), dim(rng, t_lo, t_hi), dim(rng, 1, 4)};
+}
+Tensor padding_mask(int64_t B, int64_t T) {
+  std::vector<int64_t> v(static_cast<size_t>(B * T), 1);
+  for (int64_t b = 0; b < B; ++b) {
+    v[static_cast<size_t>(b * T)] = 0;                         // a padded first key
+    for (int64_t t = T - 1 - b; t < T && t > 0; ++t) v[static_cast<size_t>(b * T + t)] = 0;  // a padded tail
+  }
+  return gt(from_vector(v, {B, T}), 0.0);
+}
+
+void add_local_attention(std::vector<OpEntry>& out) {
+  out.push_back({"local_attention", {"local_attention", "local_attention_backward"}, [](std::mt19937_64& rng) {
+                   const Shape s = attention_shape(rng, 3, 11);
+                   const int64_t w = dim(rng, 1, 3), T = s[2];
+                   auto f = [](int64_t w, bool causal, Tensor valid = Tensor()) {
+                     return [=](const std::vector<Tensor>& in) {
+                       return local_attention(in[0], in[1], in[2], valid, w, causal, 0.7);
+                     };
+                   };
+                   const std::string ws = " w " + std::to_string(w);
+                   const Shape big{2, 3, 300, 16};
+                   return std::vector<Case>{
+                       {"bidirectional " + str(s) + ws, {{s}, {s}, {s}}, f(w, false)},
+                       {"causal " + str(s) + ws, {{s}, {s}, {s}}, f(w, true)},
+                       {"padded, bidirectional" + ws, {{s}, {s}, {s}}, f(w, false, padding_mask(s[0], T))},
+                       {"padded, causal" + ws, {{s}, {s}, {s}}, f(w, true, padding_mask(s[0], T))},
+                       {"w = 0", {{s}, {s}, {s}}, f(0, false)},
+                       {"w >= T", {{s}, {s}, {s}}, f(T + 2, true)},
+                       {"transposed q, sliced v", {{s, Layout::Transposed}, {s}, {s, Layout::Sliced}}, f(w, false)},
+                       {"T = 1", {{{1, 2, 1, 3}}, {{1, 2, 1, 3}}, {{1, 2, 1, 3}}}, f(1, true)},
+                       {"large " + str(big) + " w 20", {{big}, {big}, {big}}, f(20, false), false},
+                   };
+                 }});
+  out.back().bad_input = [] { local_attention(f32({1, 1, 4, 2}), f32({1, 1, 4, 2}), f32({1, 1, 4, 2}), Tensor(), -1, false, 1.0); };
+  out.back().bad_needle = "local_attention: window must be >= 0, got -1";
+}
+
 int main(int argc, char** argv) {
   bool complete_only = false;
   for (int i = 1; i < argc; ++i) {
@@ -582,6 +624,7 @@ int main(int argc, char** argv) {
   add_optim(entries);
   add_attention(entries);
   add_htransformer(entries);
+  add_local_attention(entries);
   Options opt;
   opt.require_every_registered_op = true;
   const int failures = complete_only ? 0 : run(entries, opt);

@@ -123,10 +123,14 @@ def merge(x):
     return x.transpose(0, 2, 1, 3).reshape(B, T, H * dh)
 
 
-def masked_softmax_av(s, valid, causal, v):
-    """softmax(S + mask) V; a row whose keys are all masked gives 0."""
+def masked_softmax_av(s, valid, causal, v, window=None):
+    """softmax(S + mask) V; a row whose keys are all masked gives 0. window:
+    only keys with |i - j| <= window are seen (local attention)."""
     B, H, T, _ = s.shape
     allowed = np.ones((B, 1, T, T), dtype=bool)
+    if window is not None:
+        i = np.arange(T)
+        allowed &= (np.abs(i[:, None] - i[None, :]) <= window)[None, None]
     if valid is not None:
         allowed &= valid[:, None, None, :]
     if causal:
@@ -209,6 +213,45 @@ def mha(x, valid, p, cfg):
     return zero_pad(linear(merge(masked_softmax_av(s, valid, causal, heads(v, H))), p, "wo"), valid)
 
 
+def local(x, valid, p, cfg):
+    """Sliding-window attention: MHA with the keys |i - j| <= window (causal: and j <= i)."""
+    H, causal = cfg["heads"], cfg["causal"]
+    dh = cfg["dim"] // H
+    q, k = heads(linear(x, p, "wq"), H), heads(linear(x, p, "wk"), H)
+    v = zero_pad(linear(x, p, "wv"), valid)
+    s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(dh)
+    return zero_pad(linear(merge(masked_softmax_av(s, valid, causal, heads(v, H), cfg["window"])), p, "wo"), valid)
+
+
+def performer(x, valid, p, cfg):
+    """Linear attention phi(Q) phi(K)^T V / phi(Q) phi(K)^T 1 through the T x T matrix.
+    FAVOR+: phi(x) = exp(x' W^T - |x'|^2 / 2) / sqrt(m), x' = x dh^(-1/4), W the exported
+    features (cfg["_features"]); elu+1: phi(x) = elu(x) + 1."""
+    H, causal = cfg["heads"], cfg["causal"]
+    dh = cfg["dim"] // H
+    q = heads(linear(x, p, "wq"), H)
+    k = heads(zero_pad(linear(x, p, "wk"), valid), H)
+    v = heads(zero_pad(linear(x, p, "wv"), valid), H)
+    if cfg["feature_map"] == "elu+1":
+        def phi(z):
+            return np.where(z > 0, z + 1.0, np.exp(np.minimum(z, 0.0)))
+    else:
+        w = cfg["_features"]
+
+        def phi(z):
+            zs = z * dh ** -0.25
+            return np.exp(zs @ w.T - 0.5 * (zs * zs).sum(-1, keepdims=True)) / math.sqrt(w.shape[0])
+    pq, pk = phi(q), phi(k)
+    if valid is not None:
+        pk = pk * valid[:, None, :, None]
+    a = pq @ pk.transpose(0, 1, 3, 2)
+    if causal:
+        a = a * np.tril(np.ones(a.shape[-2:]))
+    den = a.sum(-1, keepdims=True)
+    out = np.divide(a @ v, den, out=np.zeros(v.shape), where=den > 0)
+    return zero_pad(linear(merge(out), p, "wo"), valid)
+
+
 def sub(p, prefix):
     return {k[len(prefix):]: v for k, v in p.items() if k.startswith(prefix)}
 
@@ -222,11 +265,13 @@ def classifier(inp, valid, p, cfg):
     h = h + p["pos"][:T]
     att = dict(dim=cfg["dim"], heads=cfg["heads"], causal=cfg["causal"], levels=cfg["levels"],
                share_qk=cfg["share_qk"], pointwise=cfg["pointwise"], learn_lambda=cfg["learn_lambda"],
-               hybrid=cfg["hybrid"])
+               hybrid=cfg["hybrid"], window=cfg.get("window"), features=cfg.get("features"),
+               feature_map=cfg.get("feature_map"))
     for i in range(cfg["layers"]):
         b = "blocks.%d." % i
         a = layer_norm(h, p, b + "ln1")
-        fn = hkt_attention if cfg["attention"] == "hkt" else mha
+        fn = {"hkt": hkt_attention, "mha": mha, "local": local, "performer": performer}[cfg["attention"]]
+        att["_features"] = cfg.get("_features", {}).get(b + "attn.features")
         h = h + fn(a, valid, sub(p, b + "attn."), att)
         h = h + linear(gelu(linear(layer_norm(h, p, b + "ln2"), p, b + "ffn.fc1")), p, b + "ffn.fc2")
     h = layer_norm(h, p, "ln_f")
@@ -243,6 +288,10 @@ def forward(kind, cfg, inp, valid, p):
         return hkt_attention(inp, valid, p, cfg)
     if kind == "mha":
         return mha(inp, valid, p, cfg)
+    if kind == "local":
+        return local(inp, valid, p, cfg)
+    if kind == "performer":
+        return performer(inp, valid, p, cfg)
     return classifier(inp, valid, p, cfg)
 
 
@@ -326,6 +375,11 @@ def check_case(path):
     if kind == "train":
         return check_train(t, cfg, json.loads(meta["train"]))
     p = {k[6:]: v.astype(np.float64) for k, v in t.items() if k.startswith("param.")}
+    buffers = {k[7:]: v.astype(np.float64) for k, v in t.items() if k.startswith("buffer.")}
+    if kind == "performer":
+        cfg["_features"] = buffers.get("features")
+    elif kind == "classifier":
+        cfg["_features"] = buffers
     valid = t.get("input.valid")
     inp = t["input.ids"] if "input.ids" in t else t["input.x"].astype(np.float64)
     got = t["output"]

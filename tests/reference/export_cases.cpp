@@ -54,6 +54,9 @@ struct Case {
   ClassifierConfig cls;
   int64_t B = 2, T = 9;
   std::vector<int64_t> lengths;  // empty: no mask
+  int64_t window = 2;                  // local
+  int64_t features = 8;                // performer
+  std::string feature_map = "favor+";  // performer
 };
 
 Tensor right_padding(const std::vector<int64_t>& lengths, int64_t T) {
@@ -102,11 +105,31 @@ void write_case(const Case& c, const std::string& dir, uint64_t seed) {
   } else {
     HKTConfig a = c.att;
     a.gen = &g;
-    if (c.kind == "hkt")
+    const AttentionConfig& base = a;
+    nlohmann::json extra = nlohmann::json::object();
+    if (c.kind == "hkt") {
       model = std::make_shared<HKTAttention>(a);
-    else
-      model = std::make_shared<MultiHeadAttention>(static_cast<const AttentionConfig&>(a));
-    config = attention_json(a, c.kind);
+    } else if (c.kind == "local") {
+      LocalConfig l;
+      static_cast<AttentionConfig&>(l) = base;
+      l.window = c.window;
+      model = std::make_shared<LocalAttention>(l);
+      extra["window"] = c.window;
+    } else if (c.kind == "performer") {
+      PerformerConfig pc;
+      static_cast<AttentionConfig&>(pc) = base;
+      pc.features = c.features;
+      pc.feature_map = c.feature_map;
+      pc.seed = seed;
+      model = std::make_shared<PerformerAttention>(pc);
+      extra["features"] = c.features;
+      extra["feature_map"] = c.feature_map;
+    } else {
+      model = std::make_shared<MultiHeadAttention>(base);
+    }
+    nlohmann::json j = nlohmann::json::parse(attention_json(a, c.kind));
+    j.update(extra);
+    config = j.dump();
     dt = a.dtype;
   }
   perturb(*model, g);
@@ -135,8 +158,11 @@ void write_case(const Case& c, const std::string& dir, uint64_t seed) {
   }
 
   Tensor y;
+  if (c.kind == "performer") model->eval();  // no redraw counting (the features are exported below)
   if (auto* h = dynamic_cast<HKTAttention*>(model.get())) y = h->forward(x, valid);
   else if (auto* m = dynamic_cast<MultiHeadAttention*>(model.get())) y = m->forward(x, valid);
+  else if (auto* l = dynamic_cast<LocalAttention*>(model.get())) y = l->forward(x, valid);
+  else if (auto* pf = dynamic_cast<PerformerAttention*>(model.get())) y = pf->forward(x, valid);
   else y = static_cast<SequenceClassifier*>(model.get())->forward(x, valid);
   out.emplace_back("output", host(y.detach()));
   if (auto* h = dynamic_cast<HKTAttention*>(model.get())) {
@@ -158,6 +184,9 @@ void write_case(const Case& c, const std::string& dir, uint64_t seed) {
     }
   }
   for (auto& [name, p] : model->named_parameters()) out.emplace_back("param." + name, host(p.detach()));
+  // Buffers the reference needs (Performer's random features; not the draw counter).
+  for (auto& [name, b] : model->named_buffers())
+    if (name == "features" || name.ends_with(".features")) out.emplace_back("buffer." + name, host(b));
   save_safetensors(dir + "/" + c.name + ".safetensors", out, {{"kind", c.kind}, {"config", config}, {"device", g_device.str()}});
 }
 
@@ -314,6 +343,41 @@ std::vector<Case> cases() {
     Case& c = cls("classifier_hkt_tokens_T19_mask", "hkt", 19, {19, 12, 5});
     c.cls.vocab = 11;
   }
+  // Local (sliding window) and Performer (FAVOR+ with its features exported, and elu + 1).
+  for (bool causal : {false, true}) {
+    const std::string cs = causal ? "causal" : "bidir";
+    {
+      Case& c = hkt("local_" + cs + "_T13_w3_mask", 1, causal, 13, {13, 7, 2});
+      c.kind = "local";
+      c.window = 3;
+    }
+    {
+      Case& c = hkt("local_" + cs + "_T6_w0", 1, causal, 6, {});
+      c.kind = "local";
+      c.window = 0;
+    }
+    {
+      Case& c = hkt("performer_favor_" + cs + "_T70_mask", 1, causal, 70, {70, 41});
+      c.kind = "performer";
+      c.features = 12;
+    }
+    {
+      Case& c = hkt("performer_elu1_" + cs + "_T11_mask", 1, causal, 11, {11, 4});
+      c.kind = "performer";
+      c.feature_map = "elu+1";
+    }
+  }
+  {
+    Case& c = cls("classifier_local_tokens_T19_mask", "local", 19, {19, 12, 5});
+    c.cls.vocab = 11;
+    c.cls.window = 4;
+  }
+  {
+    Case& c = cls("classifier_performer_tokens_causal_T19_mask", "performer", 19, {19, 12, 5});
+    c.cls.vocab = 11;
+    c.cls.causal = true;
+    c.cls.features = 10;
+  }
   {
     Case& c = cls("classifier_mha_features_causal_T12", "mha", 12, {12, 8});
     c.cls.input_features = 3;
@@ -340,14 +404,22 @@ int main(int argc, char** argv) {
     const std::string dir = argv[1];
     std::string list;
     uint64_t seed = 100;
+    size_t skipped = 0;
     for (const Case& c : cases()) {
+      // Local attention has CPU kernels only: its cases are not written for --device cuda.
+      if (cuda && (c.kind == "local" || (c.kind == "classifier" && c.cls.attention == "local"))) {
+        ++seed;
+        ++skipped;
+        continue;
+      }
       write_case(c, dir, seed++);
       list += c.name + "\n";
     }
     write_train_case(dir, seed);
     list += "train\n";
     std::ofstream(dir + "/cases.txt") << list;
-    std::printf("wrote %zu cases to %s (computed on %s)\n", cases().size() + 1, dir.c_str(), cuda ? "cuda" : "cpu");
+    std::printf("wrote %zu cases to %s (computed on %s%s)\n", cases().size() + 1 - skipped, dir.c_str(),
+                cuda ? "cuda" : "cpu", skipped ? "; the local attention cases are CPU-only" : "");
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hkt-reference-export: %s\n", e.what());

@@ -25,8 +25,10 @@ void projections(nn::Block& blk, int64_t l, std::vector<double>& wq, std::vector
     wq = doubles(blk.hkt->wq(l));
     wk = doubles(blk.hkt->wk(l));
   } else {
-    wq = doubles(transpose(blk.mha->wq->weight, 0, 1));
-    wk = doubles(transpose(blk.mha->wk->weight, 0, 1));
+    const auto [q, k, heads] = qk_maps(blk, blk.attn->type_name());
+    (void)heads;
+    wq = doubles(transpose(q->weight, 0, 1));
+    wk = doubles(transpose(k->weight, 0, 1));
   }
 }
 

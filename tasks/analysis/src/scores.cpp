@@ -27,10 +27,10 @@ void block_scores(nn::Block& blk, const Tensor& a, const Tensor& valid, std::vec
     combined = s.combined;
     return;
   }
-  const nn::AttentionConfig& c = blk.mha->config();
-  const int64_t B = a.size(0), T = a.size(1), H = c.heads, dh = c.dim / c.heads;
-  const Tensor q = permute(reshape(blk.mha->wq->forward(a), {B, T, H, dh}), {0, 2, 1, 3});
-  const Tensor k = permute(reshape(blk.mha->wk->forward(a), {B, T, H, dh}), {0, 2, 1, 3});
+  const auto [wq, wk, H] = qk_maps(blk, blk.attn->type_name());
+  const int64_t B = a.size(0), T = a.size(1), dh = a.size(2) / H;
+  const Tensor q = permute(reshape(wq->forward(a), {B, T, H, dh}), {0, 2, 1, 3});
+  const Tensor k = permute(reshape(wk->forward(a), {B, T, H, dh}), {0, 2, 1, 3});
   combined = matmul(q, transpose(k, 2, 3)) / std::sqrt(static_cast<double>(dh));
   levels = {combined};
 }

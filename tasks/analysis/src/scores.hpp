@@ -7,9 +7,28 @@
 
 #include "hkt/analysis/stats.hpp"
 #include "hkt/models/classifier.hpp"
+#include "hkt/models/efficient_attention.hpp"
 #include "hkt/tasks/dataset.hpp"
 
 namespace hkt::analysis {
+
+// The query and key maps of a block whose attention has one of each (MHA,
+// local, Performer): the analysis treats their logits Q K^T / sqrt(dh),
+// before any mask, as the scores (local attention sees only |i - j| <= w of
+// them; Performer's features approximate their exponential). A kind without
+// one such pair is refused with an error naming it (docs/analysis.md).
+struct QKMaps {
+  std::shared_ptr<nn::Linear> wq, wk;
+  int64_t heads;
+};
+inline QKMaps qk_maps(const nn::Block& blk, const std::string& kind) {
+  if (blk.mha) return {blk.mha->wq, blk.mha->wk, blk.mha->config().heads};
+  if (auto l = std::dynamic_pointer_cast<nn::LocalAttention>(blk.attn)) return {l->wq, l->wk, l->config().heads};
+  if (auto p = std::dynamic_pointer_cast<nn::PerformerAttention>(blk.attn)) return {p->wq, p->wk, p->config().heads};
+  throw Error(str_cat("hkt-analyze: the scores and forms are defined for the attention kinds hkt, mha, local and "
+                      "performer; the model's attention is '", kind, "'"));
+}
+
 
 // The score vectors of one key window p.
 struct RowSet {

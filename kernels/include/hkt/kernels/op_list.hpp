@@ -76,9 +76,12 @@ inline constexpr DTypeSet kNone = 0;
   X(bias_gelu_backward,    "bias_gelu_backward",                      BiasGeluGrad,  kFloat, kF32) \
   X(attention,             "hkt_attention",                           Attention,     kFloat, kF32) \
   X(attention_backward,    "hkt_attention_backward",                  AttentionGrad, kFloat, kF32) \
+  X(local_attention,       "local_attention",                         LocalAttn,     kFloat, kNone) \
+  X(local_attention_backward, "local_attention_backward",             LocalAttnGrad, kFloat, kNone) \
   HKT_KERNEL_OPS_HTRANSFORMER(X)
 // H-Transformer-1D attention (hkt/ops/htransformer.hpp): CPU only.
 #define HKT_KERNEL_OPS_HTRANSFORMER(X)                                                          \
   X(htransformer,          "htransformer_attention",                  HTransformer,  kFloat, kNone) \
   X(htransformer_backward, "htransformer_attention_backward",         HTransformerGrad, kFloat, kNone)
 // clang-format on
+// local_attention is CPU-only (kNone for CUDA): the op says so when called on a device.

@@ -136,4 +136,13 @@ using HTransformer = void(const HtrShape& d, const void* q, const void* k, const
 using HTransformerGrad = void(const HtrShape& d, const void* q, const void* k, const void* v, const bool* valid,
                               const void* y, const void* lse, const void* g, void* dq, void* dk, void* dv);
 
+// --- local_attention: sliding-window attention of half-width w (causal: the w
+// previous keys and itself); q, k, v, o [B, H, T, dh] and lse [B, H, T]
+// contiguous, valid Bool [B, T] or null (kernels/cpu/local_attention.hpp) ---
+using LocalAttn = void(const void* q, const void* k, const void* v, const bool* valid, void* o, void* lse, int64_t B,
+                       int64_t H, int64_t T, int64_t dh, int64_t w, bool causal, double scale);
+using LocalAttnGrad = void(const void* q, const void* k, const void* v, const bool* valid, const void* o,
+                           const void* lse, const void* dout, int64_t B, int64_t H, int64_t T, int64_t dh, int64_t w,
+                           bool causal, double scale, void* dq, void* dk, void* dv);
+
 }  // namespace hkt::sig

@@ -6,7 +6,9 @@
 //   N pre-LN blocks    x += Attn(LN(x)); x += FFN(LN(x))   (FFN = Linear(D, 4D), GELU, Linear(4D, D), dropout)
 //   final LayerNorm, mean pooling over non-pad positions, linear head to C classes.
 //
-// Attn is HKTAttention or MultiHeadAttention (the baseline), chosen by the config.
+// Attn is HKTAttention, MultiHeadAttention (the baseline), LocalAttention or
+// PerformerAttention (hkt/models/efficient_attention.hpp), chosen by the
+// config's `attention` through the table of hkt/models/attention_kinds.hpp.
 //
 // Parameter names, in order (a module's own parameters come before its
 // children's): pos, embed.weight (or input_map.weight, input_map.bias),
@@ -18,6 +20,7 @@
 // model bit for bit. docs/hkt.md has the parameter counts of the presets.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -28,7 +31,7 @@
 namespace hkt::nn {
 
 struct ClassifierConfig {
-  std::string attention = "hkt";  // "hkt" or "mha"
+  std::string attention = "hkt";  // "hkt", "mha", "local" or "performer" (hkt/models/attention_kinds.hpp)
   int64_t vocab = 0;              // > 0: Int64 token inputs [B, T]
   int64_t input_features = 0;     // > 0: real-valued inputs [B, T, F]
   int64_t max_len = 512;          // positional embedding size; T <= max_len
@@ -47,6 +50,13 @@ struct ClassifierConfig {
   bool learn_lambda = true;
   bool hybrid = true;
   bool conv_only = false;  // beta = 0: the attention is Wo conv(Wv x) only (ablation; HKTConfig::conv_only)
+  // Local options (attention "local"): the half-width w of the window.
+  int64_t window = 64;
+  // Performer options (attention "performer"): m features per head, the map
+  // ("favor+" or "elu+1") and FAVOR+'s redraw interval in training forwards (0: never).
+  int64_t features = 64;
+  std::string feature_map = "favor+";
+  int64_t redraw_interval = 1000;
   DType dtype = DType::Float32;
 
   // Throws hkt::Error naming the first invalid field. Sizes have stated
@@ -65,7 +75,9 @@ struct ClassifierConfig {
   // classifier's constructor does that).
   //
   // Named presets: "hkt-small", "mha-small", "mha-matched" (mha-small with a
-  // 7D FFN, parameter-matched to hkt-small), "hkt-tiny", "mha-tiny" (see
+  // 7D FFN, parameter-matched to hkt-small), "local-small" (window 64) and
+  // "performer-small" (64 FAVOR+ features), matched the same way (a 7D FFN),
+  // "hkt-tiny", "mha-tiny" (see
   // docs/models.md for their parameter counts). The task fills in vocab or
   // input_features, classes and max_len.
   static ClassifierConfig preset(const std::string& name);
@@ -77,12 +89,17 @@ struct ClassifierConfig {
 // ending in Dropout(cfg.dropout). The attention module is registered as "attn".
 class Block : public Module {
  public:
-  explicit Block(const ClassifierConfig& cfg, LayerOptions opt);
+  // `layer`: the block's index (Performer's features differ between blocks).
+  explicit Block(const ClassifierConfig& cfg, LayerOptions opt, int64_t layer = 0);
   Tensor forward(const Tensor& x, const Tensor& valid);
   std::shared_ptr<LayerNorm> ln1, ln2;
-  std::shared_ptr<HKTAttention> hkt;        // one of these two is set
-  std::shared_ptr<MultiHeadAttention> mha;
+  std::shared_ptr<Module> attn;             // the attention of cfg.attention; and, typed, for those kinds:
+  std::shared_ptr<HKTAttention> hkt;        // set for "hkt"
+  std::shared_ptr<MultiHeadAttention> mha;  // set for "mha"
   std::shared_ptr<FeedForward> ffn;
+
+ private:
+  std::function<Tensor(Module&, const Tensor&, const Tensor&)> attend_;
 };
 
 class SequenceClassifier : public Module {

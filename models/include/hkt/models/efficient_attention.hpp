@@ -1,0 +1,65 @@
+// The efficient attentions HKT is measured against: sliding-window (local)
+// attention and Performer (linear attention with random or elu + 1
+// features). Both map x [B, T, D] to [B, T, D] with the same Wq, Wk, Wv, Wo
+// projections as MultiHeadAttention (4 D^2 parameters, plus biases when
+// asked), masks as in attention.hpp (padded keys masked, outputs at padded
+// positions zero, a query with no visible key gets 0). Cost formulas:
+// docs/models.md.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "hkt/models/attention.hpp"
+
+namespace hkt::nn {
+
+struct LocalConfig : AttentionConfig {
+  int64_t window = 64;  // w >= 0: query i sees keys |i - j| <= w (causal: i - w <= j <= i)
+};
+
+// Sliding-window attention: the fused CPU op local_attention (O(T w) time,
+// O(T) memory; CPU only), or with fused = false the composite band-mask
+// reference.
+class LocalAttention : public Module {
+ public:
+  explicit LocalAttention(const LocalConfig& cfg);
+  Tensor forward(const Tensor& x, const Tensor& valid = Tensor());
+  Tensor operator()(const Tensor& x, const Tensor& valid = Tensor()) { return forward(x, valid); }
+  const LocalConfig& config() const { return cfg_; }
+  std::shared_ptr<Linear> wq, wk, wv, wo;
+
+ private:
+  LocalConfig cfg_;
+};
+
+struct PerformerConfig : AttentionConfig {
+  int64_t features = 64;                // m >= 1 random features per head (FAVOR+)
+  std::string feature_map = "favor+";   // "favor+" (positive orthogonal random features) or "elu+1"
+  int64_t redraw_interval = 1000;       // FAVOR+: new features every this many training forwards (0: never)
+  uint64_t seed = 0;                    // the features of draw n come from seed + n (orthogonal_features)
+};
+
+// Performer attention: phi(Q) (phi(K)^T V) / phi(Q) (phi(K)^T 1) per head
+// (hkt/ops/linear_attention.hpp), causal by prefix sums; O(T) memory, a
+// composite of existing ops (so it runs on any device). FAVOR+'s projection
+// [m, dh] is shared by the heads and kept in the buffer "features"; the
+// number of training forwards so far is the buffer "draws" (int64 [1]): both
+// are in checkpoints, so a resumed run redraws on the same schedule. With
+// fused = false the core is the T x T reference.
+class PerformerAttention : public Module {
+ public:
+  explicit PerformerAttention(const PerformerConfig& cfg);
+  Tensor forward(const Tensor& x, const Tensor& valid = Tensor());
+  Tensor operator()(const Tensor& x, const Tensor& valid = Tensor()) { return forward(x, valid); }
+  const PerformerConfig& config() const { return cfg_; }
+  // The feature maps of queries and keys [B, H, T, dh] -> [B, H, T, m].
+  Tensor phi(const Tensor& x, bool is_query) const;
+  std::shared_ptr<Linear> wq, wk, wv, wo;
+  Tensor features, draws;  // buffers (features undefined for elu+1)
+
+ private:
+  PerformerConfig cfg_;
+};
+
+}  // namespace hkt::nn

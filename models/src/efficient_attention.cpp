@@ -1,0 +1,101 @@
+// Local and Performer attention layers (hkt/models/efficient_attention.hpp).
+#include "hkt/models/efficient_attention.hpp"
+
+#include <cmath>
+
+#include "hkt/core/grad_mode.hpp"
+#include "hkt/ops/elementwise.hpp"
+#include "hkt/ops/factory.hpp"
+#include "hkt/ops/linear_attention.hpp"
+#include "hkt/ops/local_attention.hpp"
+#include "hkt/ops/view.hpp"
+
+namespace hkt::nn {
+namespace {
+
+void check_inputs(const Tensor& x, const Tensor& valid, int64_t D, const char* who) {
+  HKT_CHECK(x.defined() && x.dim() == 3 && x.size(2) == D, who, ": x must be [B, T, ", D, "], got ",
+            x.defined() ? shape_str(x.shape()) : std::string("undefined"));
+  HKT_CHECK(x.size(1) >= 1, who, ": the sequence is empty (T = 0)");
+  if (valid.defined())
+    HKT_CHECK(valid.dtype() == DType::Bool && (valid.shape() == Shape{x.size(0), x.size(1)}), who,
+              ": valid must be Bool [", x.size(0), ", ", x.size(1), "], got ", valid.dtype(),
+              shape_str(valid.shape()));
+}
+Tensor split_heads(const Tensor& x, int64_t H) {
+  return permute(reshape(x, {x.size(0), x.size(1), H, x.size(2) / H}), {0, 2, 1, 3});
+}
+Tensor merge_heads(const Tensor& x) {
+  return reshape(permute(x, {0, 2, 1, 3}), {x.size(0), x.size(2), x.size(1) * x.size(3)});
+}
+Tensor zero_padded(const Tensor& x, const Tensor& valid) {
+  return valid.defined() ? x * to_dtype(unsqueeze(valid, -1), x.dtype()) : x;
+}
+void projections(Module& m, const AttentionConfig& c, std::shared_ptr<Linear>* w) {
+  HKT_CHECK(c.dim > 0 && c.heads > 0 && c.dim % c.heads == 0, m.type_name(), ": dim (", c.dim,
+            ") must be a positive multiple of heads (", c.heads, ")");
+  const LayerOptions o{c.dtype, c.gen};
+  const char* names[4] = {"wq", "wk", "wv", "wo"};
+  for (int i = 0; i < 4; ++i) w[i] = m.register_module(names[i], std::make_shared<Linear>(c.dim, c.dim, c.bias, o));
+}
+
+}  // namespace
+
+LocalAttention::LocalAttention(const LocalConfig& cfg) : Module("LocalAttention"), cfg_(cfg) {
+  HKT_CHECK(cfg.window >= 0, "LocalAttention: window must be >= 0, got ", cfg.window);
+  std::shared_ptr<Linear> w[4];
+  projections(*this, cfg, w);
+  wq = w[0], wk = w[1], wv = w[2], wo = w[3];
+}
+
+Tensor LocalAttention::forward(const Tensor& x, const Tensor& valid) {
+  check_inputs(x, valid, cfg_.dim, "LocalAttention");
+  const int64_t H = cfg_.heads;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(cfg_.dim / H));
+  const Tensor q = split_heads(wq->forward(x), H), k = split_heads(wk->forward(x), H);
+  const Tensor v = split_heads(zero_padded(wv->forward(x), valid), H);
+  const Tensor a = cfg_.fused ? local_attention(q, k, v, valid, cfg_.window, cfg_.causal, scale)
+                              : local_attention_reference(q, k, v, valid, cfg_.window, cfg_.causal, scale);
+  return zero_padded(wo->forward(merge_heads(a)), valid);
+}
+
+PerformerAttention::PerformerAttention(const PerformerConfig& cfg) : Module("PerformerAttention"), cfg_(cfg) {
+  HKT_CHECK(cfg.features >= 1, "PerformerAttention: features must be >= 1, got ", cfg.features);
+  HKT_CHECK(cfg.feature_map == "favor+" || cfg.feature_map == "elu+1",
+            "PerformerAttention: feature_map must be \"favor+\" or \"elu+1\", got \"", cfg.feature_map, "\"");
+  HKT_CHECK(cfg.redraw_interval >= 0, "PerformerAttention: redraw_interval must be >= 0, got ", cfg.redraw_interval);
+  std::shared_ptr<Linear> w[4];
+  projections(*this, cfg, w);
+  wq = w[0], wk = w[1], wv = w[2], wo = w[3];
+  if (cfg.feature_map == "favor+")
+    features = register_buffer("features", orthogonal_features(cfg.features, cfg.dim / cfg.heads, cfg.seed, cfg.dtype));
+  draws = register_buffer("draws", zeros({1}, {DType::Int64}));
+}
+
+Tensor PerformerAttention::phi(const Tensor& x, bool is_query) const {
+  return features.defined() ? favor_features(x, features, is_query) : elu1_features(x);
+}
+
+Tensor PerformerAttention::forward(const Tensor& x, const Tensor& valid) {
+  check_inputs(x, valid, cfg_.dim, "PerformerAttention");
+  if (is_training() && features.defined()) {
+    // The redraw schedule: forward n (from 0) of training uses draw floor(n / redraw_interval).
+    NoGradGuard ng;
+    const int64_t n = to_device(draws, Device{}).item<int64_t>();
+    if (cfg_.redraw_interval > 0 && n > 0 && n % cfg_.redraw_interval == 0)
+      copy_(features, orthogonal_features(cfg_.features, cfg_.dim / cfg_.heads,
+                                          cfg_.seed + static_cast<uint64_t>(n / cfg_.redraw_interval), cfg_.dtype));
+    fill_(draws, static_cast<double>(n + 1));
+  }
+  const int64_t H = cfg_.heads;
+  const Tensor q = split_heads(wq->forward(x), H);
+  // Padded keys are zeroed before the feature map (they are masked after it too).
+  const Tensor k = split_heads(zero_padded(wk->forward(x), valid), H);
+  const Tensor v = split_heads(zero_padded(wv->forward(x), valid), H);
+  const Tensor pq = phi(q, true), pk = phi(k, false);
+  const Tensor a = cfg_.fused ? linear_attention(pq, pk, v, valid, cfg_.causal)
+                              : linear_attention_reference(pq, pk, v, valid, cfg_.causal);
+  return zero_padded(wo->forward(merge_heads(a)), valid);
+}
+
+}  // namespace hkt::nn
