@@ -336,7 +336,7 @@ TEST_CASE("classifier: local-small and performer-small are within 2% of hkt-smal
   };
   for (const S& s : {S{16, 0, 512, 10}, S{16, 0, 2000, 10}, S{256, 0, 1024, 10}, S{0, 3, 1024, 10},
                      S{256, 0, 784, 10}, S{257, 0, 1024, 2}})
-    for (const char* name : {"local-small", "performer-small"}) {
+    for (const char* name : {"local-small", "performer-small", "htr-small"}) {
       int64_t n[3];
       const char* names[3] = {"hkt-small", name, "mha-matched"};
       for (int k = 0; k < 3; ++k) {
@@ -354,10 +354,11 @@ TEST_CASE("classifier: local-small and performer-small are within 2% of hkt-smal
     }
 }
 
-TEST_CASE("classifier: local and performer train a step, and checkpoints round-trip") {
-  for (const char* name : {"local-small", "performer-small"}) {
+TEST_CASE("classifier: local, performer and htransformer train a step, and checkpoints round-trip") {
+  for (const char* name : {"local-small", "performer-small", "htr-small"}) {
     ClassifierConfig c = ClassifierConfig::preset(name);
     c.dim = 16, c.heads = 2, c.layers = 2, c.vocab = 12, c.classes = 3, c.max_len = 20, c.window = 3, c.features = 8;
+    c.block = 4;
     c.redraw_interval = 1;
     Generator g(4);
     SequenceClassifier m(c, &g);
@@ -376,6 +377,27 @@ TEST_CASE("classifier: local and performer train a step, and checkpoints round-t
     check_close(vals(m.forward(x, valid)), vals(m2.forward(x, valid)), 0.0);
     std::filesystem::remove(path);
   }
+}
+
+TEST_CASE("model_flops: htransformer") {
+  ClassifierConfig h = ClassifierConfig::preset("htr-small");
+  CHECK(h.attention == "htransformer");
+  h.vocab = 16;
+  h.max_len = 4096;
+  // T = 64, N = 16: L = 3 levels, T' = 64; pairs 64 * 16 (blocks) + 64 * 16 / 1 + 64 * 16 / 2 (coarse queries).
+  const ModelFlops f = model_flops(h, 1, 64);
+  CHECK(f.scores == doctest::Approx(2 * 2.0 * (1024 + 1024 + 512) * 128));
+  CHECK(f.values == f.scores);
+  // Causal: fine queries on the coarse levels, half of them: 64 * 16 + 2 * 64 * 16 / 2.
+  h.causal = true;
+  CHECK(model_flops(h, 1, 64).scores == doctest::Approx(2 * 2.0 * (1024 + 1024) * 128));
+  // T = 50 pads to T' = 64 (N 2^(L-1) = 64); one level: block-diagonal only.
+  h.causal = false;
+  CHECK(model_flops(h, 1, 50).scores == doctest::Approx(model_flops(h, 1, 64).scores));
+  h.htr_levels = 1;
+  CHECK(model_flops(h, 1, 64).scores == doctest::Approx(2 * 2.0 * 1024 * 128));
+  h.block = 0;
+  check_error([&] { h.validate(); }, "block must be >= 1");
 }
 
 TEST_CASE("model_flops: local and performer") {

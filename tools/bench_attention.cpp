@@ -26,7 +26,7 @@
 //       dh = 32, T = 512, 1024, ... N (16384 by default), bidirectional; the kinds alternate, R rounds
 //       (3), medians. Then one training step per preset (hkt-small, mha-matched, local-small,
 //       performer-small) at T = 1024 and 4096, B = 2, R alternating rounds, medians.
-//   hkt-bench-attention --kind <mha|hkt3|local|performer|elu1> T reps   (one run; "fwd_s fwdbwd_s peak_mib")
+//   hkt-bench-attention --kind <mha|hkt3|local|performer|elu1|htr> T reps   (one run; "fwd_s fwdbwd_s peak_mib")
 //
 // After the kernel table it times one training step of hkt-small and
 // mha-small at T = 1024, B = 8, five alternating pairs of runs (two with
@@ -51,6 +51,7 @@
 #include "hkt/core/grad_mode.hpp"
 #include "hkt/core/profiler.hpp"
 #include "hkt/ops/attention.hpp"
+#include "hkt/ops/htransformer.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/index.hpp"
@@ -144,9 +145,10 @@ int run_kind(const std::string& kind, int64_t T, int reps) {
   else if (kind == "local") fwd = [&] { return local_attention(q, k, v, Tensor(), 64, false, scale); };
   else if (kind == "performer")
     fwd = [&] { return linear_attention(favor_features(q, feats, true), favor_features(k, feats, false), v, Tensor(), false); };
+  else if (kind == "htr") fwd = [&] { return htransformer_attention(q, k, v, Tensor(), false, scale, 16); };
   else if (kind == "elu1") fwd = [&] { return linear_attention(elu1_features(q), elu1_features(k), v, Tensor(), false); };
   else {
-    std::fprintf(stderr, "hkt-bench-attention: unknown kind '%s' (mha, hkt3, local, performer, elu1)\n", kind.c_str());
+    std::fprintf(stderr, "hkt-bench-attention: unknown kind '%s' (mha, hkt3, local, performer, elu1, htr)\n", kind.c_str());
     return 2;
   }
   const double t_fwd = best_time(
@@ -280,7 +282,7 @@ double median_of(std::vector<double> v) {
 
 // --curves: the cost curves of every kind and a training step per preset (see the header).
 int run_curves(int64_t max_t, int rounds, const std::string& csv) {
-  const std::vector<std::string> kinds{"mha", "hkt3", "local", "performer", "elu1"};
+  const std::vector<std::string> kinds{"mha", "hkt3", "local", "performer", "elu1", "htr"};
   std::FILE* out = csv.empty() ? nullptr : std::fopen(csv.c_str(), "w");
   if (!csv.empty() && !out) {
     std::fprintf(stderr, "hkt-bench-attention: cannot write '%s'\n", csv.c_str());
@@ -314,7 +316,7 @@ int run_curves(int64_t max_t, int rounds, const std::string& csv) {
     }
   }
   if (out) std::fclose(out);
-  const std::vector<std::string> presets{"hkt-small", "mha-matched", "local-small", "performer-small"};
+  const std::vector<std::string> presets{"hkt-small", "mha-matched", "local-small", "performer-small", "htr-small"};
   std::printf("\n## training step per preset: B = 2, vocab 256, 10 classes, forward + cross-entropy + backward + clip + "
               "AdamW; median of %d alternating rounds\n\n| T | preset | step ms | / mha-matched | peak RSS MiB |\n"
               "|--:|--------|--:|--:|--:|\n", rounds);

@@ -216,6 +216,10 @@ void htransformer_grad(const sig::HtrShape& d, const void* q, const void* k, con
                        const void* y, const void* lse, const void* g, void* dq, void* dk, void* dv) {
   cpu::htransformer_backward<T>(htr_dims(d), in<T>(q), in<T>(k), in<T>(v), valid, in<T>(y), in<T>(lse), in<T>(g),
                                 out<T>(dq), out<T>(dk), out<T>(dv));
+}
+
+// Local (sliding-window) attention (kernels/cpu/local_attention.hpp).
+template <class T>
 void local_attn(const void* q, const void* k, const void* v, const bool* valid, void* o, void* lse, int64_t B,
                 int64_t H, int64_t len, int64_t dh, int64_t w, bool causal, double scale) {
   cpu::local_attention_forward<T>({B, H, len, dh, w, causal, scale}, in<T>(q), in<T>(k), in<T>(v), valid, out<T>(o),

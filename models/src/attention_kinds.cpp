@@ -2,6 +2,7 @@
 #include "hkt/models/attention_kinds.hpp"
 
 #include "hkt/models/efficient_attention.hpp"
+#include "hkt/models/htransformer.hpp"
 
 namespace hkt::nn {
 namespace {
@@ -56,8 +57,15 @@ const std::vector<AttentionKind>& attention_kinds() {
                                  p.seed = kPerformerSeedStride * static_cast<uint64_t>(layer + 1);
                                  return p;
                                }),
-      // kind<HTransformerAttention>("htransformer", false, [](const ClassifierConfig& c, const AttentionConfig& a,
-      //                                                     int64_t) { ... }),
+      // On a device without the fused kernels (CUDA) the op runs its composite of plain ops.
+      kind<HTransformerAttention>("htransformer", false,
+                                  [](const ClassifierConfig& c, const AttentionConfig& a, int64_t) {
+                                    HTransformerConfig h;
+                                    static_cast<AttentionConfig&>(h) = a;
+                                    h.block = c.block;
+                                    h.levels = c.htr_levels;
+                                    return h;
+                                  }),
   };
   return kinds;
 }

@@ -54,6 +54,8 @@ const std::vector<Field>& fields() {
       {"features", &ClassifierConfig::features},
       {"feature_map", &ClassifierConfig::feature_map},
       {"redraw_interval", &ClassifierConfig::redraw_interval},
+      {"block", &ClassifierConfig::block},
+      {"htr_levels", &ClassifierConfig::htr_levels},
       {"dtype", &ClassifierConfig::dtype},
   };
   return f;
@@ -120,6 +122,8 @@ void ClassifierConfig::validate() const {
   HKT_CHECK(features >= 1, who, "features must be >= 1 (Performer's features per head), got ", features);
   HKT_CHECK(feature_map == "favor+" || feature_map == "elu+1", who,
             "feature_map must be \"favor+\" or \"elu+1\", got \"", feature_map, "\"");
+  HKT_CHECK(block >= 1, who, "block must be >= 1 (H-Transformer-1D's block), got ", block);
+  HKT_CHECK(htr_levels >= 0, who, "htr_levels must be >= 0 (0: as many as the length needs), got ", htr_levels);
   HKT_CHECK(redraw_interval >= 0, who, "redraw_interval must be >= 0 (0: never redraw), got ", redraw_interval);
   HKT_CHECK(is_floating(dtype), who, "dtype must be float32 or float64, got ", dtype);
   // Sizes are bounded before anything is allocated (a config or a checkpoint's metadata may say anything).
@@ -209,7 +213,7 @@ ClassifierConfig ClassifierConfig::preset(const std::string& name) {
     c.ffn_mult = 7;
     c.dropout = 0.1;
     c.levels = 3;
-  } else if (name == "local-small" || name == "performer-small") {
+  } else if (name == "local-small" || name == "performer-small" || name == "htr-small") {
     // mha-matched's shape (a 7D FFN, the same 4 D^2 attention projections),
     // so within 1% of hkt-small's parameters on every task (docs/models.md).
     // Performer's features are a buffer, not parameters.
@@ -221,6 +225,7 @@ ClassifierConfig ClassifierConfig::preset(const std::string& name) {
     c.levels = 3;
     c.window = 64;
     c.features = 64;
+    c.block = 16;
   } else if (name == "hkt-tiny" || name == "mha-tiny") {
     c.dim = 16;
     c.heads = 2;
@@ -230,9 +235,10 @@ ClassifierConfig ClassifierConfig::preset(const std::string& name) {
     c.levels = 3;
   } else {
     throw Error(str_cat("ClassifierConfig::preset: unknown preset '", name,
-                        "' (known: hkt-small, mha-small, mha-matched, local-small, performer-small, hkt-tiny, mha-tiny)"));
+                        "' (known: hkt-small, mha-small, mha-matched, local-small, performer-small, htr-small, hkt-tiny, mha-tiny)"));
   }
   c.attention = name.substr(0, name.find('-'));
+  if (c.attention == "htr") c.attention = "htransformer";
   return c;
 }
 

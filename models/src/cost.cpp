@@ -2,6 +2,7 @@
 // products of a classifier (the whole-model ratio of HKT to MHA).
 #include "hkt/models/attention.hpp"
 #include "hkt/models/classifier.hpp"
+#include "hkt/ops/htransformer.hpp"
 
 #include <algorithm>
 
@@ -41,10 +42,21 @@ ModelFlops efficient_flops(const ClassifierConfig& cfg, int64_t B, int64_t T) {
       const int64_t lo = std::max<int64_t>(0, i - cfg.window), hi = cfg.causal ? i : std::min(T - 1, i + cfg.window);
       pairs += static_cast<double>(hi - lo + 1);
     }
+  if (cfg.attention == "htransformer") {
+    // docs/htransformer.md, "Cost": T' = T padded to N 2^(L-1); level 0: T' N pairs (the diagonal
+    // blocks); level l >= 1: T' N / 2^(l-1) (coarse queries; bidirectional) or T' N / 2 (fine queries
+    // against the sub-diagonal sibling; causal).
+    const int64_t N = cfg.block, all = htransformer_levels(T, N);
+    const int64_t L = cfg.htr_levels > 0 ? std::min(cfg.htr_levels, all) : all;
+    const int64_t span = N << (L - 1), tp = (T + span - 1) / span * span;
+    pairs = static_cast<double>(tp) * static_cast<double>(N);
+    for (int64_t l = 1; l < L; ++l)
+      pairs += static_cast<double>(tp) * static_cast<double>(N) / (cfg.causal ? 2.0 : static_cast<double>(int64_t{1} << (l - 1)));
+  }
   const double m = static_cast<double>(cfg.features), chunk = static_cast<double>(std::min<int64_t>(64, T));
   for (int64_t layer = 0; layer < cfg.layers; ++layer) {
     f.projections += 4 * 2.0 * n * D * D;  // Wq, Wk, Wv, Wo
-    if (cfg.attention == "local") {
+    if (cfg.attention == "local" || cfg.attention == "htransformer") {
       f.scores += 2.0 * b * pairs * D;
       f.values += 2.0 * b * pairs * D;
     } else {
@@ -67,7 +79,8 @@ ModelFlops model_flops(const ClassifierConfig& cfg, int64_t B, int64_t T) {
   const double D = static_cast<double>(cfg.dim), b = static_cast<double>(B), t = static_cast<double>(T);
   const double n = b * t;  // tokens
   const bool hkt = cfg.attention == "hkt";
-  if (cfg.attention == "local" || cfg.attention == "performer") return efficient_flops(cfg, B, T);
+  if (cfg.attention == "local" || cfg.attention == "performer" || cfg.attention == "htransformer")
+    return efficient_flops(cfg, B, T);
   const bool conv_only = hkt && cfg.conv_only;  // no Wq, Wk, scores, A V or downsamplers
   const int64_t L = conv_only ? 0 : hkt ? cfg.levels : 1;
   const int64_t kDownKernel = 3;  // Downsample: causal depthwise conv, kernel 3, stride 2

@@ -85,7 +85,7 @@ class TrainOptions {
     data_flag(app, "--max-len", &D::max_len, "ListOps: longest expression in tokens (LRA's max_length; 0 = --seq-len)");
     data_flag(app, "--data-seed", &D::seed, "seed of data generation and the validation split");
     if (with_model) {
-      flag(app, "--model", &C::model, "model preset: hkt-small, mha-small, mha-matched, local-small, performer-small, hkt-tiny, mha-tiny");
+      flag(app, "--model", &C::model, "model preset: hkt-small, mha-small, mha-matched, local-small, performer-small, htr-small, hkt-tiny, mha-tiny");
     }
     {
       override_flag<int64_t>(app, "--levels", "levels", "HKT resolution levels L (overrides the preset)");

@@ -56,6 +56,8 @@ StepMemory estimate_step_memory(const nn::ClassifierConfig& c, int64_t batch, in
     const double m = static_cast<double>(c.features), chunk = 64.0;
     att = B * H * t * (2.0 * m + (c.causal ? chunk + m * D / H / chunk : 0.0)) * s;
   }
+  // H-Transformer-1D: one log-sum-exp per row and an O(T' dh) workspace per (batch, head), T' <= 2 T.
+  if (c.attention == "htransformer") att = 2.0 * B * H * t * (1.0 + D / H) * s;
   m.attention = att * (training ? N : 1.0);
   m.data = static_cast<double>(examples) * static_cast<double>(bytes_per_example);
   return m;

@@ -57,6 +57,10 @@ struct ClassifierConfig {
   int64_t features = 64;
   std::string feature_map = "favor+";
   int64_t redraw_interval = 1000;
+  // H-Transformer-1D options (attention "htransformer"): the block N (the paper's Nr), and the
+  // levels used (0: as many as the length needs; hkt/models/htransformer.hpp).
+  int64_t block = 16;
+  int64_t htr_levels = 0;
   DType dtype = DType::Float32;
 
   // Throws hkt::Error naming the first invalid field. Sizes have stated
@@ -76,7 +80,8 @@ struct ClassifierConfig {
   //
   // Named presets: "hkt-small", "mha-small", "mha-matched" (mha-small with a
   // 7D FFN, parameter-matched to hkt-small), "local-small" (window 64) and
-  // "performer-small" (64 FAVOR+ features), matched the same way (a 7D FFN),
+  // "performer-small" (64 FAVOR+ features) and "htr-small" (H-Transformer-1D,
+  // block 16), matched the same way (a 7D FFN),
   // "hkt-tiny", "mha-tiny" (see
   // docs/models.md for their parameter counts). The task fills in vocab or
   // input_features, classes and max_len.
