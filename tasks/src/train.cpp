@@ -393,9 +393,11 @@ struct Run {
     if (cfg.threads > 0) set_num_threads(cfg.threads);
     else if (W.size > 1 && !std::getenv("HKT_NUM_THREADS"))  // the node's cores shared by its ranks
       set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / W.local_size));
-    if (W.size > 1 && !ropt.device.is_cpu())
-      throw InputError(str_cat("train: ", W.size, " processes with --device ", ropt.device.str(),
-                               ": data-parallel training runs on the CPU only in this version (docs/distributed.md)"));
+    try {
+      prepare_device(ropt.device);  // several ranks on GPUs: NCCL, one GPU each
+    } catch (const Error& e) {
+      throw InputError(str_cat("train: ", e.what()));
+    }
     try {
       check_memory_before_data();
       data = load_task(cfg.task, cfg.data);
@@ -637,7 +639,12 @@ struct Run {
         lv = loss.item_double();
         if (!std::isfinite(lv)) non_finite("training loss", lv);
         opt->zero_grad();
-        loss.backward();
+        reducer.begin(params);  // a no-op alone, but for a test hook (HKT_TEST_NCCL_ONE_RANK, distributed.cpp)
+        {
+          const GradReadyGuard hook(reducer.hook());
+          loss.backward();
+        }
+        reducer.finish();
         correct = count_correct(logits, hb.labels.to_vector<int64_t>());
       } else {
         // The global batch's mean loss is the sum of the ranks' (sum of losses) / n; so is its gradient.
@@ -1038,6 +1045,10 @@ nn::ClassifierConfig TrainConfig::model_config_unfilled() const {
 
 EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t batch_size, int64_t max_batches) {
   return evaluate_split(model, data, batch_size, max_batches, false);
+}
+EvalResult evaluate_across_ranks(nn::SequenceClassifier& model, const Dataset& data, int64_t batch_size,
+                                 int64_t max_batches) {
+  return evaluate_split(model, data, batch_size, max_batches, true);
 }
 
 namespace {
