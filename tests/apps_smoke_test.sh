@@ -20,7 +20,9 @@ help)
            --eval-batches --checkpoint-every --seed --threads --run-dir --resume --quiet --print-config; do
     grep -q -- "$o" "$work/help.txt" || { echo "--help does not mention $o"; missing=1; }
   done
-  "$bin/hkt-compare" --help | grep -q -- --models || { echo "hkt-compare --help lacks --models"; missing=1; }
+  # (Into a file: grep -q may exit before a longer help is written, and SIGPIPE fails the pipe.)
+  "$bin/hkt-compare" --help >"$work/compare-help.txt"
+  grep -q -- --models "$work/compare-help.txt" || { echo "hkt-compare --help lacks --models"; missing=1; }
   # Unknown options and bad values fail.
   if "$bin/hkt-train" --no-such-option 2>/dev/null; then echo "an unknown option was accepted"; missing=1; fi
   if "$bin/hkt-train" --task nope --steps 1 --run-dir "$work/x" 2>/dev/null; then echo "task 'nope' was accepted"; missing=1; fi

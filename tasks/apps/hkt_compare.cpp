@@ -4,11 +4,16 @@
 // (tools/quickstart.sh) runs it on generated ListOps.
 //
 //   hkt-compare --task listops --models hkt-small,mha-small --steps 400 --run-dir runs/compare
+//
+// Under an MPI launcher (`mpirun -np 2 hkt-compare ...`, or --launcher "mpirun -np 2")
+// every run is trained data-parallel by all the processes (docs/distributed.md); rank 0
+// prints and writes the table.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "hkt/tasks/distributed.hpp"
 #include "hkt/tasks/files.hpp"
 #include "hkt/tasks/train.hpp"
 #include "train_options.hpp"
@@ -30,6 +35,15 @@ std::string pct(double acc) {
   return buf;
 }
 
+// Under a launcher with several processes an error ends them all (the others may wait in a collective).
+int end_job(int status) {
+  try {
+    if (hkt::tasks::world().size > 1) hkt::tasks::abort_job(status);
+  } catch (const std::exception&) {  // several processes but no MPI in this build: said already
+  }
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -42,6 +56,10 @@ int main(int argc, char** argv) {
   topts.add(app, /*with_model=*/false);
   std::string models = "hkt-tiny,mha-tiny", run_dir = "runs/compare";
   bool quiet = false, overwrite = false;
+  std::string launcher;
+  app.add_option("--launcher", launcher,
+                 "train every run with several processes: start this command under the launcher, e.g. "
+                 "--launcher \"mpirun -np 2\" (words split at spaces; docs/distributed.md)");
   app.add_option("--models", models, "comma-separated presets to compare")->capture_default_str();
   app.add_option("--run-dir", run_dir, "folder of the runs and results.md")->capture_default_str();
   app.add_flag("--quiet", quiet, "no training output, only the table");
@@ -49,7 +67,23 @@ int main(int argc, char** argv) {
                "replace runs already in RUN_DIR (as hkt-train --overwrite; without it such a folder is refused)");
   if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;
 
+  if (!launcher.empty()) {
+    try {
+      hkt::tasks::relaunch(hkt::tasks::launcher_words(launcher), argc, argv, "--launcher");
+    } catch (const std::exception& e) {
+      std::cerr << "hkt-compare: error: " << e.what() << "\n";
+      return hkt::apps::kExitUsage;
+    }
+  }
+
   try {
+    bool writer = true;  // rank 0 of a job of several processes prints and writes
+    try {
+      writer = hkt::tasks::world().rank == 0;
+    } catch (const hkt::Error& e) {
+      throw hkt::tasks::InputError(e.what());
+    }
+    if (!writer) quiet = true;
     const hkt::Device device = topts.device();
     hkt::tasks::TrainConfig base;
     try {
@@ -87,15 +121,16 @@ int main(int argc, char** argv) {
                                                std::to_string(base.epochs) + " epochs")
         << " of batch " << base.batch_size << ", lr " << base.lr << ", seed " << base.seed << ".\n\n"
         << table.str();
+    if (!writer) return 0;
     hkt::tasks::write_file_atomic(run_dir + "/results.md", doc.str());
     std::cout << "\n" << doc.str() << "\n(written to " << run_dir << "/results.md)\n";
     if (!quiet) hkt::tasks::print_attention_kernels(std::cout);
     return 0;
   } catch (const hkt::tasks::InputError& e) {
     std::cerr << "hkt-compare: error: " << e.what() << "\n";
-    return hkt::apps::kExitUsage;
+    return end_job(hkt::apps::kExitUsage);
   } catch (const std::exception& e) {
     std::cerr << "\nhkt-compare: error: " << e.what() << "\n";
-    return hkt::apps::kExitFailure;
+    return end_job(hkt::apps::kExitFailure);
   }
 }

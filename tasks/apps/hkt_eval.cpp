@@ -10,6 +10,10 @@
 //   hkt-eval runs/cpu/imdb/hkt/seed1 --test-size 0         # the whole test split (file tasks)
 //   hkt-eval runs/x --weights final --split val --json r.json
 //   hkt-eval runs/listops-hkt --task listops-tsv --data-dir DIR   # LRA's files, at the run's length
+//   hkt-eval runs/x --launcher "mpirun -np 4"              # or mpirun -np 4 hkt-eval runs/x
+//
+// Under an MPI launcher the batches are split over the processes and the sums reduced
+// (evaluate_across_ranks, docs/distributed.md): the same figures; rank 0 prints and writes.
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -18,9 +22,11 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <thread>
 
 #include "hkt/analysis/report.hpp"
 #include "hkt/tasks.hpp"
+#include "hkt/tasks/distributed.hpp"
 #include "hkt/tasks/files.hpp"
 #include "hkt/tasks/memory.hpp"
 #include "hkt/tasks/registry.hpp"
@@ -35,6 +41,15 @@ std::string pct(double x) {
   return buf;
 }
 
+// Under a launcher with several processes an error ends them all (the others may wait in a collective).
+int end_job(int status) {
+  try {
+    if (hkt::tasks::world().size > 1) hkt::tasks::abort_job(status);
+  } catch (const std::exception&) {  // several processes but no MPI in this build: said already
+  }
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -42,7 +57,7 @@ int main(int argc, char** argv) {
                "interval), per-class accuracy and the confusion matrix. Uses the trainer's evaluate(), so on the "
                "run's own test split it reproduces the test accuracy of its summary.json.",
                "hkt-eval"};
-  std::string path, weights = "best", split = "test", task, data_dir, device = "cpu", json_out;
+  std::string path, weights = "best", split = "test", task, data_dir, device = "cpu", json_out, launcher;
   int64_t test_size = -1, batch_size = 0, threads = 0, seq_len = -1, min_len = -1, max_len = -1;
   double max_memory_gib = 0;
   app.add_option("path", path,
@@ -82,10 +97,21 @@ int main(int argc, char** argv) {
                  "GiB the evaluation (a forward pass and the data set) may take, checked on an estimate before it "
                  "starts (default 0: the available memory, MemAvailable of /proc/meminfo)")
       ->check(CLI::Range(0.0, 1e9));
+  app.add_option("--launcher", launcher,
+                 "split the evaluation over several processes: start this command under the launcher, e.g. "
+                 "--launcher \"mpirun -np 2\" (words split at spaces; docs/distributed.md)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (!launcher.empty()) {
+    try {
+      hkt::tasks::relaunch(hkt::tasks::launcher_words(launcher), argc, argv, "--launcher");
+    } catch (const std::exception& e) {
+      std::cerr << "hkt-eval: error: " << e.what() << "\n";
+      return 2;
+    }
   }
 
   // Bad input (a missing path, data or device, a model that does not fit the data): exit 2.
@@ -93,8 +119,13 @@ int main(int argc, char** argv) {
   hkt::tasks::Dataset data;
   std::optional<hkt::tasks::RunAttentionKernels> kernels;  // while evaluating
   std::string task_name = task;
+  bool writer = true;  // rank 0 of a job of several processes prints and writes
   try {
+    const hkt::tasks::World& w = hkt::tasks::world();
+    writer = w.rank == 0;
     if (threads > 0) hkt::set_num_threads(static_cast<int>(threads));
+    else if (w.size > 1 && !std::getenv("HKT_NUM_THREADS"))  // the machine's cores shared by its ranks
+      hkt::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / w.local_size));
     HKT_CHECK(fs::exists(path), "'", path, "' not found");
     if (device == "cuda" && !hkt::cuda_is_available())
       throw hkt::Error("--device cuda: CUDA is not available: " + hkt::cuda_unavailable_reason() +
@@ -137,12 +168,13 @@ int main(int argc, char** argv) {
       kernels.emplace(lm.run_dir, hkt::Device::cuda(), hkt::tasks::KernelsUse::evaluate);
   } catch (const std::exception& e) {
     std::cerr << "hkt-eval: error: " << e.what() << "\n";
-    return 2;
+    return end_job(2);
   }
 
   try {
     if (device == "cuda") lm.model->to(hkt::Device::cuda());
-    const hkt::tasks::EvalResult r = hkt::tasks::evaluate(*lm.model, data, batch_size);
+    const hkt::tasks::EvalResult r = hkt::tasks::evaluate_across_ranks(*lm.model, data, batch_size);
+    if (!writer) return 0;
     // Finite weights whose loss overflows: no result to report.
     HKT_CHECK(std::isfinite(r.loss), "the loss of '", lm.weights, "' on ", data.name, " is ", r.loss,
               " (not finite): the model's outputs overflow");
@@ -151,7 +183,11 @@ int main(int argc, char** argv) {
     std::string step = "?";
     if (auto it = lm.metadata.find("hkt.step"); it != lm.metadata.end()) step = it->second;
     std::cout << "hkt-eval: " << lm.weights << " (step " << step << "), task " << task_name << ", " << data.name
-              << ": " << n << " examples\n"
+              << ": " << n << " examples"
+              << (hkt::tasks::world().size > 1 ? " (split over " + std::to_string(hkt::tasks::world().size) +
+                                                     " processes)"
+                                               : std::string())
+              << "\n"
               << "loss " << r.loss << "  accuracy " << pct(r.accuracy) << "% (95% interval +- " << pct(half)
               << " points)\n";
     nlohmann::json per_class = nlohmann::json::array(), confusion = nlohmann::json::array();
@@ -180,12 +216,12 @@ int main(int argc, char** argv) {
                           {"task", task_name},      {"split", split},         {"data", data.name},
                           {"examples", n},          {"loss", r.loss},         {"accuracy", r.accuracy},
                           {"accuracy_ci95", half},  {"per_class_accuracy", per_class},
-                          {"confusion", confusion}};
+                          {"confusion", confusion},  {"ranks", hkt::tasks::world().size}};
       hkt::tasks::write_file_atomic(json_out, j.dump(2) + "\n", true);
     }
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "hkt-eval: error: " << e.what() << "\n";
-    return 1;
+    return end_job(1);
   }
 }

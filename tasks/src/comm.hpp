@@ -20,6 +20,10 @@ std::vector<uint64_t> allgather_u64(uint64_t v);
 void broadcast_tensors(const std::vector<Tensor>& ts);
 // Waits for every rank.
 void barrier();
+// Before the model of a job of several ranks goes to `device`: on a GPU, checks that
+// the gradients can be summed there (NCCL) and makes cuda:(local rank) this process's
+// GPU; throws hkt::Error saying what is missing. Nothing on the CPU or in a world of one.
+void prepare_device(const Device& device);
 // FNV-1a (64 bit) of the tensors' bytes, in order (on the host).
 uint64_t checksum(const std::vector<Tensor>& ts);
 

@@ -1,5 +1,6 @@
 // The MPI job (distributed.hpp) and the collectives of data-parallel training
-// (comm.hpp). Every MPI call of hkt is in this file.
+// (comm.hpp). Every MPI call of hkt is in this file; the NCCL calls (gradients
+// on GPUs) are in kernels/cuda/nccl_comm.cu.
 #include <unistd.h>
 
 #include <chrono>
@@ -20,6 +21,13 @@
 #endif
 #if HKT_WITH_MPI
 #include <mpi.h>
+#endif
+#ifndef HKT_WITH_CUDA
+#define HKT_WITH_CUDA 0
+#endif
+#if HKT_WITH_CUDA
+#include "kernels/cuda/nccl_comm.hpp"
+#include "kernels/cuda/runtime.hpp"
 #endif
 
 namespace hkt::tasks {
@@ -67,6 +75,7 @@ World join() {
   check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
             "MPI_Comm_split_type");
   MPI_Comm_size(local, &w.local_size);
+  MPI_Comm_rank(local, &w.local_rank);
   MPI_Comm_free(&local);
 #else
   throw Error(str_cat("this process was started by an MPI launcher with ", n < 0 ? std::string("several")
@@ -141,12 +150,21 @@ void broadcast_tensors(const std::vector<Tensor>& ts) {
 #if HKT_WITH_MPI
   if (!many()) return;
   for (const Tensor& t : ts) {
-    HKT_CHECK(t.device().is_cpu() && t.is_contiguous(), "broadcast_tensors: a CPU, contiguous tensor is needed");
+    HKT_CHECK(t.is_contiguous(), "broadcast_tensors: a contiguous tensor is needed");
     const int64_t bytes = t.numel() * static_cast<int64_t>(dtype_size(t.dtype()));
-    auto* p = static_cast<char*>(t.raw_data());
+    // A device tensor goes through a host copy (once per run: the initial and the best weights).
+    const Tensor h = t.device().is_cpu() ? t : contiguous(to_device(t, Device::cpu()));
+    auto* p = static_cast<char*>(h.raw_data());
     for (int64_t off = 0; off < bytes; off += int64_t{1} << 30) {
       const int64_t n = std::min<int64_t>(bytes - off, int64_t{1} << 30);
       check_mpi(MPI_Bcast(p + off, static_cast<int>(n), MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    }
+    if (!t.device().is_cpu()) {
+#if HKT_WITH_CUDA
+      cuda::copy_host_to_device(t.raw_data(), h.raw_data(), static_cast<size_t>(bytes));
+#else
+      throw Error(str_cat("broadcast_tensors: a tensor on ", t.device(), " in a build without CUDA"));
+#endif
     }
   }
 #else
@@ -171,6 +189,55 @@ uint64_t checksum(const std::vector<Tensor>& ts) {
   return h;
 }
 
+#if HKT_WITH_CUDA && HKT_WITH_MPI
+namespace {
+// The job's NCCL communicator (docs/distributed.md, "GPUs"): created by every rank at its
+// first device all-reduce, rank 0's ncclUniqueId sent to the others with MPI_Bcast. It
+// lives until the process ends (never destroyed: at exit the CUDA runtime may be gone).
+cuda::nccl::Comm& device_comm() {
+  static cuda::nccl::Comm* comm = [] {
+    unsigned char id[cuda::nccl::kIdBytes] = {};
+    if (world().rank == 0) cuda::nccl::unique_id(id);
+    if (world().size > 1)
+      check_mpi(MPI_Bcast(id, static_cast<int>(cuda::nccl::kIdBytes), MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    else
+      std::cerr << "HKT_TEST_NCCL_ONE_RANK: the gradient buckets are summed by a communicator of one rank ("
+                << cuda::nccl::describe() << ")\n";
+    return new cuda::nccl::Comm(id, world().size, world().rank);
+  }();
+  return *comm;
+}
+}  // namespace
+#endif
+
+// Test hook (tests/distributed_gpu_test.sh): HKT_TEST_NCCL_ONE_RANK=1 makes a process alone on a
+// GPU sum its buckets with a one-rank NCCL communicator, so that the device path (packing,
+// ncclAllReduce, unpacking) runs on one GPU; a sum over one rank must leave every bit as it was.
+bool nccl_alone_for_test(const Device& d) {
+#if HKT_WITH_CUDA && HKT_WITH_MPI
+  const char* v = std::getenv("HKT_TEST_NCCL_ONE_RANK");
+  return !d.is_cpu() && world().size == 1 && v && std::string(v) == "1" && cuda::nccl::available();
+#else
+  (void)d;
+  return false;
+#endif
+}
+
+void prepare_device(const Device& device) {
+  if (device.is_cpu() || world().size <= 1) return;
+  const World& w = world();
+#if HKT_WITH_CUDA && HKT_WITH_MPI
+  HKT_CHECK(cuda::nccl::available(), w.size, " processes with --device ", device.str(),
+            ": the gradients of ranks on GPUs are summed with NCCL, and NCCL is unavailable: ",
+            cuda::nccl::describe(), " (docs/distributed.md)");
+  cuda::nccl::select_device(w.local_rank, w.local_size);
+#else
+  throw Error(str_cat(w.size, " processes with --device ", device.str(),
+                      ": the gradients of ranks on GPUs are summed with NCCL, and this library was built "
+                      "without NCCL (it needs the CUDA backend, HKT_CUDA, and HKT_NCCL; docs/distributed.md)"));
+#endif
+}
+
 struct GradReducer::State {
   bool overlap = true;
   double comm_s = 0.0;
@@ -181,6 +248,10 @@ struct GradReducer::State {
   std::vector<char> reported;
   std::vector<int64_t> pending;  // per bucket: parameters not yet complete
   std::vector<std::vector<unsigned char>> bufs;
+  // On a GPU: the buckets are device buffers, summed by NCCL on its own stream (device_comm()).
+  bool on_device = false;
+  std::vector<Tensor> dbufs;
+  Tensor dzeros;  // one bucket of zeros (a parameter without a gradient)
 #if HKT_WITH_MPI
   MPI_Datatype type = MPI_FLOAT;
   std::vector<MPI_Request> reqs;
@@ -194,6 +265,7 @@ struct GradReducer::State {
   }
   // Copies bucket k's elements between the gradients and its buffer (zeros for a missing gradient).
   void copy(int64_t k, bool pack) {
+    if (on_device) return copy_device(k, pack);
     const int64_t lo = k * per, hi = std::min(total, lo + per);
     unsigned char* buf = bufs[static_cast<size_t>(k)].data();
     for (size_t i = 0; i < params.size(); ++i) {
@@ -212,6 +284,33 @@ struct GradReducer::State {
       else std::memcpy(gp, bp, static_cast<size_t>((b - a) * es));
     }
   }
+  // The same on the device: copies queued on the backend's stream, after the kernels
+  // that computed the gradients (and, unpacking, after the all-reduces: Comm::join).
+  void copy_device(int64_t k, bool pack) {
+#if HKT_WITH_CUDA
+    const int64_t lo = k * per, hi = std::min(total, lo + per);
+    auto* buf = static_cast<unsigned char*>(dbufs[static_cast<size_t>(k)].raw_data());
+    for (size_t i = 0; i < params.size(); ++i) {
+      const int64_t base = start[i], n = params[i].numel(), a = std::max(lo, base), b = std::min(hi, base + n);
+      if (a >= b) continue;
+      const Tensor g = params[i].grad();
+      unsigned char* bp = buf + (a - lo) * es;
+      const auto bytes = static_cast<size_t>((b - a) * es);
+      if (!g.defined()) {
+        if (pack) cuda::copy_device_to_device(bp, dzeros.raw_data(), bytes);
+        continue;
+      }
+      HKT_CHECK(g.device() == params[i].device() && g.is_contiguous() && g.dtype() == params[i].dtype(),
+                "data-parallel training: a gradient that is not a contiguous tensor of its parameter's device "
+                "and dtype");
+      auto* gp = static_cast<unsigned char*>(g.raw_data()) + (a - base) * es;
+      if (pack) cuda::copy_device_to_device(bp, gp, bytes);
+      else cuda::copy_device_to_device(gp, bp, bytes);
+    }
+#else
+    (void)k, (void)pack;
+#endif
+  }
   // Starts the buckets whose parameters are all complete, in index order.
   void start_ready(bool all) {
 #if HKT_WITH_MPI
@@ -219,7 +318,13 @@ struct GradReducer::State {
       const int64_t k = next++, n = std::min(total, (k + 1) * per) - k * per;
       copy(k, true);
       const auto c0 = std::chrono::steady_clock::now();
-      if (overlap)
+      if (on_device) {
+#if HKT_WITH_CUDA
+        // NCCL on its stream, after the packing copies; without overlap the host waits for each.
+        device_comm().allreduce_sum(dbufs[static_cast<size_t>(k)].raw_data(), static_cast<size_t>(n), es == 8);
+        if (!overlap) device_comm().synchronize();
+#endif
+      } else if (overlap)
         check_mpi(MPI_Iallreduce(MPI_IN_PLACE, bufs[static_cast<size_t>(k)].data(), static_cast<int>(n), type,
                                  MPI_SUM, MPI_COMM_WORLD, &reqs[static_cast<size_t>(k)]),
                   "MPI_Iallreduce");
@@ -240,7 +345,7 @@ struct GradReducer::State {
     for (int64_t k = first_bucket(it->second); k <= last_bucket(it->second); ++k) --pending[static_cast<size_t>(k)];
     start_ready(false);
 #if HKT_WITH_MPI
-    if (next > 0) {  // lets the library progress the started all-reduces (no progress thread by default)
+    if (next > 0 && !on_device) {  // lets the library progress the started all-reduces (no progress thread by default)
       int done = 0;
       check_mpi(MPI_Testall(static_cast<int>(next), reqs.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
     }
@@ -257,7 +362,7 @@ int64_t GradReducer::buckets() const { return s_->nb; }
 
 void GradReducer::begin(const std::vector<Tensor>& params) {
   State& s = *s_;
-  s.active = world().size > 1;
+  s.active = world().size > 1 || (!params.empty() && nccl_alone_for_test(params.front().device()));
   if (!s.active) return;
 #if HKT_WITH_MPI
   s.params.assign(params.rbegin(), params.rend());
@@ -284,8 +389,27 @@ void GradReducer::begin(const std::vector<Tensor>& params) {
   for (size_t i = 0; i < s.params.size(); ++i)
     for (int64_t k = s.first_bucket(i); k <= s.last_bucket(i); ++k) ++s.pending[static_cast<size_t>(k)];
   s.bufs.resize(static_cast<size_t>(s.nb));
-  for (int64_t k = 0; k < s.nb; ++k) s.bufs[static_cast<size_t>(k)].resize(static_cast<size_t>(s.per * s.es));
+  for (int64_t k = 0; k < s.nb && s.params.front().device().is_cpu(); ++k)
+    s.bufs[static_cast<size_t>(k)].resize(static_cast<size_t>(s.per * s.es));
   s.reqs.assign(static_cast<size_t>(s.nb), MPI_REQUEST_NULL);
+  s.on_device = !s.params.front().device().is_cpu();
+  if (s.on_device) {
+#if HKT_WITH_CUDA
+    for (const Tensor& p : s.params)
+      HKT_CHECK(p.device() == s.params.front().device(), "data-parallel training: parameters on ", p.device(),
+                " and ", s.params.front().device(), " in one model");
+    s.bufs.clear();
+    if (static_cast<int64_t>(s.dbufs.size()) != s.nb) {
+      const TensorOptions o{dt, s.params.front().device(), false};
+      s.dbufs.clear();
+      for (int64_t k = 0; k < s.nb; ++k) s.dbufs.push_back(empty({s.per}, o));
+      s.dzeros = zeros({s.per}, o);
+    }
+#else
+    throw Error(str_cat("data-parallel training: parameters on ", s.params.front().device(),
+                        " in a build without CUDA"));
+#endif
+  }
 #else
   (void)params;
 #endif
@@ -304,8 +428,13 @@ void GradReducer::finish() {
 #if HKT_WITH_MPI
   s.start_ready(true);  // the rest (all of them without overlap), in index order
   const auto w0 = std::chrono::steady_clock::now();
-  if (s.overlap)
+  if (s.on_device) {
+#if HKT_WITH_CUDA
+    device_comm().join();  // the backend's stream (the copies back, the clip, the step) waits for NCCL's
+#endif
+  } else if (s.overlap) {
     check_mpi(MPI_Waitall(static_cast<int>(s.nb), s.reqs.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  }
   s.comm_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
   for (int64_t k = 0; k < s.nb; ++k) s.copy(k, false);
 #endif

@@ -15,6 +15,10 @@ namespace hkt::tasks {
 EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t batch_size, int64_t max_batches) {
   return detail::evaluate_split(model, data, batch_size, max_batches, false);
 }
+EvalResult evaluate_across_ranks(nn::SequenceClassifier& model, const Dataset& data, int64_t batch_size,
+                                 int64_t max_batches) {
+  return detail::evaluate_split(model, data, batch_size, max_batches, true);
+}
 
 namespace detail {
 

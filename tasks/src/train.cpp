@@ -43,9 +43,11 @@ void Run::setup() {
   if (cfg.threads > 0) set_num_threads(cfg.threads);
   else if (W.size > 1 && !std::getenv("HKT_NUM_THREADS"))  // the node's cores shared by its ranks
     set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / W.local_size));
-  if (W.size > 1 && !ropt.device.is_cpu())
-    throw InputError(str_cat("train: ", W.size, " processes with --device ", ropt.device.str(),
-                             ": data-parallel training runs on the CPU only in this version (docs/distributed.md)"));
+  try {
+    prepare_device(ropt.device);  // several ranks on GPUs: NCCL, one GPU each
+  } catch (const Error& e) {
+    throw InputError(str_cat("train: ", e.what()));
+  }
   try {
     check_memory_before_data();
     data = load_task(cfg.task, cfg.data);
@@ -113,7 +115,7 @@ TrainResult Run::loop(Console& con) {
   const std::vector<Tensor> params = model->parameters();
   const double clip = cfg.clip_norm > 0 ? cfg.clip_norm : std::numeric_limits<double>::max();
   const StepContext ctx{*model, *opt, sched, params, clip, W.size > 1 ? &dp : nullptr,
-                        [this](const std::string& what, double v) { non_finite(what, v); }};
+                        [this](const std::string& what, double v) { non_finite(what, v); }, &dp.reducer};
   std::vector<int64_t> order;
   int64_t order_epoch = -1, seg_steps = 0;
   Window win;

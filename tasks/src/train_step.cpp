@@ -28,8 +28,18 @@ StepStats train_step(const StepContext& s, const Batch& b, const std::vector<int
   }
   // Backward (several ranks: the gradients summed over them).
   s.opt.zero_grad();
-  if (s.dp) s.dp->backward(loss, s.params);
-  else loss.backward();
+  if (s.dp) {
+    s.dp->backward(loss, s.params);
+  } else if (s.alone) {
+    s.alone->begin(s.params);
+    {
+      const GradReadyGuard hook(s.alone->hook());
+      loss.backward();
+    }
+    s.alone->finish();
+  } else {
+    loss.backward();
+  }
   r.correct = count_correct(logits, labels);
   if (s.dp) {
     s.dp->sum_over_ranks(loss, r);

@@ -9,6 +9,7 @@
 // and refuses a launch with more processes (each would train alone).
 #pragma once
 #include <string>
+#include <vector>
 
 namespace hkt::tasks {
 
@@ -16,6 +17,7 @@ struct World {
   int rank = 0;        // 0 .. size - 1; rank 0 writes the run folder
   int size = 1;        // processes in the job
   int local_size = 1;  // processes on this machine (threads per rank default to cores / local_size)
+  int local_rank = 0;  // this process among them (its GPU with --device cuda: cuda:local_rank)
 };
 
 // The job this process belongs to (joined once; MPI is finalized at exit).
@@ -32,5 +34,16 @@ bool built_with_mpi();
 
 // "rank R of N: " in a world of more than one process, else "" (for messages).
 std::string rank_prefix();
+
+// --launcher of hkt-compare and hkt-eval (as "launcher" in an experiment file): the
+// words of a launcher command ("mpirun -np 2": split at white space, no quoting).
+// Throws hkt::Error for an empty command.
+std::vector<std::string> launcher_words(const std::string& command);
+// Replaces this process with `launcher... THIS_EXECUTABLE args...`, where args are
+// argv[1..] without the option `option` and its value (as "--launcher CMD" or
+// "--launcher=CMD"); the launcher is found on PATH. Returns only by throwing hkt::Error
+// (it cannot be started, or this process already runs under a launcher).
+[[noreturn]] void relaunch(const std::vector<std::string>& launcher, int argc, char** argv,
+                           const std::string& option);
 
 }  // namespace hkt::tasks

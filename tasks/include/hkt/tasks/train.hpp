@@ -191,5 +191,11 @@ TrainResult resume(const std::string& run_dir, const RunOptions& opt = {});
 // by class (IMDB: positive reviews, then negative) is not judged on one class.
 inline constexpr uint64_t kEvalSampleSeed = 0x65766131;  // "eva1"
 EvalResult evaluate(nn::SequenceClassifier& model, const Dataset& data, int64_t batch_size, int64_t max_batches = 0);
+// The same, split over the processes of an MPI job (world(), docs/distributed.md): each
+// rank evaluates its contiguous share of the batches evaluate() would, the sums are
+// all-reduced and every rank gets the whole result. A collective call; in a world of
+// one process it is evaluate().
+EvalResult evaluate_across_ranks(nn::SequenceClassifier& model, const Dataset& data, int64_t batch_size,
+                                 int64_t max_batches = 0);
 
 }  // namespace hkt::tasks
