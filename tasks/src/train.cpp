@@ -28,7 +28,7 @@
 #include "hkt/models/checkpoint.hpp"
 #include "hkt/models/optim.hpp"
 #include "hkt/models/schedule.hpp"
-#include "hkt/ops/cuda.hpp"
+#include "hkt/kernels/cuda.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/nn.hpp"

@@ -18,7 +18,7 @@
 #include "hkt/core/tensor.hpp"
 #include "hkt/ops/attention.hpp"
 #include "hkt/ops/conv.hpp"
-#include "hkt/ops/cuda.hpp"
+#include "hkt/kernels/cuda.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/gradcheck.hpp"
