@@ -1,4 +1,6 @@
-// hkt-bench-gpu: the CUDA backend's benchmark table (tools/gpu-check runs it).
+// hkt-bench-gpu: the CUDA backend's benchmark table (tools/gpu-check runs it), and
+// the lab's kernels (README.md), installed into the library at start, each timed
+// against the default kernels (bench_variants) and checked against them (--probe).
 //
 // Fused attention forward and forward+backward on the GPU, D = 512, H = 8
 // (dh = 64), B = max(1, 16384 / T) sequences of T = 1024 .. 16384: MHA (the
@@ -32,6 +34,7 @@
 #include <vector>
 
 #include "hkt/hkt.hpp"
+#include "tools/cuda-lab/variants.hpp"
 
 using namespace hkt;
 
@@ -410,6 +413,7 @@ static int64_t positive(const char* v, const char* name) {
 }
 
 int main(int argc, char** argv) {
+  hkt::cuda::install_lab_variants();
   int reps = 3;
   int64_t max_t = 16384;
   bool profile = false, probe_only = false;
