@@ -88,20 +88,22 @@ static void check_knob(const std::string& kv) {
   unsetenv(name.c_str());
 }
 
-TEST_CASE("cuda attention: the kernel variants behind the benchmark knobs") {
-  // HKT_CUDA_ATTN_FWD=mma, HKT_CUDA_ATTN_BWD=mma: the register-resident kernels
-  // (attention_fwd_mma.cu, attention_bwd_mma.cu; dh <= 64), the forward with
-  // cp.async prefetch (mma-async), with Q and K plain (mma-lean);
-  // HKT_CUDA_ATTN_BWD=fused: the single-pass backward (attention_bwd_fused.cu),
-  // fused8 the same in blocks of 8 warps, fused8-async fetching Q and dO with cp.async;
-  // HKT_CUDA_ATTN_BWD_ACC=regs: the general backward's accumulators in registers.
-  // Each must compute what the default kernels compute. (The wgmma forwards: the last case.)
+TEST_CASE("cuda attention: the library's kernel variant behind a knob; the lab's need the lab") {
+  // HKT_CUDA_ATTN_BWD_ACC=regs: the general backward's accumulators in
+  // registers, which must compute what the default kernels compute. The
+  // other variants are tools/cuda-lab's: without install_lab_variants() a
+  // knob naming one is an error saying so (the emulator checks them with the
+  // lab installed, test_emulated_attention; hkt-bench-gpu --probe on a GPU).
   HKT_REQUIRE_GPU();
-  for (const char* knob :
-       {"HKT_CUDA_ATTN_FWD=mma", "HKT_CUDA_ATTN_FWD=mma-async", "HKT_CUDA_ATTN_FWD=mma-lean", "HKT_CUDA_ATTN_BWD=mma",
-        "HKT_CUDA_ATTN_BWD=fused", "HKT_CUDA_ATTN_BWD=fused8", "HKT_CUDA_ATTN_BWD=fused8-async",
-        "HKT_CUDA_ATTN_BWD_ACC=regs"})
-    check_knob(knob);
+  check_knob("HKT_CUDA_ATTN_BWD_ACC=regs");
+  const Inputs in = make_inputs(1, 2, 40, 16, 2, false, 7);
+  for (const char* kv : {"HKT_CUDA_ATTN_FWD=mma", "HKT_CUDA_ATTN_BWD=fused"}) {
+    const std::string name = std::string(kv).substr(0, std::string(kv).find('='));
+    setenv(name.c_str(), std::string(kv).substr(name.size() + 1).c_str(), 1);
+    CHECK_THROWS_WITH_AS(run(in, Device::cuda(), DType::Float32, false, 0.25, false),
+                         doctest::Contains((std::string(kv) + " names a kernel of tools/cuda-lab").c_str()), Error);
+    unsetenv(name.c_str());
+  }
 }
 
 TEST_CASE("cuda attention: the composite reference runs on the GPU too; float64 fused") {
@@ -127,22 +129,11 @@ TEST_CASE("cuda attention: MHA (L = 1) through mha_attention") {
   }
 }
 
-TEST_CASE("cuda attention: the kernels on warpgroup products (HKT_CUDA_ATTN_FWD=wgmma, wgmma2; BWD=wgmma), last") {
-  // sm90a/attention_fwd_wgmma.cu and attention_bwd_wgmma.cu, on compute
-  // capability 9.0 (elsewhere the general forward and the mma backward take
-  // the calls, and this checks that). The last case of the suite: written
-  // without a GPU (2026-12-01), and a fault on the GPU would end the process.
-  // tests/test_cuda_wgmma.cu checks the products they are made of.
-  HKT_REQUIRE_GPU();
-  check_knob("HKT_CUDA_ATTN_FWD=wgmma");
-  check_knob("HKT_CUDA_ATTN_FWD=wgmma2");
-  check_knob("HKT_CUDA_ATTN_BWD=wgmma");
-}
-
-TEST_CASE("cuda attention: autotuning (hkt::cuda_attention_autotune), after every variant's own case") {
-  // The first call of each shape runs every kernel variant, checks it against
-  // the general kernel and keeps the fastest (kernels/cuda/attention_tune.cu).
-  // It runs the wgmma kernels too, hence after their case.
+TEST_CASE("cuda attention: autotuning (hkt::cuda_attention_autotune)") {
+  // The first call of each shape runs every kernel variant the program has
+  // (the library's general and general-regs; the lab's where installed),
+  // checks it against the general kernel and keeps the fastest
+  // (kernels/cuda/attention_tune.cu).
   HKT_REQUIRE_GPU();
   cuda_attention_autotune_reset();
   cuda_attention_autotune(true, true);
@@ -303,7 +294,7 @@ TEST_CASE("cuda attention: the kernels the knobs name, and those the tuner skips
   CHECK_THROWS_WITH_AS(cuda_attention_kernel_knobs(), doctest::Contains("HKT_CUDA_ATTN_FWD=flash names no kernel"),
                        Error);
   unsetenv("HKT_CUDA_ATTN_FWD");
-  // The kernels the tuner passes over (tools/gpu-probe's list), as hkt-bench-gpu asks.
+  // The kernels the tuner passes over (tools/cuda-lab/gpu-probe's list), as hkt-bench-gpu asks.
   unsetenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP");
   CHECK_FALSE(cuda_attention_kernel_skipped("wgmma"));
   setenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP", "mma-lean,wgmma", 1);

@@ -1,6 +1,6 @@
 // Shared-memory bank conflicts of the mma kernels' fragment reads and of the
 // wgmma forward's tile stores, worked out from the layouts' own index
-// functions (kernels/cuda/pair_tile.cuh, attention_mma.hpp's mma_ld, gmma_tile.cuh): a GPU serves a warp's read in phases (32 lanes
+// functions (kernels/cuda/pair_tile.cuh, attention_variants.hpp's mma_ld, gmma_tile.cuh): a GPU serves a warp's read in phases (32 lanes
 // for 4-byte reads, 16 for 8-byte, 8 for 16-byte), and a phase in which one
 // of the 32 banks is asked for k different 4-byte words takes k passes. No
 // GPU and no timing: the addresses alone decide it. A swizzle or padding
@@ -16,7 +16,7 @@
 
 #include "cuda_emu/hkt_cuda_emu.hpp"
 #include "kernels/cuda/attention_common.cuh"
-#include "kernels/cuda/attention_mma.hpp"
+#include "kernels/cuda/attention_variants.hpp"
 #include "kernels/cuda/gmma_tile.cuh"
 #include "kernels/cuda/pair_tile.cuh"
 

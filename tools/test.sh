@@ -20,8 +20,8 @@
 #                 build-tsan/ (with -fsanitize=thread), unless the tsan stage was skipped
 #
 # Extra cmake arguments for both trees can be given in HKT_CMAKE_ARGS (space
-# separated); build/ has the CUDA backend when nvcc exists (HKT_CUDA=OFF: not;
-# without a GPU its suites report Skipped), the sanitizer trees never (ASan and
+# separated); build/ has the CUDA backend and tools/cuda-lab when nvcc exists (HKT_CUDA=OFF:
+# not; without a GPU its suites report Skipped), the sanitizer trees never (ASan and
 # the CUDA runtime do not mix). HKT_BUILD_PREFIX (default
 # "build") names the trees: $HKT_BUILD_PREFIX, -asan, -tsan, -fuzz. Exits
 # non-zero on any failure. docs/reliability.md describes stages 4-6.
@@ -40,7 +40,9 @@ stage "setup"
 tools/setup.sh --test
 
 stage "build ($b/, Release)"
-HKT_BUILD_DIR="$b" tools/build.sh "${cmake_args[@]}"
+# With the CUDA backend, build/ compiles tools/cuda-lab too (-DHKT_CUDA_LAB=ON: the kernels
+# that are not the library's defaults and hkt-bench-gpu), so that the lab does not rot.
+HKT_BUILD_DIR="$b" tools/build.sh -DHKT_CUDA_LAB=ON "${cmake_args[@]}"
 
 stage "tests ($b/)"
 ctest --test-dir "$b" --output-on-failure -j "$jobs"

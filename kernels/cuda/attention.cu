@@ -42,8 +42,8 @@
 
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/attention_common.cuh"
-#include "kernels/cuda/attention_mma.hpp"
 #include "kernels/cuda/attention_tune.hpp"
+#include "kernels/cuda/attention_variants.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/tile_mm.cuh"
 
@@ -465,6 +465,26 @@ void launch_bwd(const Params& P, bool smem_acc, size_t bytes, const T* dout, con
   launch_bwd_nf<T, BT, 0>(P, bytes, dout, lse, D, dk, dv, dq, part);
 }
 
+// The variant `kern` names (tools/cuda-lab's), or null when the lab has not
+// installed it.
+AttnForwardVariant installed(FwdKernel kern) { return attention_variants().forward[int(kern)]; }
+AttnBackwardVariant installed(BwdKernel kern) { return attention_variants().backward[int(kern)]; }
+
+// A switch that names a kernel the library does not hold and the lab has not
+// installed: an error saying where it is.
+void expect_installed(bool ok, const char* var, const char* name) {
+  HKT_CHECK(ok, "hkt_attention: ", var, "=", name,
+            " names a kernel of tools/cuda-lab, which this program has not installed (the library holds the "
+            "general kernels; build with -DHKT_CUDA_LAB=ON and run hkt-cuda-lab; docs/cuda.md, \"The lab\")");
+}
+void expect_installed(FwdKernel kern, bool set) {
+  if (set && kern != FwdKernel::general) expect_installed(installed(kern) != nullptr, "HKT_CUDA_ATTN_FWD", kernel_name(kern));
+}
+void expect_installed(BwdKernel kern, bool set) {
+  if (set && kern != BwdKernel::general && kern != BwdKernel::general_regs)
+    expect_installed(installed(kern) != nullptr, "HKT_CUDA_ATTN_BWD", kernel_name(kern));
+}
+
 // Runs the forward with kernel `kern`, or returns false, having launched
 // nothing, when `kern` cannot take the call (general takes every call).
 template <class T>
@@ -473,24 +493,8 @@ bool forward_with(FwdKernel kern, const AttnShape& s, const std::vector<const vo
                   void* lse) {
   if (kern != FwdKernel::general) {
     if constexpr (std::is_same_v<T, float>) {
-      float* of = static_cast<float*>(o);
-      float* lsef = static_cast<float*>(lse);
-      switch (kern) {
-        case FwdKernel::mma:
-          return attention_forward_mma(s, q, k, v, lambda, valid, of, lsef, FwdMma::plain);
-        case FwdKernel::mma_async:
-          return attention_forward_mma(s, q, k, v, lambda, valid, of, lsef, FwdMma::async);
-        case FwdKernel::mma_lean:
-          return attention_forward_mma(s, q, k, v, lambda, valid, of, lsef, FwdMma::lean);
-#if defined(HKT_WITH_SM90A) || defined(HKT_CUDA_EMULATED)
-        case FwdKernel::wgmma:
-          return attention_forward_wgmma(s, q, k, v, lambda, valid, of, lsef, 1);
-        case FwdKernel::wgmma2:
-          return attention_forward_wgmma(s, q, k, v, lambda, valid, of, lsef, 2);
-#endif
-        default:
-          return false;
-      }
+      const AttnForwardVariant f = installed(kern);
+      return f && f(s, q, k, v, lambda, valid, static_cast<float*>(o), static_cast<float*>(lse));
     }
     return false;
   }
@@ -516,15 +520,12 @@ bool backward_with(BwdKernel kern, const AttnShape& s, const std::vector<const v
                    const void* o, const void* lse, const void* dout, const std::vector<void*>& dq,
                    const std::vector<void*>& dk, void* dv, void* dlambda) {
   const bool general = kern == BwdKernel::general || kern == BwdKernel::general_regs;
-  if constexpr (std::is_same_v<T, float>) {
-    // The register-resident kernels: two (attention_bwd_mma.cu, and on wgmma) or one
-    // (attention_bwd_fused.cu), dh <= 64 and aligned rows.
-    if (!general && !(s.dh <= kMmaMaxDh && mma_rows_aligned(s.dh, q, k, v, dout, dq, dk, dv))) return false;
-#if !defined(HKT_WITH_SM90A) && !defined(HKT_CUDA_EMULATED)
-    if (kern == BwdKernel::wgmma) return false;
-#endif
-  } else if (!general) {
-    return false;
+  AttnBackwardVariant variant = nullptr;
+  if (!general) {
+    // The variants' contract (attention_variants.hpp): float, dh <= 64, aligned rows.
+    if constexpr (std::is_same_v<T, float>)
+      if (s.dh <= kMmaMaxDh && mma_rows_aligned(s.dh, q, k, v, dout, dq, dk, dv)) variant = installed(kern);
+    if (!variant) return false;
   }
   size_t bytes = 0;
   // Where the general backward keeps its level-0 accumulators: shared memory,
@@ -555,28 +556,9 @@ bool backward_with(BwdKernel kern, const AttnShape& s, const std::vector<const v
       launch_bwd<T, 32>(P, smem_acc, bytes, static_cast<const T*>(dout), static_cast<const T*>(lse), D.as<T>(),
                         dk_dev, static_cast<T*>(dv), dq_dev, part_dev);
   } else if constexpr (std::is_same_v<T, float>) {
-    const float* doutf = static_cast<const float*>(dout);
-    const float* lsef = static_cast<const float*>(lse);
-    float* dvf = static_cast<float*>(dv);
-    switch (kern) {
-      case BwdKernel::fused:
-      case BwdKernel::fused8:
-      case BwdKernel::fused8_async:
-        attention_backward_fused(s, q, k, v, lambda, valid, doutf, lsef, D.as<float>(), dq, dk, dvf, part_dev,
-                                 kern == BwdKernel::fused8_async ? FusedBwd::warps8_async
-                                 : kern == BwdKernel::fused8     ? FusedBwd::warps8
-                                                                 : FusedBwd::warps4);
-        break;
-#if defined(HKT_WITH_SM90A) || defined(HKT_CUDA_EMULATED)
-      case BwdKernel::wgmma:
-        // On warpgroup products where they can run (launches nothing otherwise).
-        if (!attention_backward_wgmma(s, q, k, v, lambda, valid, doutf, lsef, D.as<float>(), dq, dk, dvf, part_dev))
-          return false;
-        break;
-#endif
-      default:
-        attention_backward_mma(s, q, k, v, lambda, valid, doutf, lsef, D.as<float>(), dq, dk, dvf, part_dev);
-    }
+    if (!variant(s, q, k, v, lambda, valid, static_cast<const float*>(dout), static_cast<const float*>(lse),
+                 D.as<float>(), dq, dk, static_cast<float*>(dv), part_dev))
+      return false;
   }
   if (dlambda) {
     HKT_LAUNCH(blocks_for(s.H * s.L), kThreads, 0, attn_dlambda<T>)(part_dev, s.B, s.H, P.nt, int(s.L),
@@ -586,23 +568,23 @@ bool backward_with(BwdKernel kern, const AttnShape& s, const std::vector<const v
   return true;
 }
 
-// The candidates the autotuner tries, the reference (general) first.
-constexpr FwdKernel kFwdCandidates[] = {FwdKernel::general, FwdKernel::mma, FwdKernel::mma_async, FwdKernel::mma_lean
-#if defined(HKT_WITH_SM90A) || defined(HKT_CUDA_EMULATED)
-                                        ,
-                                        FwdKernel::wgmma, FwdKernel::wgmma2
-#endif
-};
-constexpr BwdKernel kBwdCandidates[] = {BwdKernel::general, BwdKernel::general_regs, BwdKernel::mma,
-                                        BwdKernel::fused,   BwdKernel::fused8,       BwdKernel::fused8_async
-#if defined(HKT_WITH_SM90A) || defined(HKT_CUDA_EMULATED)
-                                        ,
-                                        BwdKernel::wgmma
-#endif
-};
+// The candidates the autotuner tries, the reference (general) first: the
+// library's and those the lab installed.
+std::vector<FwdKernel> fwd_candidates() {
+  std::vector<FwdKernel> c{FwdKernel::general};
+  for (int i = 1; i < kFwdKernels; ++i)
+    if (installed(FwdKernel(i))) c.push_back(FwdKernel(i));
+  return c;
+}
+std::vector<BwdKernel> bwd_candidates() {
+  std::vector<BwdKernel> c{BwdKernel::general, BwdKernel::general_regs};
+  for (int i = 2; i < kBwdKernels; ++i)
+    if (installed(BwdKernel(i))) c.push_back(BwdKernel(i));
+  return c;
+}
 // Their names, in the same order (autotune()'s candidates).
-template <class K, size_t N>
-std::vector<std::string> names_of(const K (&ks)[N]) {
+template <class K>
+std::vector<std::string> names_of(const std::vector<K>& ks) {
   std::vector<std::string> n;
   for (K k : ks) n.emplace_back(kernel_name(k));
   return n;
@@ -612,6 +594,11 @@ TuneKey tune_key(bool backward, const AttnShape& s, const bool* valid, bool alig
 }
 
 }  // namespace
+
+AttentionVariants& attention_variants() {
+  static AttentionVariants v;
+  return v;
+}
 
 // The kernel: the knob's when HKT_CUDA_ATTN_FWD is set; else, for float with
 // autotuning on, the tuner's choice for this shape; else general. A kernel
@@ -623,16 +610,17 @@ void attention_forward(const AttnShape& s, const std::vector<const void*>& q, co
   bool set = false;
   FwdKernel kern = fwd_kernel_knob(&set);
   if constexpr (std::is_same_v<T, float>) {
+    expect_installed(kern, set);
     if (!set && attention_autotune_mode() > 0) {
       const TuneKey key = tune_key(false, s, valid, mma_rows_aligned(s.dh, q, k, v, o), 0);
-      static const std::vector<std::string> names = names_of(kFwdCandidates);
+      const std::vector<FwdKernel> cands = fwd_candidates();
       const int64_t rows = s.B * s.H * s.T;
-      kern = kFwdCandidates[autotune(
-          key, names,
-          [&](int i) { return forward_with<float>(kFwdCandidates[i], s, q, k, v, lambda, valid, o, lse); },
+      kern = cands[size_t(autotune(
+          key, names_of(cands),
+          [&](int i) { return forward_with<float>(cands[size_t(i)], s, q, k, v, lambda, valid, o, lse); },
           [&]() -> std::vector<TuneOutput> {
             return {{static_cast<const float*>(o), rows * s.dh}, {static_cast<const float*>(lse), rows}};
-          })];
+          }))];
     }
   }
   if (!forward_with<T>(kern, s, q, k, v, lambda, valid, o, lse))
@@ -653,14 +641,15 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   bool set = false;
   BwdKernel kern = bwd_kernel_knob(&set);
   if constexpr (std::is_same_v<T, float>) {
+    expect_installed(kern, set);
     if (!set && attention_autotune_mode() > 0) {
       const unsigned want = (dq.empty() ? 0u : 1u) | (dk.empty() ? 0u : 2u) | (dv ? 4u : 0u) | (dlambda ? 8u : 0u);
       const TuneKey key = tune_key(true, s, valid, mma_rows_aligned(s.dh, q, k, v, dout, dq, dk, dv), want);
-      static const std::vector<std::string> names = names_of(kBwdCandidates);
-      kern = kBwdCandidates[autotune(
-          key, names,
+      const std::vector<BwdKernel> cands = bwd_candidates();
+      kern = cands[size_t(autotune(
+          key, names_of(cands),
           [&](int i) {
-            return backward_with<float>(kBwdCandidates[i], s, q, k, v, lambda, valid, o, lse, dout, dq, dk, dv,
+            return backward_with<float>(cands[size_t(i)], s, q, k, v, lambda, valid, o, lse, dout, dq, dk, dv,
                                         dlambda);
           },
           [&] {
@@ -673,7 +662,7 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
             if (dv) outs.push_back({static_cast<const float*>(dv), level_elems(s, 0)});
             if (dlambda) outs.push_back({static_cast<const float*>(dlambda), s.H * s.L});
             return outs;
-          })];
+          }))];
     }
   }
   if (backward_with<T>(kern, s, q, k, v, lambda, valid, o, lse, dout, dq, dk, dv, dlambda)) return;

@@ -1,4 +1,4 @@
-// Shared by the fused attention kernels (attention.cu, attention_fwd_mma.cu):
+// Shared by the fused attention kernels (attention.cu, tools/cuda-lab/attention_fwd_mma.cu):
 // the problem (Params), the tile geometry and shared-memory layout (Layout),
 // row loads into shared memory, the coarse levels' score grids, masks and
 // the combined score. See attention.cu for the scheme.
@@ -184,20 +184,15 @@ __device__ void load_rows_as(const RowCopy<T> (&c)[N], int ld, int count, int64_
 }
 // The mma kernels' precondition on the rows they read and the gradients they
 // write: dh % 4 == 0 and 16-byte aligned rows, checked on the host
-// (mma_rows_aligned, attention_mma.hpp; the general kernels take the rest), so
+// (mma_rows_aligned, attention_variants.hpp; the general kernels take the rest), so
 // that their loads need no single-value path. The emulator checks it.
 // True when rows of dh floats from `rows` on are whole 16-byte aligned float4s.
 __device__ __forceinline__ bool float4_rows(const void* rows, int dh) {
   return dh % 4 == 0 && reinterpret_cast<uintptr_t>(rows) % 16 == 0;
 }
 __device__ __forceinline__ void expect_rows_aligned(const void* rows, int dh) {
-#ifdef HKT_CUDA_EMULATED
-  ::hkt_emu::expect(float4_rows(rows, dh),
-                    "an mma kernel got rows that are not whole 16-byte aligned float4s (mma_rows_aligned)");
-#else
-  (void)rows;
-  (void)dh;
-#endif
+  expect_device(float4_rows(rows, dh),
+                "an mma kernel got rows that are not whole 16-byte aligned float4s (mma_rows_aligned)");
 }
 
 // Copies N groups of count rows at once (all loads of a batch in flight
@@ -231,7 +226,7 @@ __device__ void load_rows_aligned(const RowCopy<float> (&c)[N], int ld, int coun
 // each thread's column and rows fixed: thread x copies float4 column
 // x % (DHP / 4) of rows x / (DHP / 4) + STEP k. load_rows works each
 // element's row, column and copy out from its index (about 28 instructions per
-// float4, tools/sass-mix); here that is done once per call. The rows are
+// float4, tools/cuda-lab/sass-mix); here that is done once per call. The rows are
 // whole 16-byte aligned float4s (expect_rows_aligned).
 template <int DHP, int BT, int THREADS>
 __device__ __forceinline__ void load_tile_pair(const RowCopy<float> (&c)[2], int ld, int64_t n, int dh) {
@@ -288,13 +283,7 @@ __device__ inline void load_rows_aligned(float* dst, int ld, const float* rows, 
 // that those come from L2, not from memory; the cp.async forward needs none.
 // The emulator reads a byte there instead (an address outside the buffers
 // then shows under ASan), and counts it.
-__device__ __forceinline__ void prefetch_l2(const float* p) {
-#ifdef HKT_CUDA_EMULATED
-  ::hkt_emu::prefetch_l2(p);
-#else
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-#endif
-}
+// prefetch_l2(p): ptx.cuh.
 // prefetch_l2 over every line of the rows [first, first + count) inside [0, n)
 // of rows (n rows of dh floats, one after another: one range of floats),
 // spread over the block's threads: a probe every 32 floats (a line) and one
@@ -381,19 +370,11 @@ __device__ __forceinline__ float fast_exp(float x) { return __expf(x); }
 // e^(x - m) for the scores, given m2 = m log2(e): ex2.approx.ftz of
 // x log2(e) - m2 in one FFMA, one MUFU.EX2 where __expf(x - m) takes an add,
 // a multiply and the denormal range tests of ex2.approx without ftz (about 7
-// instructions per score, tools/sass-mix). As FlashAttention does. Error:
+// instructions per score, tools/cuda-lab/sass-mix). As FlashAttention does. Error:
 // about (|x| + |m|) 2^-24 relative, far inside the 1e-4 the kernels are held
 // to; e^-inf = 0 (m2 = +inf or x = -inf); subnormal results flush to 0.
 constexpr float kLog2e = 1.44269504088896341f;
-__device__ __forceinline__ float exp2_ftz(float y) {
-#ifdef HKT_CUDA_EMULATED
-  return ::hkt_emu::ex2_approx_ftz(y);
-#else
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(y));
-  return r;
-#endif
-}
+// exp2_ftz(y): ptx.cuh.
 __device__ __forceinline__ float exp_minus(float x, float m2) { return exp2_ftz(fmaf(x, kLog2e, -m2)); }
 
 // True when no key of the tile pair (bt queries from i0, bt keys from j0) is
@@ -557,7 +538,7 @@ int device_attribute() {
 // The device's shared memory per block for kernels that opt in, and its SMs.
 inline int max_smem_optin() { return device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(); }
 inline int sm_count() { return device_attribute<cudaDevAttrMultiProcessorCount>(); }
-// Compute capability 9.0 exactly (H100, H200): the one that runs the sm_90a kernels (kernels/cuda/sm90a/).
+// Compute capability 9.0 exactly (H100, H200): the one that runs the sm_90a kernels (tools/cuda-lab/sm90a/).
 inline bool wgmma_device() {
   return device_attribute<cudaDevAttrComputeCapabilityMajor>() == 9 &&
          device_attribute<cudaDevAttrComputeCapabilityMinor>() == 0;

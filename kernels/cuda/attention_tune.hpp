@@ -15,9 +15,11 @@ namespace hkt::cuda {
 
 // The values of the knobs HKT_CUDA_ATTN_FWD and HKT_CUDA_ATTN_BWD (general:
 // the default kernels of attention.cu; general-regs: the general backward
-// with its accumulators in registers, also HKT_CUDA_ATTN_BWD_ACC=regs).
+// with its accumulators in registers, also HKT_CUDA_ATTN_BWD_ACC=regs; the
+// others are tools/cuda-lab's, attention_variants.hpp).
 enum class FwdKernel { general, mma, mma_async, mma_lean, wgmma, wgmma2 };
 enum class BwdKernel { general, general_regs, mma, fused, fused8, fused8_async, wgmma };
+inline constexpr int kFwdKernels = 6, kBwdKernels = 7;
 const char* kernel_name(FwdKernel k);
 const char* kernel_name(BwdKernel k);
 // The kernel a knob names; `set` tells whether the variable is set at all.

@@ -39,11 +39,8 @@ inline void check(cublasStatus_t s, const char* expr, const char* file, int line
 
 // A kernel's dynamic shared memory, and a launch on the backend's stream:
 //   HKT_LAUNCH(grid, block, shared_bytes, kernel<T>)(args...);
-// tests/cuda_emu defines both for its CPU emulation of the kernels.
-#ifndef HKT_CUDA_EMULATED
-#define HKT_DYNAMIC_SHARED(name) extern __shared__ __align__(32) unsigned char name[]
-#define HKT_LAUNCH(grid, block, smem, ...) __VA_ARGS__<<<(grid), (block), (smem), ::hkt::cuda::stream()>>>
-#endif
+// (ptx.cuh, with the instructions the kernels reach through inline PTX).
+#include "kernels/cuda/ptx.cuh"
 
 namespace hkt::cuda {
 

@@ -1,16 +1,18 @@
 // Warp-level tensor-core products with explicit fragments (PTX mma.sync
 // m16n8k8, TF32 inputs, float accumulators), for kernels that keep their
-// operands in registers (attention_fwd_mma.cu). The fragment layout is the PTX
+// operands in registers (tools/cuda-lab/attention_fwd_mma.cu). The fragment layout is the PTX
 // ISA's ("Matrix Fragments for mma.m16n8k8", .tf32); with g = lane / 4 and
 // t = lane % 4:
 //   A (16 x 8, row):  a0 = A[g][t], a1 = A[g + 8][t], a2 = A[g][t + 4], a3 = A[g + 8][t + 4]
 //   B (8 x 8, col):   b0 = B[t][g], b1 = B[t + 4][g]
 //   C, D (16 x 8):    c0 = C[g][2t], c1 = C[g][2t + 1], c2 = C[g + 8][2t], c3 = C[g + 8][2t + 1]
 // 3xTF32 (x = hi + lo, a b ~ a_hi b_hi + a_hi b_lo + a_lo b_hi) keeps float32
-// accuracy (split_tf32), as tile_mm.cuh's WMMA path does. tests/cuda_emu emulates both
-// instructions (HKT_CUDA_EMULATED).
+// accuracy (split_tf32), as tile_mm.cuh's WMMA path does. tests/cuda_emu emulates the
+// instruction (its stand-in for ptx.cuh).
 #pragma once
 #include <cstdint>
+
+#include "kernels/cuda/ptx.cuh"
 
 namespace hkt::cuda {
 
@@ -18,7 +20,7 @@ namespace hkt::cuda {
 // top 19 bits, so x - hi is exact), lo is x - hi truncated likewise. Rounding
 // with cvt.rna.tf32.f32 instead costs three instructions per conversion (a
 // test for inf and NaN, an add, a mask): 7 per split, in loops that split
-// hundreds of values per tile pair (tools/sass-mix). Error of a 3xTF32
+// hundreds of values per tile pair (tools/cuda-lab/sass-mix). Error of a 3xTF32
 // product: |lo| < 2^-10 |x|, lo loses at most 2^-10 of itself, and the
 // dropped lo lo term is below 2^-20 |a b|: at most about 3 2^-20 |a b| in all
 // (float32: 2^-24), far inside the 1e-4 the kernels are held to.
@@ -34,18 +36,7 @@ __device__ __forceinline__ void split_tf32(float x, float& hi, float& lo) {
   lo = __uint_as_float(l);
 }
 
-// d += a b (one m16n8k8 product).
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-#ifdef HKT_CUDA_EMULATED
-  ::hkt_emu::mma_m16n8k8_tf32(d, a, b);
-#else
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
-}
+// d += a b, one m16n8k8 product: mma_tf32 (ptx.cuh).
 
 // acc[j] += a b[j] for j < NJ in 3xTF32 (the small products first), pass by
 // pass: every acc[j] gets its a_lo b_hi[j] before any gets its a_hi b_lo[j].
@@ -97,7 +88,7 @@ __device__ __forceinline__ void load_a_split(const float* A, int ld, uint32_t (&
 // loads of adjacent floats into one LDS.64, which load_a_split_k must avoid.
 // A volatile load is not merged, and keeps its address as a base plus an
 // immediate offset (inline PTX would need each address in a register of its
-// own: about 8 integer instructions per load, tools/sass-mix).
+// own: about 8 integer instructions per load, tools/cuda-lab/sass-mix).
 __device__ __forceinline__ float lds_f32(const float* p) { return *static_cast<const volatile float*>(p); }
 
 // load_a_split in the pair order of the k index (pair_tile.cuh): a0, a2 =
@@ -105,7 +96,7 @@ __device__ __forceinline__ float lds_f32(const float* p) { return *static_cast<c
 // (lds_f32): ptxas drops the hi parts' masks and hands the loaded registers
 // to mma.sync as they are, which wants a0 .. a3 in four consecutive
 // registers; an LDS.64 puts a0 next to a2, and the moves to regroup them cost
-// more than the loads they save (tools/sass-mix: 214 moves per tile product).
+// more than the loads they save (tools/cuda-lab/sass-mix: 214 moves per tile product).
 __device__ __forceinline__ void load_a_split_k(const float* A, int ld, uint32_t (&ah)[4], uint32_t (&al)[4]) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const float* a = A + g * ld + 2 * t;

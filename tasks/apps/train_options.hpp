@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "hkt/core/error.hpp"
-#include "hkt/ops/cuda.hpp"
+#include "hkt/kernels/cuda.hpp"
 #include "hkt/tasks/attention_kernels.hpp"
 #include "hkt/tasks/train.hpp"
 

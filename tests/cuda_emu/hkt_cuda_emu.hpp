@@ -68,9 +68,6 @@
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
 #define __shared__ static
-// kernels/cuda/common.cuh defines these for nvcc.
-#define HKT_DYNAMIC_SHARED(name) unsigned char* name = ::hkt_emu::dynamic_shared()
-#define HKT_LAUNCH(grid, block, smem, ...) ::hkt_emu::launcher(__VA_ARGS__, (grid), (block), (smem), #__VA_ARGS__)
 
 struct dim3 {
   unsigned x, y, z;
@@ -313,3 +310,6 @@ T atomicAdd(T* p, T v) {
   *p = old + v;
   return old;
 }
+
+// The stand-ins for kernels/cuda/ptx.cuh: the instructions and launch macros above.
+#include "cuda_emu/ptx_emu.hpp"

@@ -21,7 +21,7 @@
 #include "hkt/ops/attention.hpp"
 #include "hkt/ops/htransformer.hpp"
 #include "hkt/ops/conv.hpp"
-#include "hkt/ops/cuda.hpp"
+#include "hkt/kernels/cuda.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/gradcheck.hpp"

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "hkt/core/dtype.hpp"  // Device
-#include "hkt/ops/cuda.hpp"
+#include "hkt/kernels/cuda.hpp"
 
 namespace hkt::tasks {
 

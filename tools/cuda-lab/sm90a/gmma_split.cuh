@@ -4,7 +4,7 @@
 #pragma once
 #include <cstdint>
 
-#include "kernels/cuda/attention_mma.hpp"
+#include "tools/cuda-lab/attention_mma.hpp"
 #include "kernels/cuda/gmma_tile.cuh"
 #include "kernels/cuda/mma_tf32.cuh"
 #include "kernels/cuda/wgmma.cuh"

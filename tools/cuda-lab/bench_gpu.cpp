@@ -1,4 +1,6 @@
-// hkt-bench-gpu: the CUDA backend's benchmark table (tools/gpu-check runs it).
+// hkt-bench-gpu: the CUDA backend's benchmark table (tools/gpu-check runs it), and
+// the lab's kernels (README.md), installed into the library at start, each timed
+// against the default kernels (bench_variants) and checked against them (--probe).
 //
 // Fused attention forward and forward+backward on the GPU, D = 512, H = 8
 // (dh = 64), B = max(1, 16384 / T) sequences of T = 1024 .. 16384: MHA (the
@@ -13,7 +15,7 @@
 // Prints one markdown table; without a GPU it says why and exits 0 (77 with
 // --probe: nothing was probed). --profile
 // runs each attention kernel once instead, for ncu (profile_kernels); --probe
-// runs the kernels the knobs name once against the defaults (tools/gpu-probe).
+// runs the kernels the knobs name once against the defaults (tools/cuda-lab/gpu-probe).
 // Knob rows and profile setups that name a kernel HKT_CUDA_ATTN_AUTOTUNE_SKIP
 // lists are not run. With a knob set (HKT_CUDA_ATTN_FWD=mma ...), the main
 // table and the training step are the knobs' and nothing else is timed.
@@ -32,6 +34,7 @@
 #include <vector>
 
 #include "hkt/hkt.hpp"
+#include "tools/cuda-lab/variants.hpp"
 
 using namespace hkt;
 
@@ -144,7 +147,7 @@ class ScopedKnobs {
 };
 
 // The kernel a knob setting names that HKT_CUDA_ATTN_AUTOTUNE_SKIP lists, or ""
-// when none is: tools/gpu-probe lists there the variants whose probe failed
+// when none is: tools/cuda-lab/gpu-probe lists there the variants whose probe failed
 // (a fault would end this process, and every row after it).
 std::string skipped_kernel(const KnobSet& env) {
   for (const auto& [name, value] : env) {
@@ -214,7 +217,7 @@ void bench_variants(int reps) {
           const Knob& k = knobs[i];
           if (const std::string skip = skipped_kernel(k.env); !skip.empty()) {
             row(std::to_string(T), batch(T), what, k.label, 0, 0,
-                "not run: HKT_CUDA_ATTN_AUTOTUNE_SKIP names " + skip + " (tools/gpu-probe)");
+                "not run: HKT_CUDA_ATTN_AUTOTUNE_SKIP names " + skip + " (tools/cuda-lab/gpu-probe)");
             continue;
           }
           const ScopedKnobs set(k.env);
@@ -282,7 +285,7 @@ void profile_kernels() {
   for (const auto& env : setups)
     for (int64_t L : {1, 3}) {
       if (const std::string skip = skipped_kernel(env); !skip.empty()) {
-        std::printf("not profiled: HKT_CUDA_ATTN_AUTOTUNE_SKIP names %s (tools/gpu-probe)\n", skip.c_str());
+        std::printf("not profiled: HKT_CUDA_ATTN_AUTOTUNE_SKIP names %s (tools/cuda-lab/gpu-probe)\n", skip.c_str());
         continue;
       }
       const ScopedKnobs set(env);
@@ -298,7 +301,7 @@ void profile_kernels() {
 // the knobs name, then with the default kernels on the same inputs; prints the
 // largest difference of the output and each gradient, relative to the
 // default's largest value. Returns 0, or 3 when that is over 1e-4 (the
-// accuracy every kernel is tested to). tools/gpu-probe runs it once per
+// accuracy every kernel is tested to). tools/cuda-lab/gpu-probe runs it once per
 // kernel variant, each in a process of its own, so that a variant that faults
 // ends its own probe only, before the benchmark runs them all in one process.
 int probe() {
@@ -410,6 +413,7 @@ static int64_t positive(const char* v, const char* name) {
 }
 
 int main(int argc, char** argv) {
+  hkt::cuda::install_lab_variants();
   int reps = 3;
   int64_t max_t = 16384;
   bool profile = false, probe_only = false;

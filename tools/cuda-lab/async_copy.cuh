@@ -3,7 +3,7 @@
 // A thread's copies land in shared memory once it waits for them
 // (cp_async_wait_all); a barrier after that makes every thread's copies
 // visible to the block. tests/cuda_emu emulates the instructions, copies
-// landing only at the wait (HKT_CUDA_EMULATED).
+// landing only at the wait.
 #pragma once
 #include <cstdint>
 
@@ -12,31 +12,7 @@
 namespace hkt::cuda {
 namespace {
 
-// 16 bytes to dst (shared memory): src_bytes from src, the rest zero.
-__device__ __forceinline__ void cp_async16(float* dst, const float* src, int src_bytes) {
-#ifdef HKT_CUDA_EMULATED
-  ::hkt_emu::cp_async16(dst, src, src_bytes);
-#else
-  const auto d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes) : "memory");
-#endif
-}
-// Closes this thread's group of copies.
-__device__ __forceinline__ void cp_async_commit() {
-#ifdef HKT_CUDA_EMULATED
-  ::hkt_emu::cp_async_commit();
-#else
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-// Waits until every committed copy of this thread has landed.
-__device__ __forceinline__ void cp_async_wait_all() {
-#ifdef HKT_CUDA_EMULATED
-  ::hkt_emu::cp_async_wait_group(0);
-#else
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-#endif
-}
+// cp_async16, cp_async_commit, cp_async_wait_all: ptx.cuh.
 
 // load_rows (attention_common.cuh) with cp.async: N groups of count rows,
 // dst[r * ld + d] = rows[first + r][d], zero outside [0, n) and in the

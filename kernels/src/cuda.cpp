@@ -1,5 +1,5 @@
-// <hkt/ops/cuda.hpp>: the backend's runtime functions, or their CPU-only stand-ins.
-#include "hkt/ops/cuda.hpp"
+// <hkt/kernels/cuda.hpp>: the backend's runtime functions, or their CPU-only stand-ins.
+#include "hkt/kernels/cuda.hpp"
 
 #include "hkt/core/error.hpp"
 #if HKT_WITH_CUDA

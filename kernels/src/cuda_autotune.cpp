@@ -1,4 +1,4 @@
-// <hkt/ops/cuda.hpp>: the attention autotuner's decisions as JSON
+// <hkt/kernels/cuda.hpp>: the attention autotuner's decisions as JSON
 // (kernels/cuda/attention_tune.hpp), so that a later process, a resumed
 // training run for one, runs the kernels an earlier one chose.
 #include <nlohmann/json.hpp>
@@ -7,7 +7,7 @@
 
 #include "hkt/core/json_read.hpp"
 #include "hkt/core/error.hpp"
-#include "hkt/ops/cuda.hpp"
+#include "hkt/kernels/cuda.hpp"
 // Plain declarations: the JSON is checked in every build, and only a CUDA
 // build has the tuner to hand the decisions to.
 #include "kernels/cuda/attention_tune.hpp"

@@ -27,10 +27,10 @@
 #include <cstdint>
 #include <limits>
 
-#include "kernels/cuda/async_copy.cuh"
+#include "tools/cuda-lab/async_copy.cuh"
 #include "kernels/cuda/attention_common.cuh"
-#include "kernels/cuda/attention_mma.hpp"
-#include "kernels/cuda/fwd_softmax.cuh"
+#include "tools/cuda-lab/attention_mma.hpp"
+#include "tools/cuda-lab/fwd_softmax.cuh"
 #include "kernels/cuda/mma_tf32.cuh"
 
 namespace hkt::cuda {

@@ -34,11 +34,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/cuda/attention_bwd_mma.cuh"
+#include "tools/cuda-lab/attention_bwd_mma.cuh"
 #include "kernels/cuda/attention_common.cuh"
-#include "kernels/cuda/attention_mma.hpp"
+#include "tools/cuda-lab/attention_mma.hpp"
 #include "kernels/cuda/mma_tf32.cuh"
-#include "kernels/cuda/sm90a/gmma_split.cuh"
+#include "tools/cuda-lab/sm90a/gmma_split.cuh"
 #include "kernels/cuda/wgmma.cuh"
 
 namespace hkt::cuda {

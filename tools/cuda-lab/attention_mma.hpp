@@ -1,40 +1,20 @@
 // The register-resident fused attention kernels (attention_fwd_mma.cu,
 // attention_bwd_mma.cu, attention_bwd_fused.cu): float32, head dims up to 64,
-// 64-row tiles. attention.cu calls them when HKT_CUDA_ATTN_FWD=mma /
-// HKT_CUDA_ATTN_BWD=mma or fused.
+// 64-row tiles. install_lab_variants (variants.cpp) hands them to the library
+// (attention_variants.hpp), which runs them when HKT_CUDA_ATTN_FWD=mma /
+// HKT_CUDA_ATTN_BWD=mma or fused, or the autotuner picks them.
 // Plain C++; device pointers.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "kernels/cuda/attention.hpp"
+#include "kernels/cuda/attention_variants.hpp"
 
 namespace hkt::cuda {
 
-constexpr int kMmaTile = 64;     // their query and key tile (Params::nt counts these)
-constexpr int kMmaThreads = 128;  // 4 warps of 16 rows
-constexpr int64_t kMmaMaxDh = 64;
-// The leading dimension of their shared tiles: conflict-free fragment reads
-// (rows 4 banks apart) for padded head dims dhp = 32 or 64.
-constexpr int mma_ld(int dhp) { return dhp + 4; }
-
-// The mma kernels read and write rows as whole float4s and float2s, with no
-// single-value path (expect_rows_aligned, attention_common.cuh): they take a
-// call when dh % 4 == 0 and every tensor is 16-byte aligned. Our allocator's
-// blocks are 256-byte aligned; a view at an odd offset is not, and the
-// general kernels take it. Arguments: pointers and lists of them (null is
-// aligned: an output not asked for).
-inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-template <class P>
-bool aligned16(const std::vector<P>& ps) {
-  for (const void* p : ps)
-    if (!aligned16(p)) return false;
-  return true;
-}
-template <class... A>
-bool mma_rows_aligned(int64_t dh, const A&... a) {
-  return dh % 4 == 0 && (aligned16(a) && ...);
-}
+// kMmaTile, kMmaThreads, kMmaMaxDh, mma_ld, mma_rows_aligned: the library's
+// attention_variants.hpp (its contract with the lab).
 
 // The forward's variants (HKT_CUDA_ATTN_FWD=mma, mma-async, mma-lean;
 // attention_fwd_mma.cu): K and V split once per tile into pair tiles, Q's

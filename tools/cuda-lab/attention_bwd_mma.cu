@@ -20,7 +20,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/cuda/attention_bwd_mma.cuh"
+#include "tools/cuda-lab/attention_bwd_mma.cuh"
 #include "kernels/cuda/mma_tf32.cuh"
 
 namespace hkt::cuda {

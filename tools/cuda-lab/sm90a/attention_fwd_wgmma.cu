@@ -22,10 +22,10 @@
 #include <type_traits>
 
 #include "kernels/cuda/attention_common.cuh"
-#include "kernels/cuda/attention_mma.hpp"
-#include "kernels/cuda/fwd_softmax.cuh"
+#include "tools/cuda-lab/attention_mma.hpp"
+#include "tools/cuda-lab/fwd_softmax.cuh"
 #include "kernels/cuda/mma_tf32.cuh"
-#include "kernels/cuda/sm90a/gmma_split.cuh"
+#include "tools/cuda-lab/sm90a/gmma_split.cuh"
 #include "kernels/cuda/wgmma.cuh"
 
 namespace hkt::cuda {

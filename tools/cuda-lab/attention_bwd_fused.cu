@@ -35,7 +35,7 @@
 #include <cstdlib>
 #include <type_traits>
 
-#include "kernels/cuda/attention_bwd_mma.cuh"
+#include "tools/cuda-lab/attention_bwd_mma.cuh"
 #include "kernels/cuda/mma_tf32.cuh"
 
 namespace hkt::cuda {
