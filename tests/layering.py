@@ -15,7 +15,7 @@ Fails (exit status 1, one line per finding) when
   3. a CUDA source of the library (kernels/cuda, as the library builds it:
      not a lab under tools/) branches on the CPU emulator (HKT_CUDA_EMULATED,
      HKT_WGMMA_EMULATED): the emulator supplies stand-ins, kernels do not
-     branch on it. The files in PENDING_EMULATOR are reported as notes, not
+     branch on it. Files in PENDING_EMULATOR (none now) are reported as notes, not
      failures, until the lab moves their conditionals out (issue 39, item 1);
      a file there that no longer has any is noted too, to drop from the list.
 Files come from `git ls-files` (every file under ROOT when it is not a git
@@ -36,10 +36,7 @@ EMULATOR = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b.*\b(HKT_CUDA_EMULATED
 # The library's CUDA sources that still branched on the emulator when this test was
 # written (the lab of issue 39, item 1, takes the conditionals out); drop each file
 # once it is clean, and the list once it is empty.
-PENDING_EMULATOR = {
-    "kernels/cuda/async_copy.cuh", "kernels/cuda/attention.cu", "kernels/cuda/attention_common.cuh",
-    "kernels/cuda/common.cuh", "kernels/cuda/mma_tf32.cuh", "kernels/cuda/wgmma.cuh",
-}
+PENDING_EMULATOR = set()  # none left: kernels/cuda/ptx.cuh has the instructions, tests/cuda_emu the stand-ins
 # A path token: characters of a path, at least one "../" in it.
 PARENT_PATH = re.compile(r"(?:\.\./)+[A-Za-z0-9_.\-/]*")
 

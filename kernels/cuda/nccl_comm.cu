@@ -4,7 +4,7 @@
 // says that there is no NCCL.
 #include "kernels/cuda/nccl_comm.hpp"
 
-#if defined(HKT_WITH_NCCL) && !defined(HKT_CUDA_EMULATED)
+#if defined(HKT_WITH_NCCL)  // only the library target defines it; the emulator (tests/cuda_emu) never does
 #include <nccl.h>
 
 #include <cstring>
@@ -106,11 +106,8 @@ namespace {
 
 bool available() { return false; }
 std::string describe() {
-#if defined(HKT_CUDA_EMULATED)
-  return "not in the emulated CUDA backend (tests/cuda_emu)";
-#else
-  return "this library was built without NCCL (HKT_NCCL=OFF: CMake found no nccl.h / libnccl, or no MPI)";
-#endif
+  return "this build has no NCCL (HKT_NCCL=OFF: CMake found no nccl.h / libnccl, or no MPI; the emulated "
+         "CUDA backend of tests/cuda_emu never has it)";
 }
 void select_device(int, int) { absent(); }
 void unique_id(unsigned char*) { absent(); }
