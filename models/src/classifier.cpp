@@ -201,31 +201,21 @@ ClassifierConfig ClassifierConfig::preset(const std::string& name) {
     c.ffn_mult = 4;
     c.dropout = 0.1;
     c.levels = 3;
-  } else if (name == "mha-matched") {
-    // mha-small with a wider FFN (7D instead of 4D): the attention is exactly
-    // mha-small's (D, H, dh), and the 3 x (2 D^2 + D) extra FFN parameters per
-    // block stand in for HKT's extra level projections, downsampling maps and
-    // gate, so that the parameter count is within 1% of hkt-small's on every
-    // task (the embeddings are the same size in both; docs/models.md).
+  } else if (name == "mha-matched" || name == "local-small" || name == "performer-small" || name == "htr-small") {
+    // mha-small with a wider FFN (7D instead of 4D): the attention has mha-small's
+    // four D x D projections (D, H, dh), and the 3 x (2 D^2 + D) extra FFN parameters
+    // per block stand in for HKT's extra level projections, downsampling maps and
+    // gate, so that the parameter count is within 1% of hkt-small's on every task
+    // (the embeddings are the same size in both; docs/models.md). The efficient
+    // attentions have the same projections (Performer's features are a buffer, not
+    // parameters), so the same count; their options keep the defaults (window 64,
+    // features 64, block 16).
     c.dim = 128;
     c.heads = 4;
     c.layers = 2;
     c.ffn_mult = 7;
     c.dropout = 0.1;
     c.levels = 3;
-  } else if (name == "local-small" || name == "performer-small" || name == "htr-small") {
-    // mha-matched's shape (a 7D FFN, the same 4 D^2 attention projections),
-    // so within 1% of hkt-small's parameters on every task (docs/models.md).
-    // Performer's features are a buffer, not parameters.
-    c.dim = 128;
-    c.heads = 4;
-    c.layers = 2;
-    c.ffn_mult = 7;
-    c.dropout = 0.1;
-    c.levels = 3;
-    c.window = 64;
-    c.features = 64;
-    c.block = 16;
   } else if (name == "hkt-tiny" || name == "mha-tiny") {
     c.dim = 16;
     c.heads = 2;
@@ -237,8 +227,7 @@ ClassifierConfig ClassifierConfig::preset(const std::string& name) {
     throw Error(str_cat("ClassifierConfig::preset: unknown preset '", name,
                         "' (known: hkt-small, mha-small, mha-matched, local-small, performer-small, htr-small, hkt-tiny, mha-tiny)"));
   }
-  c.attention = name.substr(0, name.find('-'));
-  if (c.attention == "htr") c.attention = "htransformer";
+  c.attention = name == "mha-matched" ? "mha" : name == "htr-small" ? "htransformer" : name.substr(0, name.find('-'));
   return c;
 }
 

@@ -35,15 +35,6 @@ std::string pct(double acc) {
   return buf;
 }
 
-// Under a launcher with several processes an error ends them all (the others may wait in a collective).
-int end_job(int status) {
-  try {
-    if (hkt::tasks::world().size > 1) hkt::tasks::abort_job(status);
-  } catch (const std::exception&) {  // several processes but no MPI in this build: said already
-  }
-  return status;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,9 +119,9 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const hkt::tasks::InputError& e) {
     std::cerr << "hkt-compare: error: " << e.what() << "\n";
-    return end_job(hkt::apps::kExitUsage);
+    return hkt::tasks::end_job(hkt::apps::kExitUsage);
   } catch (const std::exception& e) {
     std::cerr << "\nhkt-compare: error: " << e.what() << "\n";
-    return end_job(hkt::apps::kExitFailure);
+    return hkt::tasks::end_job(hkt::apps::kExitFailure);
   }
 }

@@ -41,15 +41,6 @@ std::string pct(double x) {
   return buf;
 }
 
-// Under a launcher with several processes an error ends them all (the others may wait in a collective).
-int end_job(int status) {
-  try {
-    if (hkt::tasks::world().size > 1) hkt::tasks::abort_job(status);
-  } catch (const std::exception&) {  // several processes but no MPI in this build: said already
-  }
-  return status;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -168,7 +159,7 @@ int main(int argc, char** argv) {
       kernels.emplace(lm.run_dir, hkt::Device::cuda(), hkt::tasks::KernelsUse::evaluate);
   } catch (const std::exception& e) {
     std::cerr << "hkt-eval: error: " << e.what() << "\n";
-    return end_job(2);
+    return hkt::tasks::end_job(2);
   }
 
   try {
@@ -222,6 +213,6 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "hkt-eval: error: " << e.what() << "\n";
-    return end_job(1);
+    return hkt::tasks::end_job(1);
   }
 }

@@ -47,15 +47,6 @@ const char* state_name(RunState s) {
   return s == RunState::Done ? "done" : s == RunState::Started ? "started (will resume)" : "new";
 }
 
-// A run under a launcher with several processes: an error ends them all (the others may wait in a collective).
-int end_job(int status) {
-  try {
-    if (hkt::tasks::world().size > 1) hkt::tasks::abort_job(status);
-  } catch (const std::exception&) {  // several processes but no MPI in this build: said already
-  }
-  return status;
-}
-
 std::string run_id(const ExperimentRun& r) { return r.task + "/" + r.model + "/seed" + std::to_string(r.seed); }
 
 extern "C" char** environ;
@@ -375,10 +366,10 @@ int main(int argc, char** argv) {
     }
   } catch (const InputError& ex) {
     std::cerr << hkt::tasks::rank_prefix() << ex.what() << "\n";
-    return end_job(hkt::apps::kExitUsage);
+    return hkt::tasks::end_job(hkt::apps::kExitUsage);
   } catch (const std::exception& ex) {
     std::cerr << "hkt-experiment: " << hkt::tasks::rank_prefix() << ex.what() << "\n";
-    return end_job(1);
+    return hkt::tasks::end_job(1);
   }
   if (!failed.empty()) {
     std::sort(failed.begin(), failed.end());  // the grid's order, not the order the children ended in

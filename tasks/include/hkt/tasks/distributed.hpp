@@ -31,6 +31,9 @@ bool built_with_mpi();
 // than one; std::exit otherwise), after flushing the standard streams. For an
 // error seen by some ranks only, which would leave the others waiting.
 [[noreturn]] void abort_job(int status);
+// An executable's exit on an error: with several processes (under a launcher) the whole job ends
+// with `status` (the others may wait in a collective); alone, it returns `status`.
+int end_job(int status);
 
 // "rank R of N: " in a world of more than one process, else "" (for messages).
 std::string rank_prefix();
