@@ -98,6 +98,20 @@ double peak_rss_mib() {
   return -1;
 }
 
+// Best-of-reps time of fwd() without gradients and of its forward + backward
+// (the gradient of sum(fwd() * w)); prints "fwd_s fwdbwd_s peak_mib".
+int print_times(const std::function<Tensor()>& fwd, const Tensor& w, int reps) {
+  const double t_fwd = best_time(
+      [&] {
+        NoGradGuard ng;
+        (void)fwd();
+      },
+      reps);
+  const double t_all = best_time([&] { sum(fwd() * w).backward(); }, reps);
+  std::printf("%.6f %.6f %.1f\n", t_fwd, t_all, peak_rss_mib());
+  return 0;
+}
+
 // One configuration: prints "fwd_s fwdbwd_s peak_mib".
 int run_one(bool fused, int64_t T, int64_t L, bool causal, int reps) {
   manual_seed(1);
@@ -113,15 +127,7 @@ int run_one(bool fused, int64_t T, int64_t L, bool causal, int reps) {
   auto fwd = [&] {
     return fused ? hkt_attention(q, k, v, lam, Tensor(), causal, scale) : composite_attention(q, k, v, lam, Tensor(), causal, scale);
   };
-  const double t_fwd = best_time(
-      [&] {
-        NoGradGuard ng;
-        (void)fwd();
-      },
-      reps);
-  const double t_all = best_time([&] { sum(fwd() * w).backward(); }, reps);
-  std::printf("%.6f %.6f %.1f\n", t_fwd, t_all, peak_rss_mib());
-  return 0;
+  return print_times(fwd, w, reps);
 }
 
 // One attention kind at length T (B = 1, H = 4, dh = 32, bidirectional): prints
@@ -151,15 +157,7 @@ int run_kind(const std::string& kind, int64_t T, int reps) {
     std::fprintf(stderr, "hkt-bench-attention: unknown kind '%s' (mha, hkt3, local, performer, elu1, htr)\n", kind.c_str());
     return 2;
   }
-  const double t_fwd = best_time(
-      [&] {
-        NoGradGuard ng;
-        (void)fwd();
-      },
-      reps);
-  const double t_all = best_time([&] { sum(fwd() * w).backward(); }, reps);
-  std::printf("%.6f %.6f %.1f\n", t_fwd, t_all, peak_rss_mib());
-  return 0;
+  return print_times(fwd, w, reps);
 }
 
 // One training step of a classifier preset at length T, batch B (token

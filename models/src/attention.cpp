@@ -15,40 +15,18 @@
 #include "hkt/ops/nn.hpp"
 #include "hkt/ops/reduce.hpp"
 #include "hkt/ops/view.hpp"
+#include "attention_util.hpp"
 
 namespace hkt::nn {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-void check_config(const AttentionConfig& c, const char* who) {
-  HKT_CHECK(c.dim > 0 && c.heads > 0 && c.dim % c.heads == 0, who, ": dim (", c.dim,
-            ") must be a positive multiple of heads (", c.heads, ")");
-}
-
-// Validates x [B, T, D] and valid (Bool [B, T] or undefined).
-void check_inputs(const Tensor& x, const Tensor& valid, int64_t D, const char* who) {
-  HKT_CHECK(x.dim() == 3 && x.size(2) == D, who, ": x must be [B, T, ", D, "], got ", shape_str(x.shape()));
-  HKT_CHECK(x.size(1) >= 1, who, ": the sequence is empty (T = 0)");
-  if (valid.defined())
-    HKT_CHECK(valid.dtype() == DType::Bool && (valid.shape() == Shape{x.size(0), x.size(1)}), who,
-              ": valid must be Bool [", x.size(0), ", ", x.size(1), "], got ", valid.dtype(),
-              shape_str(valid.shape()));
-}
-
-// [B, T, D] -> [B, H, T, dh]
-Tensor split_heads(const Tensor& x, int64_t H) {
-  return permute(reshape(x, {x.size(0), x.size(1), H, x.size(2) / H}), {0, 2, 1, 3});
-}
-// [B, H, T, dh] -> [B, T, D]
-Tensor merge_heads(const Tensor& x) {
-  return reshape(permute(x, {0, 2, 1, 3}), {x.size(0), x.size(2), x.size(1) * x.size(3)});
-}
-
-// Zeroes the positions where valid is false (x [B, T, D]).
-Tensor zero_padded(const Tensor& x, const Tensor& valid) {
-  return valid.defined() ? x * to_dtype(unsqueeze(valid, -1), x.dtype()) : x;
-}
+using detail::check_config;
+using detail::check_inputs;
+using detail::merge_heads;
+using detail::split_heads;
+using detail::zero_padded;
 
 // softmax(scores + mask) V over the last dim, with -inf at padded keys and,
 // in causal mode, at j > i. A row with every key masked gives 0.

@@ -9,35 +9,16 @@
 #include "hkt/ops/linear_attention.hpp"
 #include "hkt/ops/local_attention.hpp"
 #include "hkt/ops/view.hpp"
+#include "attention_util.hpp"
 
 namespace hkt::nn {
 namespace {
 
-void check_inputs(const Tensor& x, const Tensor& valid, int64_t D, const char* who) {
-  HKT_CHECK(x.defined() && x.dim() == 3 && x.size(2) == D, who, ": x must be [B, T, ", D, "], got ",
-            x.defined() ? shape_str(x.shape()) : std::string("undefined"));
-  HKT_CHECK(x.size(1) >= 1, who, ": the sequence is empty (T = 0)");
-  if (valid.defined())
-    HKT_CHECK(valid.dtype() == DType::Bool && (valid.shape() == Shape{x.size(0), x.size(1)}), who,
-              ": valid must be Bool [", x.size(0), ", ", x.size(1), "], got ", valid.dtype(),
-              shape_str(valid.shape()));
-}
-Tensor split_heads(const Tensor& x, int64_t H) {
-  return permute(reshape(x, {x.size(0), x.size(1), H, x.size(2) / H}), {0, 2, 1, 3});
-}
-Tensor merge_heads(const Tensor& x) {
-  return reshape(permute(x, {0, 2, 1, 3}), {x.size(0), x.size(2), x.size(1) * x.size(3)});
-}
-Tensor zero_padded(const Tensor& x, const Tensor& valid) {
-  return valid.defined() ? x * to_dtype(unsqueeze(valid, -1), x.dtype()) : x;
-}
-void projections(Module& m, const AttentionConfig& c, std::shared_ptr<Linear>* w) {
-  HKT_CHECK(c.dim > 0 && c.heads > 0 && c.dim % c.heads == 0, m.type_name(), ": dim (", c.dim,
-            ") must be a positive multiple of heads (", c.heads, ")");
-  const LayerOptions o{c.dtype, c.gen};
-  const char* names[4] = {"wq", "wk", "wv", "wo"};
-  for (int i = 0; i < 4; ++i) w[i] = m.register_module(names[i], std::make_shared<Linear>(c.dim, c.dim, c.bias, o));
-}
+using detail::check_inputs;
+using detail::merge_heads;
+using detail::projections;
+using detail::split_heads;
+using detail::zero_padded;
 
 }  // namespace
 

@@ -20,6 +20,17 @@ using hkt::analysis::AnalysisOptions;
 
 const CLI::Range kPositive(int64_t{1}, int64_t{1} << 40), kNonNegative(int64_t{0}, int64_t{1} << 40);
 
+// --split, --samples, --sample-seed: the seeded sample of a split that both commands analyse.
+void add_sample_options(CLI::App& app, std::string& split, int64_t& samples, uint64_t& sample_seed) {
+  app.add_option("--split", split, "which split to sample: val, test or train")
+      ->check(CLI::IsMember({"val", "test", "train"}))
+      ->capture_default_str();
+  app.add_option("--samples", samples, "examples drawn from the split (seeded)")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--sample-seed", sample_seed, "seed of the sample")->capture_default_str();
+}
+
 namespace {
 
 std::string fmt(const nlohmann::json& v) {
@@ -84,13 +95,7 @@ int approx_main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--data-dir", data_dir, "data folder for file-based tasks (default: the target's)");
   app.add_option("--seq-len", seq_len, "sequence length (default: the target's)")->check(kNonNegative);
-  app.add_option("--split", split, "which split to sample")
-      ->check(CLI::IsMember({"val", "test", "train"}))
-      ->capture_default_str();
-  app.add_option("--samples", samples, "examples drawn from the split (seeded)")
-      ->check(kPositive)
-      ->capture_default_str();
-  app.add_option("--sample-seed", sample_seed, "seed of the sample")->capture_default_str();
+  add_sample_options(app, split, samples, sample_seed);
   app.add_option("--batch-size", batch_size, "examples per forward pass")->check(kPositive)->capture_default_str();
   app.add_option("--threads", threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)")->check(kNonNegative);
   try {
@@ -188,13 +193,7 @@ int main(int argc, char** argv) {
   app.add_option("--data-dir", data_dir, "data folder for file-based tasks (default: the run's)");
   app.add_option("--seq-len", seq_len, "sequence length of generated/text tasks (default: the run's)")
       ->check(kNonNegative);
-  app.add_option("--split", split, "which split to sample: val, test or train")
-      ->check(CLI::IsMember({"val", "test", "train"}))
-      ->capture_default_str();
-  app.add_option("--samples", samples, "examples drawn from the split (seeded)")
-      ->check(kPositive)
-      ->capture_default_str();
-  app.add_option("--sample-seed", sample_seed, "seed of the sample")->capture_default_str();
+  add_sample_options(app, split, samples, sample_seed);
   app.add_option("--window", opt.window,
                  "p: the score vectors are S_l[i, 0:p] (capped by the median sequence length at each level)")
       ->check(kPositive)
