@@ -1,5 +1,5 @@
 // hkt against PyTorch's own numbers, in every build without PyTorch: the files in
-// tests/reference/torch/ were written by `tools/torch_hkt.py --write-golden` (PyTorch
+// tests/reference/torch/ were written by `tests/reference/torch_hkt.py --write-golden` (PyTorch
 // 1.13.1, float64; the writer and its version are in each file's metadata). They hold
 // the parameters and inputs, and what PyTorch computed from them: a causal HKT layer's,
 // a bidirectional one's (L = 4, shared Wq/Wk) and a bidirectional MHA layer's output and every gradient of sum(output * R)

@@ -19,10 +19,15 @@ conventions (docs/hkt.md), so that hkt's safetensors files load as they are.
                                    test_reference_torch checks hkt against in
                                    every build (no PyTorch needed there)
     torch_hkt.py --bench [--threads N] [--reps R] [--shapes T:B,...] [--device cuda]
+                 [--torch-config default|best|both] [--hkt BENCH] [--rounds N]
                                    one training step of hkt-small and
                                    mha-small (vocab 256, 10 classes, dropout
                                    on), as `hkt-bench-attention --step` times
-                                   it in hkt; prints a markdown table
+                                   it in hkt; prints a markdown table.
+                                   best: PyTorch with jemalloc and OpenBLAS's
+                                   OpenMP build (Debian: libjemalloc2,
+                                   libopenblas0-openmp); --hkt times hkt's
+                                   step too, alternating with PyTorch's
 
 Needs PyTorch (Debian: apt-get install python3-torch). Exit status 0 on
 success, 1 when a check fails, 2 for a usage error.
@@ -37,7 +42,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # check.py lies beside this file
 
 
 # --- the model, functional: p maps hkt's parameter names to tensors -------------------
@@ -332,7 +337,7 @@ def write_golden(dir_):
 
     os.makedirs(dir_, exist_ok=True)
     g = torch.Generator().manual_seed(2026)
-    meta_common = {"writer": "tools/torch_hkt.py --write-golden (PyTorch %s)" % torch.__version__}
+    meta_common = {"writer": "tests/reference/torch_hkt.py --write-golden (PyTorch %s)" % torch.__version__}
     base = dict(attention="hkt", vocab=9, input_features=0, max_len=40, dim=16, heads=2, layers=1, ffn_mult=4,
                 dropout=0.0, classes=4, causal=False, bias=False, levels=3, share_qk=False, pointwise=True,
                 learn_lambda=True, hybrid=True, dtype="float64")
@@ -430,28 +435,104 @@ def bench_step(name, T, B, reps, device="cpu"):
     return best
 
 
-def bench_one(name, T, B, reps, threads, device):
-    """One preset in a fresh process, so that its peak RSS is its own: (seconds, MiB)."""
+TORCH_CONFIGS = ("default", "best")
+
+
+def torch_env(config, threads):
+    """The environment of a PyTorch child process. "default": as installed. "best": the
+    configuration a PyTorch user tunes a CPU machine with: jemalloc as the allocator
+    (LD_PRELOAD) and OpenBLAS's OpenMP build instead of its pthread build
+    (Debian: libjemalloc2, libopenblas0-openmp), OMP_NUM_THREADS = threads."""
+    env = dict(os.environ)
+    if config == "default":
+        return env
+    import sysconfig
+    lib = os.path.join("/usr/lib", sysconfig.get_config_var("MULTIARCH") or "x86_64-linux-gnu")
+    jemalloc, omp_blas = os.path.join(lib, "libjemalloc.so.2"), os.path.join(lib, "openblas-openmp")
+    for path in (jemalloc, os.path.join(omp_blas, "libblas.so.3")):
+        if not os.path.exists(path):
+            sys.exit("torch_hkt.py: --torch-config best needs %s (Debian: apt-get install libjemalloc2 "
+                     "libopenblas0-openmp)" % path)
+    env["LD_PRELOAD"] = jemalloc + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    env["LD_LIBRARY_PATH"] = omp_blas + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    env["OMP_NUM_THREADS"] = str(threads)
+    return env
+
+
+def loaded_libs():
+    """What this process runs on: the allocator and the BLAS build found in its maps."""
+    maps = open("/proc/self/maps").read()
+    alloc = "jemalloc" if "libjemalloc" in maps else "glibc-malloc"
+    blas = "blas-?"
+    for build in ("openblas-openmp", "openblas-pthread", "openblas-serial", "libmkl"):
+        if build in maps:
+            blas = build
+            break
+    return alloc + "," + blas
+
+
+def run_child(cmd, env):
     import subprocess
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--bench-one", name, str(T), str(B),
-                          "--reps", str(reps), "--threads", str(threads), "--device", device],
-                         check=True, capture_output=True, text=True).stdout.split()
-    return float(out[0]), float(out[1])
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout.split()
+    return float(out[0]), float(out[1]), (out[2] if len(out) > 2 else "")
 
 
-def bench(threads, reps, shapes, device):
+def bench_one(name, T, B, reps, threads, device, config="default"):
+    """One preset in a fresh process, so that its peak RSS is its own: (seconds, MiB, libs)."""
+    return run_child([sys.executable, os.path.abspath(__file__), "--bench-one", name, str(T), str(B), "--reps",
+                      str(reps), "--threads", str(threads), "--device", device], torch_env(config, threads))
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def bench(threads, reps, shapes, device, configs=("default",), hkt=None, rounds=1):
+    """Each configuration of each (shape, preset) in its own process, alternating: round r runs
+    hkt (when given: hkt-bench-attention --step), then PyTorch in every configuration, for every
+    shape and preset, before round r + 1 starts. The table gives medians over the rounds of each
+    process's best step of `reps`."""
     where = "CPU, %d threads" % threads if device == "cpu" else torch.cuda.get_device_name(device)
     print("## PyTorch %s (%s): one training step, forward + cross-entropy + backward + clip + AdamW"
           % (torch.__version__, where))
-    print("(composite attention: the T x T scores are formed; best of %d after a warm-up; each in its own process)\n"
-          % reps)
+    print("(composite attention: the T x T scores are formed, HKT's coarse to fine; each run in its own "
+          "process, best of %d after a warm-up; median of %d alternating round(s))\n" % (reps, rounds))
+    res = {}  # (T, B, preset, who) -> list of (s, MiB)
+    libs = {}
+    presets = ("hkt-small", "mha-small")
+    for _ in range(rounds):
+        for T, B in shapes:
+            for name in presets:
+                if hkt:
+                    s, mib, _ = run_child([hkt, "--step", name, str(T), str(B), str(reps)], dict(os.environ))
+                    res.setdefault((T, B, name, "hkt"), []).append((s, mib))
+                for c in configs:
+                    s, mib, lib = bench_one(name, T, B, reps, threads, device, c)
+                    res.setdefault((T, B, name, c), []).append((s, mib))
+                    libs[c] = lib
+    if device == "cpu":
+        for c in configs:
+            print("PyTorch %s: %s" % (c, libs.get(c, "?")))
+        print()
     mem = "peak RSS MiB" if device == "cpu" else "peak allocated GPU MiB"
-    print("| T | B | hkt-small ms | mha-small ms | hkt / mha | hkt %s | mha %s |" % (mem, mem))
-    print("|--:|--:|--:|--:|--:|--:|--:|")
+    who = (["hkt"] if hkt else []) + list(configs)
+    head = ["T", "B", "preset"] + ["%s ms" % ("hkt" if w == "hkt" else "PyTorch " + w) for w in who]
+    if hkt:
+        head += ["PyTorch %s / hkt" % c for c in configs]
+    head += ["%s %s" % (w if w == "hkt" else "PyTorch " + w, mem) for w in who]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join(["--:"] * 2 + ["---"] + ["--:"] * (len(head) - 3)) + "|")
     for T, B in shapes:
-        a, ma = bench_one("hkt-small", T, B, reps, threads, device)
-        b, mb = bench_one("mha-small", T, B, reps, threads, device)
-        print("| %d | %d | %.1f | %.1f | %.3f | %.0f | %.0f |" % (T, B, a * 1e3, b * 1e3, a / b, ma, mb), flush=True)
+        for name in presets:
+            ms = {w: 1e3 * median([r[0] for r in res[(T, B, name, w)]]) for w in who}
+            mib = {w: median([r[1] for r in res[(T, B, name, w)]]) for w in who}
+            row = [str(T), str(B), name] + ["%.1f" % ms[w] for w in who]
+            if hkt:
+                row += ["**%.2f**" % (ms[c] / ms["hkt"]) for c in configs]
+            row += ["%.0f" % mib[w] for w in who]
+            print("| " + " | ".join(row) + " |", flush=True)
     return 0
 
 
@@ -464,6 +545,11 @@ def main(argv):
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--shapes", default="1024:8,1024:1,2048:1,4096:1")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (float32 either way)")
+    ap.add_argument("--torch-config", default="default", choices=TORCH_CONFIGS + ("both",),
+                    help="--bench: PyTorch as installed (default), with jemalloc and OpenMP OpenBLAS (best), or both")
+    ap.add_argument("--hkt", metavar="BENCH", help="--bench: also time hkt's step with this hkt-bench-attention, "
+                    "alternating with PyTorch's")
+    ap.add_argument("--rounds", type=int, default=1, help="--bench: alternating rounds; the table gives medians")
     ap.add_argument("--bench-one", nargs=3, metavar=("PRESET", "T", "B"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv[1:])
     if a.bench_one:
@@ -472,12 +558,16 @@ def main(argv):
         t = bench_step(a.bench_one[0], int(a.bench_one[1]), int(a.bench_one[2]), a.reps, a.device)
         mib = (torch.cuda.max_memory_allocated() / 2**20 if a.device != "cpu"
                else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-        print("%.6f %.1f" % (t, mib))
+        print("%.6f %.1f %s" % (t, mib, loaded_libs()))
         return 0
     if bool(a.check) + a.bench + bool(a.write_golden) != 1:
         ap.error("give exactly one of --check DIR, --bench and --write-golden DIR")
-    if a.threads < 1 or a.reps < 1:
-        ap.error("--threads and --reps must be >= 1")
+    if a.threads < 1 or a.reps < 1 or a.rounds < 1:
+        ap.error("--threads, --reps and --rounds must be >= 1")
+    if a.hkt and not (os.path.isfile(a.hkt) and os.access(a.hkt, os.X_OK)):
+        ap.error("--hkt %s: not an executable (build/tools/hkt-bench-attention)" % a.hkt)
+    if a.device != "cpu" and a.torch_config != "default":
+        ap.error("--torch-config %s: a CPU configuration; with --device cuda use default" % a.torch_config)
     if a.check:
         torch.set_num_threads(1)
         return check(a.check)
@@ -491,7 +581,8 @@ def main(argv):
         ap.error("--shapes: T:B pairs separated by commas, e.g. 1024:8,2048:1")
     if a.device != "cpu" and not (a.device.startswith("cuda") and torch.cuda.is_available()):
         ap.error("--device %s: not available in this PyTorch (CUDA: %s)" % (a.device, torch.cuda.is_available()))
-    return bench(a.threads, a.reps, shapes, a.device)
+    configs = TORCH_CONFIGS if a.torch_config == "both" else (a.torch_config,)
+    return bench(a.threads, a.reps, shapes, a.device, configs, a.hkt, a.rounds)
 
 
 if __name__ == "__main__":
