@@ -511,3 +511,74 @@ TEST_CASE("experiment file: settings taken from a tuning experiment's best valid
   hkt::test::check_error([&] { Experiment::from_file(with("\"experiment\": \"tune.json\"", "\"experiment\": \"nope.json\"")); },
                          "nope.json");
 }
+
+TEST_CASE("experiment file: runs shared with another experiment are trained there once") {
+  TempDir tmp("experiment_shared");
+  const std::string common = R"("base": {"steps": 12, "batch_size": 16, "data": {"train_size": 64, "val_size": 16, "test_size": 16}},
+    "tasks": {"a": {"task": "synthetic"}}, "seeds": [1, 2])";
+  std::ofstream(tmp.path / "fair.json") << R"({"name": "fair", "out_dir": ")" + (tmp.path / "fair").string() +
+                                               R"(", "models": {"h": {"model": "hkt-tiny"}, "m": {"model": "mha-tiny"}}, )" +
+                                               common + "}";
+  const std::string peers_text = R"({"name": "peers", "out_dir": ")" + (tmp.path / "peers").string() +
+                                 R"(", "models": {"h": {"model": "hkt-tiny", "shared_with": "fair.json"},
+                                                  "l": {"model": "mha-tiny", "lr": 0.002}}, )" + common + "}";
+  std::ofstream(tmp.path / "peers.json") << peers_text;
+  const std::string peers_file = (tmp.path / "peers.json").string();
+  Experiment e = Experiment::from_file(peers_file);
+  const Experiment fair = Experiment::from_file((tmp.path / "fair.json").string());
+  REQUIRE(e.runs.size() == 4);
+  for (const ExperimentRun& r : e.runs) {
+    CAPTURE(r.model);
+    if (r.model == "h") {
+      // The run folder is fair's; not finished there, so the run waits and says where it is trained.
+      CHECK(r.cfg.run_dir == (tmp.path / "fair" / "a" / "h" / ("seed" + std::to_string(r.seed))).string());
+      CHECK(r.shared_with == (tmp.path / "fair.json").string());
+      CHECK(r.waiting.find("trained by ") == 0);
+      CHECK(r.waiting.find("not finished there") != std::string::npos);
+    } else {
+      CHECK(r.cfg.run_dir.find((tmp.path / "peers").string()) == 0);
+      CHECK(r.shared_with.empty());
+      CHECK(r.waiting.empty());
+    }
+  }
+  // Finished there (seed 1 only): that run is done here too, seed 2 still waits.
+  for (const ExperimentRun& r : fair.runs)
+    if (r.model == "h" && r.seed == 1) {
+      fs::create_directories(r.cfg.run_dir);
+      std::ofstream(fs::path(r.cfg.run_dir) / "summary.json")
+          << nlohmann::json{{"steps", 12}, {"params", 1}, {"best_step", 12}, {"best_val_acc", 0.5}, {"test_acc", 0.5},
+                            {"wall_s", 1.0}, {"s_per_step", 0.1}}.dump();
+    }
+  e = Experiment::from_file(peers_file);
+  for (const ExperimentRun& r : e.runs)
+    if (r.model == "h") {
+      CAPTURE(r.seed);
+      CHECK(r.waiting.empty() == (r.seed == 1));
+      if (r.seed == 1) CHECK(run_state(r.cfg.run_dir) == RunState::Done);
+    }
+  // Errors: a config that differs names the field; a model the other file lacks; a missing file;
+  // a file that shares runs of its own.
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = peers_text;
+    s.replace(s.find(from), from.size(), to);
+    std::ofstream(tmp.path / "bad.json") << s;
+    return (tmp.path / "bad.json").string();
+  };
+  hkt::test::check_error(
+      [&] { Experiment::from_file(with(R"("shared_with": "fair.json"})", R"("shared_with": "fair.json", "lr": 0.01})")); },
+      "its config differs from");
+  hkt::test::check_error(
+      [&] { Experiment::from_file(with(R"("shared_with": "fair.json"})", R"("shared_with": "fair.json", "lr": 0.01})")); },
+      "in \"lr\"");
+  hkt::test::check_error(
+      [&] { Experiment::from_file(with(R"("model": "mha-tiny", "lr")", R"("model": "mha-tiny", "shared_with": "fair.json", "lr")")); },
+      "has no run a/l/seed1");
+  hkt::test::check_error([&] { Experiment::from_file(with("\"shared_with\": \"fair.json\"", "\"shared_with\": \"nope.json\"")); },
+                         "nope.json");
+  hkt::test::check_error([&] { Experiment::from_file(with("\"shared_with\": \"fair.json\"", "\"shared_with\": 3")); },
+                         "\"shared_with\" must name the experiment file");
+  std::ofstream(tmp.path / "chain.json") << peers_text;  // itself shares h with fair.json
+  hkt::test::check_error(
+      [&] { Experiment::from_file(with("\"shared_with\": \"fair.json\"", "\"shared_with\": \"chain.json\"")); },
+      "shares runs of its own (one level only)");
+}

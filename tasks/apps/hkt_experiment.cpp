@@ -236,7 +236,8 @@ int main(int argc, char** argv) {
     const std::string id = run_id(r);
     return (only.empty() || id.find(only) != std::string::npos) && (exact.empty() || id == exact);
   };
-  // A run waiting for its tuning is not trained (it is reported before and after).
+  // A run waiting for its tuning, or trained by another experiment ("shared_with"), is not trained here
+  // (it is reported before and after).
   size_t waiting = 0;
   for (const ExperimentRun& r : e.runs)
     if (chosen(r) && !r.waiting.empty() && run_state(r.cfg.run_dir) != RunState::Done) {
@@ -380,7 +381,7 @@ int main(int argc, char** argv) {
     return hkt::apps::kExitFailure;
   }
   if (waiting > 0 && !report_only)
-    std::cout << waiting << " run(s) wait for their tuning runs (listed above); rerun this command once those "
-                 "have finished\n";
+    std::cout << waiting << " run(s) wait for their tuning runs or for the experiment that trains them (listed "
+                 "above); rerun this command once those have finished\n";
   return 0;
 }

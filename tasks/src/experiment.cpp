@@ -290,7 +290,7 @@ class Tuning {
               " has no run of family \"", family, "\" on task \"", ttask, "\"");
     if (done < n) {
       r.waiting = str_cat("waiting for its tuning: ", done, " of ", n, " runs of \"", family, "\" on ", ttask,
-                          " in ", exp_.out_dir, " finished (", file_, ")");
+                          " finished (", file_, ")");
       return r;
     }
     const json cfg = json::parse(best->cfg.to_json());
@@ -306,7 +306,7 @@ class Tuning {
     }
     if (choice)
       *choice = str_cat(task, " / ", family, ": ", what, " from ", best->model, " (best validation accuracy ",
-                        fmt(100 * best_val, 2), "% of ", n, " tuning runs in ", exp_.out_dir, ")");
+                        fmt(100 * best_val, 2), "% of ", n, " tuning runs of ", file_, ")");
     return r;
   }
 
@@ -316,6 +316,54 @@ class Tuning {
   std::map<std::string, std::string> task_map_;
   Experiment exp_;
 };
+
+// The experiments named by "shared_with", read once per file.
+class SharedRuns {
+ public:
+  explicit SharedRuns(std::string base_dir) : base_dir_(std::move(base_dir)) {}
+
+  // The other file's run task/model/seed<seed>; `where` names the run asking.
+  const ExperimentRun& find(const std::string& spec, const std::string& task, const std::string& model,
+                            uint64_t seed, const std::string& where, std::string* file_out) {
+    fs::path file = spec;
+    if (file.is_relative() && !base_dir_.empty()) file = fs::path(base_dir_) / file;
+    const std::string key = file.string();
+    auto it = files_.find(key);
+    if (it == files_.end()) {
+      const std::string text = read_text_file(key);
+      const json other = json::parse(text, nullptr, false);
+      bool nested = false;
+      if (other.is_object() && other.contains("models") && other.at("models").is_object())
+        for (const auto& m : other.at("models").items())
+          nested = nested || (m.value().is_object() && m.value().contains("shared_with"));
+      HKT_CHECK(!nested, where, ": \"shared_with\": ", key, " shares runs of its own (one level only)");
+      it = files_.emplace(key, Experiment::from_file(key)).first;
+    }
+    *file_out = key;
+    for (const ExperimentRun& r : it->second.runs)
+      if (r.task == task && r.model == model && r.seed == seed) return r;
+    throw Error(str_cat(where, ": \"shared_with\": ", key, " has no run ", task, "/", model, "/seed", seed));
+  }
+
+ private:
+  std::string base_dir_;
+  std::map<std::string, Experiment> files_;
+};
+
+// The first field (dotted path) where two configs differ, "" when they are equal.
+std::string first_difference(const json& a, const json& b, const std::string& path = "") {
+  if (a.is_object() && b.is_object()) {
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      const std::string p = path.empty() ? it.key() : path + "." + it.key();
+      if (!b.contains(it.key())) return p;
+      if (std::string d = first_difference(it.value(), b.at(it.key()), p); !d.empty()) return d;
+    }
+    for (auto it = b.begin(); it != b.end(); ++it)
+      if (!a.contains(it.key())) return path.empty() ? it.key() : path + "." + it.key();
+    return "";
+  }
+  return a == b ? "" : (path.empty() ? "(the whole config)" : path);
+}
 
 }  // namespace
 
@@ -414,8 +462,9 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
   // A model's own "tasks" and "seeds" (not TrainConfig fields).
   std::map<std::string, std::vector<std::string>> model_tasks;
   std::map<std::string, std::vector<uint64_t>> model_seeds;
-  std::map<std::string, std::string> model_family, model_tuned_as;
+  std::map<std::string, std::string> model_family, model_tuned_as, model_shared;
   std::optional<Tuning> tuning;
+  SharedRuns shared(base_dir);
   if (j.contains("tuning")) tuning.emplace(j.at("tuning"), base_dir);
   for (auto m = models.begin(); m != models.end(); ++m) {
     const std::string where = "experiment: model \"" + m.key() + "\"";
@@ -429,6 +478,12 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
       HKT_CHECK(m.value().at("tuned_as").is_string(), where, ": \"tuned_as\" must name a family of the tuning runs");
       HKT_CHECK(tuning.has_value(), where, ": \"tuned_as\" needs a top-level \"tuning\"");
       model_tuned_as[m.key()] = m.value().at("tuned_as").get<std::string>();
+    }
+    if (m.value().contains("shared_with")) {
+      const json& sw = m.value().at("shared_with");
+      HKT_CHECK(sw.is_string() && !sw.get<std::string>().empty(), where,
+                ": \"shared_with\" must name the experiment file that trains this model's runs");
+      model_shared[m.key()] = sw.get<std::string>();
     }
     if (m.value().contains("tasks")) {
       const json& ts = m.value().at("tasks");
@@ -462,7 +517,7 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
         merge(c, task_fields);
         if (!t.value().contains("task")) c["task"] = t.key();
         json model_fields = m.value();
-        for (const char* k : {"tasks", "seeds", "family", "tuned_as"}) model_fields.erase(k);
+        for (const char* k : {"tasks", "seeds", "family", "tuned_as", "shared_with"}) model_fields.erase(k);
         merge(c, model_fields);
         std::string waiting;
         if (const auto ta = model_tuned_as.find(m.key()); ta != model_tuned_as.end()) {
@@ -488,6 +543,23 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
           r.cfg = TrainConfig::from_json(c.dump());
         } catch (const Error& ex) {
           throw Error(str_cat(where, ": ", ex.what()));
+        }
+        if (const auto sh = model_shared.find(m.key()); sh != model_shared.end()) {
+          std::string other_file;
+          const ExperimentRun& o = shared.find(sh->second, t.key(), m.key(), seed, where, &other_file);
+          if (r.waiting.empty() && o.waiting.empty()) {
+            json mine = json::parse(r.cfg.to_json()), theirs = json::parse(o.cfg.to_json());
+            mine.erase("run_dir");
+            theirs.erase("run_dir");
+            const std::string d = first_difference(mine, theirs);
+            HKT_CHECK(d.empty(), where, ": \"shared_with\": its config differs from ", other_file, "'s run ",
+                      o.cfg.run_dir, " in \"", d, "\"");
+          }
+          r.cfg.run_dir = o.cfg.run_dir;
+          r.shared_with = other_file;
+          if (r.waiting.empty() && !o.waiting.empty()) r.waiting = str_cat("trained by ", other_file, ", which ", o.waiting);
+          if (r.waiting.empty() && run_state(o.cfg.run_dir) != RunState::Done)
+            r.waiting = str_cat("trained by ", other_file, " in ", o.cfg.run_dir, ": not finished there");
         }
         e.runs.push_back(std::move(r));
       }

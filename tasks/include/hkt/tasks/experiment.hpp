@@ -36,6 +36,15 @@
 // such tuning run has finished, the runs that need them wait (ExperimentRun::
 // waiting) and are not trained; hkt-experiment says so. "family", "tuned_as",
 // "tasks" and "seeds" are not TrainConfig fields.
+// Shared runs: a model entry's "shared_with": "cpu-fair.json" (relative to
+// this file's folder) says that this model's runs are that experiment's runs
+// of the same task key, model key and seed, trained there: this file never
+// trains them, takes their results from the other file's run folders, and
+// says they wait until they have finished there. Each run's config must equal
+// the other's but for run_dir (checked once both are resolved: an error names
+// the first field that differs), so two protocols that share models (a fair
+// test and a comparison with more peers) train them once. One level only: the
+// other file may not share runs of its own. Not a TrainConfig field.
 // A run's config is base, then the task's fields, then the model's fields,
 // then the task's "per_model" fields for that model if any (e.g. a learning
 // rate tuned per task and model: "listops": {..., "per_model": {"mha": {"lr":
@@ -59,8 +68,10 @@ struct ExperimentRun {
   uint64_t seed = 0;
   TrainConfig cfg;
   // Not empty while the tuning runs this run's settings come from are not all
-  // finished ("tuned_as"): why the run waits. Such a run is not trained.
+  // finished ("tuned_as"), or while the experiment that trains it ("shared_with")
+  // has not finished it: why the run waits. Such a run is not trained.
   std::string waiting;
+  std::string shared_with;  // the experiment file that trains this run ("shared_with"), or empty
 };
 
 struct Experiment {
