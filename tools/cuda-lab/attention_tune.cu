@@ -153,7 +153,7 @@ int attention_autotune_mode() {
   return autotune_mode_locked();
 }
 void set_attention_autotune(int mode) {
-  HKT_CHECK(mode >= -1 && mode <= 2, "cuda_attention_autotune: mode ", mode, " is not -1 (the variable), 0, 1 or 2");
+  HKT_CHECK(mode >= -1 && mode <= 2, "set_attention_autotune: mode ", mode, " is not -1 (the variable), 0, 1 or 2");
   std::lock_guard lock(cache().mu);
   g_api_mode = mode;
 }

@@ -182,7 +182,7 @@ TEST_CASE("attention autotune: the mode, from the variable or the API") {
   set_attention_autotune(0);  // the API wins over the variable
   CHECK(attention_autotune_mode() == 0);
   CHECK(attention_autotune_setting() == 0);
-  set_attention_autotune(-1);  // what CudaAttentionAutotuneScope restores when nothing was set
+  set_attention_autotune(-1);  // back to the variable (what hkt-bench-gpu restores when nothing was set)
   CHECK(attention_autotune_setting() == -1);
   CHECK(attention_autotune_mode() == 2);
   setenv("HKT_CUDA_ATTN_AUTOTUNE", "yes", 1);
