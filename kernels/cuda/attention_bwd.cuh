@@ -3,7 +3,7 @@
 // in shared memory (the library's default, the only one attention.cu
 // instantiates); NF > 0 keeps them in WMMA register fragments, NF per warp,
 // float only (tools/cuda-lab's bwd 1, HKT_CUDA_ATTN_BWD_ACC=regs, which
-// instantiates them). Include after attention_common.cuh and tile_mm.cuh.
+// instantiates them).
 #pragma once
 #include <cstdint>
 #include <limits>
