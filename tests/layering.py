@@ -36,7 +36,9 @@ EMULATOR = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b.*\b(HKT_CUDA_EMULATED
 # The library's CUDA sources that still branched on the emulator when this test was
 # written (the lab of issue 39, item 1, takes the conditionals out); drop each file
 # once it is clean, and the list once it is empty.
-PENDING_EMULATOR = set()  # none left: kernels/cuda/ptx.cuh has the instructions, tests/cuda_emu the stand-ins
+PENDING_EMULATOR = set()  # none left: kernels/cuda/ptx.cuh has the instructions, kernels/cuda_emu the stand-ins
+# A source file under tools/ as a CMakeLists names it (a path string, quoted or not).
+TOOLS_SOURCE = re.compile(r"(?<![A-Za-z0-9_.\-])tools/[A-Za-z0-9_.\-/]*\.(?:c|cc|cpp|cxx|h|hh|hpp|cu|cuh)\b")
 # A path token: characters of a path, at least one "../" in it.
 PARENT_PATH = re.compile(r"(?:\.\./)+[A-Za-z0-9_.\-/]*")
 
@@ -131,6 +133,11 @@ def check_cmake(root, files, out):
             if lay == "tests" and re.search(r"\b(add_subdirectory|add_executable|add_library|target_sources)\b", code) \
                     and re.search(r"PROJECT_SOURCE_DIR\}/tools/|(^|[\s(])\.\./tools/", code):
                 out.append(f"{f}:{i}: tests build sources of tools/ (move the shared code to its layer)")
+            # A source file of tools/ named anywhere in the line, e.g. in a list that a generated
+            # translation unit #includes (tools' scripts, .cmake and .supp files, may be run).
+            elif lay == "tests" and TOOLS_SOURCE.search(line):
+                out.append(f"{f}:{i}: names {TOOLS_SOURCE.search(line).group(0)}: tests build sources of tools/ "
+                           "(move the shared code to its layer)")
             if lay == "tools" and "target_include_directories" in code and re.search(r"/tests\b", code):
                 out.append(f"{f}:{i}: tools add tests/ to an include path")
 

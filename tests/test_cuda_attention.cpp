@@ -8,11 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 
 #include "helpers/attention_cases.hpp"
-#include "helpers/temp_dir.hpp"
 
 using namespace hkt;
 using hkt::test::check_all;
@@ -66,38 +64,13 @@ TEST_CASE("cuda attention: fused kernel vs CPU fused and composite, random shape
       }
 }
 
-// One knob ("NAME=value") set while the variant computes what the CPU fused kernel does.
-static void check_knob(const std::string& kv) {
-  struct Case {
-    int64_t B, H, T, dh, L;
-  };
-  const std::vector<Case> cases = {{2, 2, 7, 16, 2}, {3, 2, 100, 24, 4}, {1, 2, 1000, 64, 3}, {2, 2, 129, 40, 1}};
-  const std::string name = kv.substr(0, kv.find('=')), value = kv.substr(kv.find('=') + 1);
-  setenv(name.c_str(), value.c_str(), 1);
-  uint64_t seed = 71;
-  for (Case c : cases)
-    for (bool causal : {false, true}) {
-      c.T = test_T(c.T);
-      const Inputs in = make_inputs(c.B, c.H, c.T, c.dh, c.L, true, seed++);
-      const double scale = 1.0 / std::sqrt(static_cast<double>(c.dh));
-      const auto gpu = run(in, Device::cuda(), DType::Float32, causal, scale, false);
-      const auto cpu = run(in, Device::cpu(), DType::Float32, causal, scale, false);
-      check_all(gpu, cpu, kv + ": T " + std::to_string(c.T) + " dh " + std::to_string(c.dh) + " L " +
-                              std::to_string(c.L) + (causal ? " causal" : ""), 1e-4);
-    }
-  unsetenv(name.c_str());
-}
-
-TEST_CASE("cuda attention: the library's kernel variant behind a knob; the lab's need the lab") {
-  // HKT_CUDA_ATTN_BWD_ACC=regs: the general backward's accumulators in
-  // registers, which must compute what the default kernels compute. The
-  // other variants are tools/cuda-lab's: without install_lab_variants() a
-  // knob naming one is an error saying so (the emulator checks them with the
-  // lab installed, test_emulated_attention; hkt-bench-gpu --probe on a GPU).
+TEST_CASE("cuda attention: the lab's kernel variants need the lab") {
+  // The variants are tools/cuda-lab's: without install_lab_variants() a knob
+  // naming one is an error saying so (the lab's own tests check them with the
+  // lab installed, in the emulator; hkt-bench-gpu --probe on a GPU).
   HKT_REQUIRE_GPU();
-  check_knob("HKT_CUDA_ATTN_BWD_ACC=regs");
   const Inputs in = make_inputs(1, 2, 40, 16, 2, false, 7);
-  for (const char* kv : {"HKT_CUDA_ATTN_FWD=mma", "HKT_CUDA_ATTN_BWD=fused"}) {
+  for (const char* kv : {"HKT_CUDA_ATTN_FWD=mma", "HKT_CUDA_ATTN_BWD=fused", "HKT_CUDA_ATTN_BWD_ACC=regs"}) {
     const std::string name = std::string(kv).substr(0, std::string(kv).find('='));
     setenv(name.c_str(), std::string(kv).substr(name.size() + 1).c_str(), 1);
     CHECK_THROWS_WITH_AS(run(in, Device::cuda(), DType::Float32, false, 0.25, false),
@@ -129,156 +102,8 @@ TEST_CASE("cuda attention: MHA (L = 1) through mha_attention") {
   }
 }
 
-TEST_CASE("cuda attention: autotuning (hkt::cuda_attention_autotune)") {
-  // The first call of each shape runs every kernel variant the program has
-  // (the library's general and general-regs; the lab's where installed),
-  // checks it against the general kernel and keeps the fastest
-  // (kernels/cuda/attention_tune.cu).
-  HKT_REQUIRE_GPU();
-  cuda_attention_autotune_reset();
-  cuda_attention_autotune(true, true);
-  struct Case {
-    int64_t B, H, T, dh, L;
-    bool causal;
-  };
-  uint64_t seed = 401;
-  // dh = 100: only the general kernels take it.
-  for (Case c : std::vector<Case>{{1, 2, 1000, 64, 3, false}, {1, 2, 129, 40, 1, true}, {1, 1, 100, 100, 2, true}}) {
-    c.T = test_T(c.T, 130);  // every kernel runs 3 times per shape: 130 rows (3 tiles) in the emulator
-    const Inputs in = make_inputs(c.B, c.H, c.T, c.dh, c.L, true, seed++);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(c.dh));
-    const std::string what = "autotuned: T " + std::to_string(c.T) + " dh " + std::to_string(c.dh) + " L " +
-                             std::to_string(c.L) + (c.causal ? " causal" : "");
-    const auto cpu = run(in, Device::cpu(), DType::Float32, c.causal, scale, false);
-    // Twice: the call that tunes, and one that only runs the kernels chosen.
-    for (int rep = 0; rep < 2; ++rep)
-      check_all(run(in, Device::cuda(), DType::Float32, c.causal, scale, false), cpu, what, 1e-4);
-  }
-  const std::vector<CudaAttentionChoice> choices = cuda_attention_autotune_choices();
-  CHECK(choices.size() == 6);  // forward and backward of 3 calls, each tuned once
-  for (const CudaAttentionChoice& c : choices) {
-    MESSAGE(c.call << ": " << c.kernel);
-    REQUIRE(!c.trials.empty());
-    CHECK(c.trials[0].kernel == "general");
-    for (const CudaAttentionTrial& t : c.trials) {
-      INFO(c.call << ", " << t.kernel << ": " << t.outcome);
-      CHECK((t.outcome == "chosen") == (t.kernel == c.kernel));
-      // On a GPU a variant that cannot take a call says so; one that gives
-      // other results or fails is a bug, even though the tuner passes over it.
-      CHECK(t.outcome.rfind("failed", 0) != 0);
-      CHECK(t.outcome != "wrong results");
-    }
-  }
-  // Saved and read back (a later process): the same calls run those kernels, tuning none.
-  const std::string saved = cuda_attention_autotune_to_json();
-  cuda_attention_autotune_reset();
-  cuda_attention_autotune_from_json(saved);
-  const Inputs in = make_inputs(1, 2, test_T(1000, 130), 64, 3, true, 401);
-  check_all(run(in, Device::cuda(), DType::Float32, false, 0.125, false),
-            run(in, Device::cpu(), DType::Float32, false, 0.125, false), "autotuned, read back", 1e-4);
-  const std::vector<CudaAttentionChoice> read_back = cuda_attention_autotune_choices();
-  REQUIRE(read_back.size() == choices.size());
-  for (size_t i = 0; i < choices.size(); ++i) {
-    CHECK(read_back[i].call == choices[i].call);
-    CHECK(read_back[i].kernel == choices[i].kernel);
-    CHECK(read_back[i].preset);
-  }
-  cuda_attention_autotune(false);
-  cuda_attention_autotune_reset();
-}
-
-TEST_CASE("cuda attention: a run folder's kernels (tasks::RunAttentionKernels); the tuner's setting restored after") {
-  // What hkt-train --cuda-autotune, --resume and hkt-eval --device cuda do
-  // with RUN_DIR/attention_kernels.json (tasks/include/hkt/tasks/attention_kernels.hpp).
-  HKT_REQUIRE_GPU();
-  using tasks::KernelsUse;
-  using tasks::RunAttentionKernels;
-  const test::TempDir dir("run_kernels");
-  const auto file = dir / tasks::kAttentionKernelsFile;
-  const auto decisions = [](const std::string& text) {
-    int64_t n = 0;
-    for (size_t at = text.find("\"kernel\""); at != std::string::npos; at = text.find("\"kernel\"", at + 1)) ++n;
-    return n;
-  };
-  const auto call = [](int64_t T, uint64_t seed) {  // a forward and a backward of one small shape
-    return run(make_inputs(1, 2, T, 16, 2, true, seed), Device::cuda(), DType::Float32, true, 0.25, false);
-  };
-  cuda_attention_autotune_reset();
-  cuda_attention_autotune(false);
-  {  // a training run with cuda_autotune: the tuner on, each decision written as it is made
-    const RunAttentionKernels k(dir.str(), Device::cuda(), KernelsUse::train, true);
-    CHECK(cuda_attention_autotune_enabled());
-    CHECK_FALSE(k.read());
-    CHECK(decisions(tasks::read_text_file(file)) == 0);
-    call(40, 501);
-    CHECK(decisions(tasks::read_text_file(file)) == 2);
-  }
-  CHECK_FALSE(cuda_attention_autotune_enabled());  // as before
-  const std::string saved = tasks::read_text_file(file);
-  {  // an evaluation: the decisions preset and the tuner on; another shape is tuned, the file not written
-    cuda_attention_autotune_reset();
-    const RunAttentionKernels k(dir.str(), Device::cuda(), KernelsUse::evaluate);
-    CHECK(k.read());
-    CHECK(cuda_attention_autotune_enabled());
-    call(40, 502);
-    call(24, 503);
-    const std::vector<CudaAttentionChoice> c = cuda_attention_autotune_choices();
-    REQUIRE(c.size() == 4);
-    CHECK((c[0].preset && c[1].preset && !c[2].preset && !c[3].preset));
-  }
-  CHECK(tasks::read_text_file(file) == saved);
-  CHECK_FALSE(cuda_attention_autotune_enabled());
-  {  // the CPU, and a folder without the file: nothing read, the tuner left alone
-    const RunAttentionKernels cpu(dir.str(), Device::cpu(), KernelsUse::evaluate, true);
-    CHECK_FALSE(cpu.read());
-    CHECK_FALSE(cuda_attention_autotune_enabled());
-    const test::TempDir empty("run_kernels_none");
-    const RunAttentionKernels none(empty.str(), Device::cuda(), KernelsUse::resume);
-    CHECK_FALSE(none.read());
-    CHECK_FALSE(cuda_attention_autotune_enabled());
-    CHECK_FALSE(std::filesystem::exists(empty / tasks::kAttentionKernelsFile));
-  }
-  // A malformed file: InputError naming it, and the setting as it was.
-  tasks::write_file_atomic(file, "{\"format\": \"hkt-attention-kernels\", \"version\": 2}");
-  cuda_attention_autotune(true);
-  CHECK_THROWS_WITH_AS(RunAttentionKernels(dir.str(), Device::cuda(), KernelsUse::resume),
-                       doctest::Contains("attention_kernels.json: attention kernel decisions: version 2 is not 1"),
-                       tasks::InputError);
-  CHECK(cuda_attention_autotune_enabled());
-  {  // scopes nest, each restoring the one before
-    const CudaAttentionAutotuneScope off(false);
-    CHECK_FALSE(cuda_attention_autotune_enabled());
-    {
-      const CudaAttentionAutotuneScope on(true, true);
-      CHECK(cuda_attention_autotune_enabled());
-    }
-    CHECK_FALSE(cuda_attention_autotune_enabled());
-  }
-  CHECK(cuda_attention_autotune_enabled());
-  // A whole training run with cuda_autotune, without a folder: the tuner off again after it.
-  cuda_attention_autotune(false);
-  tasks::TrainConfig cfg;
-  cfg.task = "synthetic";
-  cfg.model = "hkt-tiny";
-  cfg.data.train_size = 4;
-  cfg.data.val_size = 2;
-  cfg.data.test_size = 2;
-  cfg.batch_size = 2;
-  cfg.steps = 1;
-  cfg.eval_batches = 1;
-  tasks::RunOptions opt;
-  opt.quiet = true;
-  opt.device = Device::cuda();
-  opt.cuda_autotune = true;
-  cuda_attention_autotune_reset();
-  tasks::train(cfg, opt);
-  CHECK_FALSE(cuda_attention_autotune_choices().empty());  // it tuned
-  CHECK_FALSE(cuda_attention_autotune_enabled());
-  cuda_attention_autotune_reset();
-}
-
-TEST_CASE("cuda attention: the kernels the knobs name, and those the tuner skips (cuda_attention_kernel_knobs, _skipped)") {
-  // What hkt-bench-gpu asks before its autotuned rows: a knob wins over the tuner.
+TEST_CASE("cuda attention: the kernels the knobs name (cuda_attention_kernel_knobs)") {
+  // What hkt-bench-gpu asks before its autotuned rows: a knob wins over the lab's tuner.
   HKT_REQUIRE_GPU();
   for (const char* v : {"HKT_CUDA_ATTN_FWD", "HKT_CUDA_ATTN_BWD", "HKT_CUDA_ATTN_BWD_ACC"}) unsetenv(v);
   CHECK(cuda_attention_kernel_knobs().empty());
@@ -294,13 +119,4 @@ TEST_CASE("cuda attention: the kernels the knobs name, and those the tuner skips
   CHECK_THROWS_WITH_AS(cuda_attention_kernel_knobs(), doctest::Contains("HKT_CUDA_ATTN_FWD=flash names no kernel"),
                        Error);
   unsetenv("HKT_CUDA_ATTN_FWD");
-  // The kernels the tuner passes over (tools/cuda-lab/gpu-probe's list), as hkt-bench-gpu asks.
-  unsetenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP");
-  CHECK_FALSE(cuda_attention_kernel_skipped("wgmma"));
-  setenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP", "mma-lean,wgmma", 1);
-  CHECK(cuda_attention_kernel_skipped("wgmma"));
-  CHECK_FALSE(cuda_attention_kernel_skipped("wgmma2"));
-  setenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP", "mma-lean,flash", 1);
-  CHECK_THROWS_WITH_AS(cuda_attention_kernel_skipped("mma"), doctest::Contains("\"flash\" is not a kernel"), Error);
-  unsetenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP");
 }

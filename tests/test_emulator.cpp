@@ -1,4 +1,4 @@
-// The CPU emulator of the CUDA kernels (tests/cuda_emu) checked on small
+// The CPU emulator of the CUDA kernels (kernels/cuda_emu) checked on small
 // kernels of its own (tests/cuda_emu/selftest_kernels.cpp): warp shuffles,
 // block_reduce, WMMA with TF32 rounding, cp.async, wgmma, poisoned shared memory, launch limits,
 // deadlock detection, the device-memory checks and the emulated cuBLAS GEMM.
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda_emu/emulated.hpp"
+#include "kernels/cuda_emu/emulated.hpp"
 #include "cuda_kernels/wgmma_probe_check.hpp"
 
 namespace hkt::cuda::emu_selftest {

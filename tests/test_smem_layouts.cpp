@@ -14,7 +14,7 @@
 #include <set>
 #include <vector>
 
-#include "cuda_emu/hkt_cuda_emu.hpp"
+#include "kernels/cuda_emu/hkt_cuda_emu.hpp"
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_variants.hpp"
 #include "kernels/cuda/gmma_tile.cuh"

@@ -449,17 +449,6 @@ TEST_CASE("evaluate with max_batches samples the whole set, not its first batche
   test::check_error([&] { (void)evaluate(model, d3, 16); }, "the model has 2 classes but three has 3");
 }
 
-TEST_CASE("cuda_autotune is refused on the CPU, before anything is trained") {
-  TempDir tmp("trainer_autotune_cpu");
-  TrainConfig c = small_config();
-  c.run_dir = tmp.str("run");
-  RunOptions opt = quiet();
-  opt.cuda_autotune = true;
-  CHECK_THROWS_WITH_AS(train(c, opt), "cuda_autotune (--cuda-autotune): only on a CUDA device (--device cuda)",
-                       InputError);
-  CHECK_FALSE(std::filesystem::exists(tmp.path / "run"));
-}
-
 TEST_CASE("the run folder holds the data's length distribution and the best model's test predictions") {
   TempDir tmp("trainer_predictions");
   TrainConfig c = small_config();

@@ -41,8 +41,8 @@
 #include <type_traits>
 
 #include "kernels/cuda/attention.hpp"
+#include "kernels/cuda/attention_bwd.cuh"
 #include "kernels/cuda/attention_common.cuh"
-#include "kernels/cuda/attention_tune.hpp"
 #include "kernels/cuda/attention_variants.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/tile_mm.cuh"
@@ -160,221 +160,6 @@ __global__ void attn_rowdot(const T* dO, const T* O, int64_t rows, int64_t dh, T
   }
 }
 
-// Shared state of one backward block. A0, A1: the side's two accumulators in
-// shared memory (key side: dK_0, dV; query side: dQ_0 and unused), null when
-// they are kept in registers (!lay.smem_acc).
-template <class T>
-struct BwdTiles {
-  T *Q0, *K0, *Vs, *dO, *A0, *A1, *Ss, *dSs, *Ql, *Kl, *Cg, *dSg, *Acc, *lse, *Dq;
-  __device__ BwdTiles(T* sm, const Layout& lay) {
-    Carver<T> cv{sm};
-    Q0 = cv.take(lay.rows());
-    K0 = cv.take(lay.rows());
-    Vs = cv.take(lay.rows());
-    dO = cv.take(lay.rows());
-    A0 = lay.smem_acc ? cv.take(lay.rows()) : nullptr;
-    A1 = lay.smem_acc ? cv.take(lay.rows()) : nullptr;
-    Ss = cv.take(lay.scores());
-    dSs = cv.take(lay.scores());
-    Ql = cv.take(lay.level_rows());
-    Kl = cv.take(lay.level_rows());
-    Cg = cv.take(lay.grid_off(lay.L));
-    dSg = cv.take(lay.grid_off(lay.L));
-    Acc = cv.take(Layout::up8(lay.acc_row(lay.L) * lay.ld));  // coarse accumulators (dK_l or dQ_l)
-    lse = cv.take(Layout::up8(lay.BT));
-    Dq = cv.take(Layout::up8(lay.BT));
-  }
-};
-
-// Loads query tile tq's Q_0, dO, LSE, D (zeros / +inf on virtual rows).
-template <class T>
-__device__ void load_query_side(const Params& P, const BwdTiles<T>& t, const Layout& lay, int64_t bh, int tq,
-                                const T* dO, const T* LSE, const T* D) {
-  const int BT = lay.BT;
-  const int64_t i0 = int64_t(tq) * BT - P.off;
-  const RowCopy<T> c[2] = {{t.Q0, level_rows<T>(P, P.q, 0, bh), i0}, {t.dO, dO + bh * P.T * P.dh, i0}};
-  load_rows(c, lay.ld, BT, P.T, int(P.dh), lay.dhp);
-  for (int p = threadIdx.x; p < BT; p += blockDim.x) {
-    const int64_t i = i0 + p;
-    const bool in = i >= 0 && i < P.T;
-    t.lse[p] = in ? LSE[bh * P.T + i] : std::numeric_limits<T>::infinity();
-    t.Dq[p] = in ? D[bh * P.T + i] : T(0);
-  }
-}
-
-// Tile pair (tq, tk) with Q_0, K_0, V, dO, lse, D loaded: level grids, then
-// P into Ss and dS into dSs; adds dS * C_0 into dl0. Ends with a barrier.
-template <class T, int BT>
-__device__ void recompute(const Params& P, const BwdTiles<T>& t, const Layout& lay, int64_t b, int64_t bh, int tq,
-                          int tk, const T* w, double& dl0) {
-  const int lds = lay.lds;
-  level_grids<T>(P, bh, tq, tk, lay, t.Ql, t.Kl, t.Cg);
-  tile_mm<true, false>(t.Ss, lds, t.Q0, lay.ld, t.K0, lay.ld, BT, BT, lay.dhp, false);   // Q_0 K_0^T
-  tile_mm<true, false>(t.dSs, lds, t.dO, lay.ld, t.Vs, lay.ld, BT, BT, lay.dhp, false);  // dO V^T
-  __syncthreads();
-  const int p = threadIdx.x >> 2, r4 = threadIdx.x & 3;
-  const int64_t i = int64_t(tq) * BT - P.off + p, j0 = int64_t(tk) * BT - P.off;
-  with_mask_test(!pair_unmasked(P, int64_t(tq) * BT - P.off, j0, BT), [&](auto masked) {
-#pragma unroll 4
-    for (int m = 0; m < BT / 4; ++m) {
-      const int p2 = r4 + 4 * m, e = p * lds + p2;
-      T pv = 0, ds = 0;
-      if (!(decltype(masked)::value && key_masked(P, b, i, j0 + p2))) {
-        const T c0 = t.Ss[e];
-        pv = exp(combine(P, lay, w, t.Cg, p, p2, c0) - t.lse[p]);  // 0 when lse = +inf
-        ds = pv * (t.dSs[e] - t.Dq[p]);
-        dl0 += static_cast<double>(ds) * static_cast<double>(c0);
-      }
-      t.Ss[e] = pv;
-      t.dSs[e] = ds;
-    }
-  });
-  __syncthreads();
-}
-
-// Key side: block per (key tile, b * h). NF > 0: dK_0 and dV accumulate in
-// registers, NF fragments per warp (float only); NF = 0: in shared memory.
-template <class T, int BT, int NF>
-__global__ void __launch_bounds__(4 * BT, 1)
-    attn_bwd_kv(const Params P, const T* dO, const T* LSE, const T* D, const LevelPtrs<T> dK, T* dV) {
-  static_assert(NF == 0 || std::is_same_v<T, float>, "register accumulators are float (tensor cores)");
-  HKT_DYNAMIC_SHARED(smem_raw);
-  const Layout lay(BT, int(P.dh), P.L, NF == 0);
-  const int ld = lay.ld, lds = lay.lds, dh = int(P.dh), dhp = lay.dhp;
-  const BwdTiles<T> t(reinterpret_cast<T*>(smem_raw), lay);
-  const int tk = blockIdx.x;
-  const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
-  T w[kMaxLevels];
-  level_weights(P, h, w);
-  const int64_t j0 = int64_t(tk) * BT - P.off;
-  const RowCopy<T> kv[2] = {{t.K0, level_rows<T>(P, P.k, 0, bh), j0}, {t.Vs, static_cast<const T*>(P.v) + bh * P.T * P.dh, j0}};
-  load_rows(kv, ld, BT, P.T, dh, dhp);
-  wmma_tf32::AccFrags<NF> accK, accV;  // dK_0 / w_0, dV
-  if constexpr (NF > 0) {
-    accK.zero();
-    accV.zero();
-  } else {
-    zero(t.A0, BT * ld);  // dK_0 / w_0
-    zero(t.A1, BT * ld);  // dV
-  }
-  zero(t.Acc, lay.acc_row(P.L) * ld);
-  double unused = 0;
-  for (int tq = P.causal ? tk : 0; tq < P.nt; ++tq) {
-    __syncthreads();
-    load_query_side<T>(P, t, lay, bh, tq, dO, LSE, D);
-    recompute<T, BT>(P, t, lay, b, bh, tq, tk, w, unused);
-    if constexpr (NF > 0) {
-      wmma_tf32::mm_acc<false, true>(accV, t.Ss, lds, t.dO, ld, BT, dhp, BT);   // dV += P^T dO
-      wmma_tf32::mm_acc<false, true>(accK, t.dSs, lds, t.Q0, ld, BT, dhp, BT);  // dK_0 += dS^T Q_0
-    } else {
-      tile_mm<false, true>(t.A1, ld, t.Ss, lds, t.dO, ld, BT, dhp, BT, true);   // dV += P^T dO
-      tile_mm<false, true>(t.A0, ld, t.dSs, lds, t.Q0, ld, BT, dhp, BT, true);  // dK_0 += dS^T Q_0
-    }
-    for (int l = 1; l < P.L; ++l) {
-      const int G = BT >> l;
-      __syncthreads();  // Ql free
-      block_sums<T>(t.dSs, t.dSg + lay.grid_off(l), G, lay, l);
-      load_rows(t.Ql, ld, level_rows<T>(P, P.q, l, bh), coarse_first(P, tq, l, BT), G, level_len(P.T, l), dh, dhp);
-      __syncthreads();
-      tile_mm<false, true>(t.Acc + lay.acc_row(l) * ld, ld, t.dSg + lay.grid_off(l), G, t.Ql, ld, G, dhp, G,
-                           true);  // dK_l += dSg_l^T Q_l
-    }
-  }
-  __syncthreads();
-  T* dKs = t.A0;  // the accumulators in shared memory
-  T* dVs = t.A1;
-  if constexpr (NF > 0) {  // Q0 and dO are free now
-    dKs = t.Q0;
-    dVs = t.dO;
-    wmma_tf32::store_acc(dKs, ld, accK, BT, dhp);
-    wmma_tf32::store_acc(dVs, ld, accV, BT, dhp);
-    __syncthreads();
-  }
-  for (int e = threadIdx.x; e < BT * dh; e += blockDim.x) {
-    const int r = e / dh, d = e - r * dh;
-    const int64_t j = j0 + r;
-    if (j < 0 || j >= P.T) continue;
-    if (dV) dV[(bh * P.T + j) * P.dh + d] = dVs[r * ld + d];
-    if (dK.on) dK.p[0][(bh * P.T + j) * P.dh + d] = w[0] * dKs[r * ld + d];
-  }
-  if (dK.on) store_coarse(P, lay, t.Acc, dK, w, bh, tk);
-}
-
-// Query side: block per (query tile, b * h). dlam_part[(bh * nt + tq) * L + l].
-// NF as for the key side (dQ_0).
-template <class T, int BT, int NF>
-__global__ void __launch_bounds__(4 * BT, 1)
-    attn_bwd_q(const Params P, const T* dO, const T* LSE, const T* D, const LevelPtrs<T> dQ, double* dlam_part) {
-  static_assert(NF == 0 || std::is_same_v<T, float>, "register accumulators are float (tensor cores)");
-  HKT_DYNAMIC_SHARED(smem_raw);
-  const Layout lay(BT, int(P.dh), P.L, NF == 0);
-  const int ld = lay.ld, lds = lay.lds, dh = int(P.dh), dhp = lay.dhp;
-  const BwdTiles<T> t(reinterpret_cast<T*>(smem_raw), lay);
-  const int tq = blockIdx.x;
-  const int64_t bh = blockIdx.y, b = bh / P.H, h = bh % P.H;
-  T w[kMaxLevels];
-  level_weights(P, h, w);
-  load_query_side<T>(P, t, lay, bh, tq, dO, LSE, D);
-  wmma_tf32::AccFrags<NF> accQ;  // dQ_0 / w_0
-  if constexpr (NF > 0)
-    accQ.zero();
-  else
-    zero(t.A0, BT * ld);
-  zero(t.Acc, lay.acc_row(P.L) * ld);
-  double dl[kMaxLevels];
-  for (int l = 0; l < kMaxLevels; ++l) dl[l] = 0;
-  const int last = P.causal ? tq : P.nt - 1;
-  for (int tk = 0; tk <= last; ++tk) {
-    const int64_t j0 = int64_t(tk) * BT - P.off;
-    __syncthreads();
-    const RowCopy<T> kv[2] = {{t.K0, level_rows<T>(P, P.k, 0, bh), j0},
-                              {t.Vs, static_cast<const T*>(P.v) + bh * P.T * P.dh, j0}};
-    load_rows(kv, ld, BT, P.T, dh, dhp);
-    recompute<T, BT>(P, t, lay, b, bh, tq, tk, w, dl[0]);
-    if constexpr (NF > 0)
-      wmma_tf32::mm_acc<true, true>(accQ, t.dSs, lds, t.K0, ld, BT, dhp, BT);  // dQ_0 += dS K_0
-    else
-      tile_mm<true, true>(t.A0, ld, t.dSs, lds, t.K0, ld, BT, dhp, BT, true);
-#pragma unroll
-    for (int l = 1; l < kMaxLevels; ++l) {  // unrolled: dl[] stays in registers
-      if (l >= P.L) break;
-      const int G = BT >> l;
-      __syncthreads();  // Kl, dSg free
-      block_sums<T>(t.dSs, t.dSg + lay.grid_off(l), G, lay, l);
-      load_rows(t.Kl, ld, level_rows<T>(P, P.k, l, bh), coarse_first(P, tk, l, BT), G, level_len(P.T, l), dh, dhp);
-      __syncthreads();
-      const T* dsg = t.dSg + lay.grid_off(l);
-      const T* cg = t.Cg + lay.grid_off(l);
-      for (int e = threadIdx.x; e < G * G; e += blockDim.x)
-        dl[l] += static_cast<double>(dsg[e]) * static_cast<double>(cg[e]);
-      tile_mm<true, true>(t.Acc + lay.acc_row(l) * ld, ld, dsg, G, t.Kl, ld, G, dhp, G, true);  // dQ_l += dSg_l K_l
-    }
-  }
-  __syncthreads();
-  if (dlam_part) {
-#pragma unroll
-    for (int l = 0; l < kMaxLevels; ++l) {
-      if (l >= P.L) break;
-      const double s = block_reduce(dl[l], 0.0, SumOp{});
-      if (threadIdx.x == 0) dlam_part[(bh * P.nt + tq) * P.L + l] = s * P.scale;
-    }
-  }
-  if (!dQ.on) return;
-  T* dQs = t.A0;
-  if constexpr (NF > 0) {  // Q0 is free now (the barrier above ends its last use)
-    dQs = t.Q0;
-    wmma_tf32::store_acc(dQs, ld, accQ, BT, dhp);
-    __syncthreads();
-  }
-  const int64_t i0 = int64_t(tq) * BT - P.off;
-  for (int e = threadIdx.x; e < BT * dh; e += blockDim.x) {
-    const int r = e / dh, d = e - r * dh;
-    const int64_t i = i0 + r;
-    if (i >= 0 && i < P.T) dQ.p[0][(bh * P.T + i) * P.dh + d] = w[0] * dQs[r * ld + d];
-  }
-  store_coarse(P, lay, t.Acc, dQ, w, bh, tq);
-}
-
 // dlambda[h, l] = sum over b and query tiles, in order.
 template <class T>
 __global__ void attn_dlambda(const double* part, int64_t B, int64_t H, int nt, int L, T* dlambda) {
@@ -389,14 +174,10 @@ __global__ void attn_dlambda(const double* part, int64_t B, int64_t H, int nt, i
 
 // --- host side ----------------------------------------------------------------
 
-// Register fragments per warp for a BT x dhp accumulator (4 BT threads, so
-// (BT / 16) (dhp / 16) tiles over BT / 8 warps: dhp / 32, rounded up to 2 or 4).
-inline int acc_frags(int64_t dh) { return ((dh + 15) & ~15) <= 64 ? 2 : 4; }
-
 // The largest tile (64 or 32) whose shared memory fits and whose coarsest
 // level still has a row per tile (BT >= 2^(L-1)).
 template <class T>
-int pick_tile(const AttnShape& s, bool bwd, bool smem_acc, size_t* bytes) {
+int pick_tile(const AttnShape& s, bool bwd, size_t* bytes) {
   HKT_CHECK(s.L >= 1 && s.L <= kMaxLevels, "hkt_attention: the CUDA kernel takes 1 to ", kMaxLevels,
             " levels, got L = ", s.L);
   // The preferred tile of the forward and of the backward; HKT_CUDA_ATTN_TILE="FWD,BWD"
@@ -412,7 +193,7 @@ int pick_tile(const AttnShape& s, bool bwd, bool smem_acc, size_t* bytes) {
   const int first = bwd ? preferred.second : preferred.first;
   for (int bt : {first, 32}) {
     if ((int64_t{1} << (s.L - 1)) > bt) continue;
-    const Layout lay(bt, int(s.dh), int(s.L), smem_acc);
+    const Layout lay(bt, int(s.dh), int(s.L));
     *bytes = static_cast<size_t>(bwd ? lay.bwd_elems() : lay.fwd_elems()) * sizeof(T);
     // 1 KiB of headroom for the kernels' static shared memory (block_reduce).
     if (*bytes + 1024 <= static_cast<size_t>(max_smem_optin())) return bt;
@@ -432,37 +213,40 @@ void launch_fwd(const Params& P, size_t bytes, T* o, T* lse) {
   CUDA_CHECK_LAUNCH();
 }
 
-template <class T, int BT, int NF>
-void launch_bwd_nf(const Params& P, size_t bytes, const T* dout, const T* lse, const T* D, const LevelPtrs<T>& dk,
-                   T* dv, const LevelPtrs<T>& dq, double* part) {
-  const int tiles = (BT / 16) * Layout(BT, int(P.dh), P.L).dhp / 16, warps = 4 * BT / 32;
-  HKT_CHECK(NF == 0 || tiles <= NF * warps, "hkt_attention: ", tiles, " accumulator tiles for ", warps,
-            " warps of ", NF, " fragments (dh = ", P.dh, ")");
-  const dim3 grid(static_cast<unsigned>(P.nt), static_cast<unsigned>(P.B * P.H));
-  if (dk.on || dv) {
-    allow_smem(attn_bwd_kv<T, BT, NF>, bytes);
-    HKT_LAUNCH(grid, 4 * BT, bytes, attn_bwd_kv<T, BT, NF>)(P, dout, lse, D, dk, dv);
-    CUDA_CHECK_LAUNCH();
-  }
-  if (dq.on || part) {
-    allow_smem(attn_bwd_q<T, BT, NF>, bytes);
-    HKT_LAUNCH(grid, 4 * BT, bytes, attn_bwd_q<T, BT, NF>)(P, dout, lse, D, dq, part);
-    CUDA_CHECK_LAUNCH();
-  }
-}
+// The two backward kernels with their accumulators in shared memory
+// (attention_bwd.cuh; NF = 0).
 template <class T, int BT>
-void launch_bwd(const Params& P, bool smem_acc, size_t bytes, const T* dout, const T* lse, const T* D,
-                const LevelPtrs<T>& dk, T* dv, const LevelPtrs<T>& dq, double* part) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (!smem_acc) {
-      if (acc_frags(P.dh) == 2)
-        launch_bwd_nf<T, BT, 2>(P, bytes, dout, lse, D, dk, dv, dq, part);
-      else
-        launch_bwd_nf<T, BT, 4>(P, bytes, dout, lse, D, dk, dv, dq, part);
-      return;
-    }
-  }
+void launch_bwd(const Params& P, size_t bytes, const T* dout, const T* lse, const T* D, const LevelPtrs<T>& dk,
+                T* dv, const LevelPtrs<T>& dq, double* part) {
   launch_bwd_nf<T, BT, 0>(P, bytes, dout, lse, D, dk, dv, dq, part);
+}
+
+constexpr std::pair<FwdKernel, const char*> kFwdNames[] = {
+    {FwdKernel::general, "general"}, {FwdKernel::mma, "mma"},       {FwdKernel::mma_async, "mma-async"},
+    {FwdKernel::mma_lean, "mma-lean"}, {FwdKernel::wgmma, "wgmma"}, {FwdKernel::wgmma2, "wgmma2"}};
+constexpr std::pair<BwdKernel, const char*> kBwdNames[] = {
+    {BwdKernel::general, "general"}, {BwdKernel::general_regs, "general-regs"}, {BwdKernel::mma, "mma"},
+    {BwdKernel::fused, "fused"},     {BwdKernel::fused8, "fused8"},             {BwdKernel::fused8_async, "fused8-async"},
+    {BwdKernel::wgmma, "wgmma"}};
+
+template <class K, size_t N>
+const char* name_of(const std::pair<K, const char*> (&names)[N], K k) {
+  for (const auto& [kk, n] : names)
+    if (kk == k) return n;
+  return "?";
+}
+template <class K, size_t N>
+K parse_knob(const std::pair<K, const char*> (&names)[N], const char* var, bool* set) {
+  const char* e = std::getenv(var);
+  *set = e && *e;
+  if (!*set) return names[0].first;
+  std::string accepted;
+  for (const auto& [k, n] : names) {
+    if (std::string_view(e) == n) return k;
+    accepted += accepted.empty() ? n : std::string(", ") + n;
+  }
+  throw Error(str_cat("hkt_attention: ", var, "=", e, " names no kernel; it takes one of ", accepted,
+                      " (docs/cuda.md, \"The lab\")"));
 }
 
 // The variant `kern` names (tools/cuda-lab's), or null when the lab has not
@@ -475,14 +259,17 @@ AttnBackwardVariant installed(BwdKernel kern) { return attention_variants().back
 void expect_installed(bool ok, const char* var, const char* name) {
   HKT_CHECK(ok, "hkt_attention: ", var, "=", name,
             " names a kernel of tools/cuda-lab, which this program has not installed (the library holds the "
-            "general kernels; build with -DHKT_CUDA_LAB=ON and run hkt-cuda-lab; docs/cuda.md, \"The lab\")");
+            "general kernels; build with -DHKT_CUDA_LAB=ON and call install_lab_variants(), as hkt-bench-gpu "
+            "does; docs/cuda.md, \"The lab\")");
 }
 void expect_installed(FwdKernel kern, bool set) {
   if (set && kern != FwdKernel::general) expect_installed(installed(kern) != nullptr, "HKT_CUDA_ATTN_FWD", kernel_name(kern));
 }
 void expect_installed(BwdKernel kern, bool set) {
-  if (set && kern != BwdKernel::general && kern != BwdKernel::general_regs)
-    expect_installed(installed(kern) != nullptr, "HKT_CUDA_ATTN_BWD", kernel_name(kern));
+  if (set && kern != BwdKernel::general)
+    expect_installed(installed(kern) != nullptr,
+                     kern == BwdKernel::general_regs ? "HKT_CUDA_ATTN_BWD_ACC" : "HKT_CUDA_ATTN_BWD",
+                     kern == BwdKernel::general_regs ? "regs" : kernel_name(kern));
 }
 
 // Runs the forward with kernel `kern`, or returns false, having launched
@@ -499,7 +286,7 @@ bool forward_with(FwdKernel kern, const AttnShape& s, const std::vector<const vo
     return false;
   }
   size_t bytes = 0;
-  const int bt = pick_tile<T>(s, false, true, &bytes);
+  const int bt = pick_tile<T>(s, false, &bytes);
   const Params P = make_params(s, q, k, v, lambda, valid, bt);
   if (bt == 64)
     launch_fwd<T, 64>(P, bytes, static_cast<T*>(o), static_cast<T*>(lse));
@@ -507,9 +294,6 @@ bool forward_with(FwdKernel kern, const AttnShape& s, const std::vector<const vo
     launch_fwd<T, 32>(P, bytes, static_cast<T*>(o), static_cast<T*>(lse));
   return true;
 }
-
-// Elements of level l of q, k and their gradients: [B, H, T_l, dh].
-int64_t level_elems(const AttnShape& s, int64_t l) { return s.B * s.H * level_len(s.T, int(l)) * s.dh; }
 
 // Runs the whole backward (zeroing, D, the kernels, the dlambda sum) with
 // kernel `kern`, or returns false when `kern` cannot take the call (its
@@ -519,7 +303,7 @@ bool backward_with(BwdKernel kern, const AttnShape& s, const std::vector<const v
                    const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid,
                    const void* o, const void* lse, const void* dout, const std::vector<void*>& dq,
                    const std::vector<void*>& dk, void* dv, void* dlambda) {
-  const bool general = kern == BwdKernel::general || kern == BwdKernel::general_regs;
+  const bool general = kern == BwdKernel::general;
   AttnBackwardVariant variant = nullptr;
   if (!general) {
     // The variants' contract (attention_variants.hpp): float, dh <= 64, aligned rows.
@@ -528,10 +312,7 @@ bool backward_with(BwdKernel kern, const AttnShape& s, const std::vector<const v
     if (!variant) return false;
   }
   size_t bytes = 0;
-  // Where the general backward keeps its level-0 accumulators: shared memory,
-  // or registers (float only).
-  const bool smem_acc = !(std::is_same_v<T, float> && kern == BwdKernel::general_regs);
-  const int bt = general ? pick_tile<T>(s, true, smem_acc, &bytes) : kMmaTile;
+  const int bt = general ? pick_tile<T>(s, true, &bytes) : kMmaTile;
   const Params P = make_params(s, q, k, v, lambda, valid, bt);
   // Coarse rows that only virtual positions map to get no gradient: zero everything first.
   for (int64_t l = 0; l < s.L; ++l) {
@@ -550,11 +331,11 @@ bool backward_with(BwdKernel kern, const AttnShape& s, const std::vector<const v
   double* part_dev = dlambda ? part.as<double>() : nullptr;
   if (general) {
     if (bt == 64)
-      launch_bwd<T, 64>(P, smem_acc, bytes, static_cast<const T*>(dout), static_cast<const T*>(lse), D.as<T>(),
-                        dk_dev, static_cast<T*>(dv), dq_dev, part_dev);
+      launch_bwd<T, 64>(P, bytes, static_cast<const T*>(dout), static_cast<const T*>(lse), D.as<T>(), dk_dev,
+                        static_cast<T*>(dv), dq_dev, part_dev);
     else
-      launch_bwd<T, 32>(P, smem_acc, bytes, static_cast<const T*>(dout), static_cast<const T*>(lse), D.as<T>(),
-                        dk_dev, static_cast<T*>(dv), dq_dev, part_dev);
+      launch_bwd<T, 32>(P, bytes, static_cast<const T*>(dout), static_cast<const T*>(lse), D.as<T>(), dk_dev,
+                        static_cast<T*>(dv), dq_dev, part_dev);
   } else if constexpr (std::is_same_v<T, float>) {
     if (!variant(s, q, k, v, lambda, valid, static_cast<const float*>(dout), static_cast<const float*>(lse),
                  D.as<float>(), dq, dk, static_cast<float*>(dv), part_dev))
@@ -568,41 +349,48 @@ bool backward_with(BwdKernel kern, const AttnShape& s, const std::vector<const v
   return true;
 }
 
-// The candidates the autotuner tries, the reference (general) first: the
-// library's and those the lab installed.
-std::vector<FwdKernel> fwd_candidates() {
-  std::vector<FwdKernel> c{FwdKernel::general};
-  for (int i = 1; i < kFwdKernels; ++i)
-    if (installed(FwdKernel(i))) c.push_back(FwdKernel(i));
-  return c;
-}
-std::vector<BwdKernel> bwd_candidates() {
-  std::vector<BwdKernel> c{BwdKernel::general, BwdKernel::general_regs};
-  for (int i = 2; i < kBwdKernels; ++i)
-    if (installed(BwdKernel(i))) c.push_back(BwdKernel(i));
-  return c;
-}
-// Their names, in the same order (autotune()'s candidates).
-template <class K>
-std::vector<std::string> names_of(const std::vector<K>& ks) {
-  std::vector<std::string> n;
-  for (K k : ks) n.emplace_back(kernel_name(k));
-  return n;
-}
-TuneKey tune_key(bool backward, const AttnShape& s, const bool* valid, bool aligned, unsigned want) {
-  return {backward, s.B, s.H, s.T, s.dh, s.L, s.causal, valid != nullptr, aligned, want};
-}
-
 }  // namespace
+
+const char* kernel_name(FwdKernel k) { return name_of(kFwdNames, k); }
+const char* kernel_name(BwdKernel k) { return name_of(kBwdNames, k); }
+FwdKernel fwd_kernel_knob(bool* set) { return parse_knob(kFwdNames, "HKT_CUDA_ATTN_FWD", set); }
+BwdKernel bwd_kernel_knob(bool* set) {
+  const BwdKernel k = parse_knob(kBwdNames, "HKT_CUDA_ATTN_BWD", set);
+  // HKT_CUDA_ATTN_BWD_ACC=regs: the lab's general backward with its accumulators in registers.
+  const char* acc = std::getenv("HKT_CUDA_ATTN_BWD_ACC");
+  if (acc && *acc) {
+    HKT_CHECK(std::string_view(acc) == "regs" || std::string_view(acc) == "smem", "hkt_attention: HKT_CUDA_ATTN_BWD_ACC=",
+              acc, " is neither regs nor smem");
+    if (std::string_view(acc) == "regs" && k == BwdKernel::general) {
+      *set = true;
+      return BwdKernel::general_regs;
+    }
+  }
+  return k;
+}
 
 AttentionVariants& attention_variants() {
   static AttentionVariants v;
   return v;
 }
 
-// The kernel: the knob's when HKT_CUDA_ATTN_FWD is set; else, for float with
-// autotuning on, the tuner's choice for this shape; else general. A kernel
-// that cannot take the call leaves it to general.
+int64_t level_elems(const AttnShape& s, int64_t l) { return s.B * s.H * level_len(s.T, int(l)) * s.dh; }
+
+bool attention_forward_with(FwdKernel kern, const AttnShape& s, const std::vector<const void*>& q,
+                            const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid,
+                            float* o, float* lse) {
+  return forward_with<float>(kern, s, q, k, v, lambda, valid, o, lse);
+}
+bool attention_backward_with(BwdKernel kern, const AttnShape& s, const std::vector<const void*>& q,
+                             const std::vector<const void*>& k, const void* v, const void* lambda, const bool* valid,
+                             const float* o, const float* lse, const float* dout, const std::vector<void*>& dq,
+                             const std::vector<void*>& dk, float* dv, float* dlambda) {
+  return backward_with<float>(kern, s, q, k, v, lambda, valid, o, lse, dout, dq, dk, dv, dlambda);
+}
+
+// The kernel: the switch's when HKT_CUDA_ATTN_FWD is set; else, for float,
+// the lab's chooser's when one is installed (its autotuner); else general.
+// A kernel that cannot take the call leaves it to general.
 template <class T>
 void attention_forward(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
                        const void* v, const void* lambda, const bool* valid, void* o, void* lse) {
@@ -611,17 +399,9 @@ void attention_forward(const AttnShape& s, const std::vector<const void*>& q, co
   FwdKernel kern = fwd_kernel_knob(&set);
   if constexpr (std::is_same_v<T, float>) {
     expect_installed(kern, set);
-    if (!set && attention_autotune_mode() > 0) {
-      const TuneKey key = tune_key(false, s, valid, mma_rows_aligned(s.dh, q, k, v, o), 0);
-      const std::vector<FwdKernel> cands = fwd_candidates();
-      const int64_t rows = s.B * s.H * s.T;
-      kern = cands[size_t(autotune(
-          key, names_of(cands),
-          [&](int i) { return forward_with<float>(cands[size_t(i)], s, q, k, v, lambda, valid, o, lse); },
-          [&]() -> std::vector<TuneOutput> {
-            return {{static_cast<const float*>(o), rows * s.dh}, {static_cast<const float*>(lse), rows}};
-          }))];
-    }
+    if (!set && attention_variants().choose_forward)
+      kern = attention_variants().choose_forward(s, q, k, v, lambda, valid, static_cast<float*>(o),
+                                                 static_cast<float*>(lse));
   }
   if (!forward_with<T>(kern, s, q, k, v, lambda, valid, o, lse))
     forward_with<T>(FwdKernel::general, s, q, k, v, lambda, valid, o, lse);
@@ -642,28 +422,10 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   BwdKernel kern = bwd_kernel_knob(&set);
   if constexpr (std::is_same_v<T, float>) {
     expect_installed(kern, set);
-    if (!set && attention_autotune_mode() > 0) {
-      const unsigned want = (dq.empty() ? 0u : 1u) | (dk.empty() ? 0u : 2u) | (dv ? 4u : 0u) | (dlambda ? 8u : 0u);
-      const TuneKey key = tune_key(true, s, valid, mma_rows_aligned(s.dh, q, k, v, dout, dq, dk, dv), want);
-      const std::vector<BwdKernel> cands = bwd_candidates();
-      kern = cands[size_t(autotune(
-          key, names_of(cands),
-          [&](int i) {
-            return backward_with<float>(cands[size_t(i)], s, q, k, v, lambda, valid, o, lse, dout, dq, dk, dv,
-                                        dlambda);
-          },
-          [&] {
-            std::vector<TuneOutput> outs;
-            for (int64_t l = 0; l < s.L; ++l) {
-              const int64_t n = level_elems(s, l);
-              if (!dq.empty()) outs.push_back({static_cast<const float*>(dq[size_t(l)]), n});
-              if (!dk.empty()) outs.push_back({static_cast<const float*>(dk[size_t(l)]), n});
-            }
-            if (dv) outs.push_back({static_cast<const float*>(dv), level_elems(s, 0)});
-            if (dlambda) outs.push_back({static_cast<const float*>(dlambda), s.H * s.L});
-            return outs;
-          }))];
-    }
+    if (!set && attention_variants().choose_backward)
+      kern = attention_variants().choose_backward(s, q, k, v, lambda, valid, static_cast<const float*>(o),
+                                                  static_cast<const float*>(lse), static_cast<const float*>(dout),
+                                                  dq, dk, static_cast<float*>(dv), static_cast<float*>(dlambda));
   }
   if (backward_with<T>(kern, s, q, k, v, lambda, valid, o, lse, dout, dq, dk, dv, dlambda)) return;
   if (kern == BwdKernel::wgmma &&

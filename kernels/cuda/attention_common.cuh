@@ -59,7 +59,7 @@ __host__ __device__ inline int64_t level_len(int64_t T, int l) { return (T + (in
 // multiple of 4, as the tensor-core loads need (tile_mm.cuh).
 // smem_acc: the backward's level-0 accumulators (dK_0, dV; dQ_0) live in
 // shared memory (the default, float64 always) rather than in registers
-// (wmma_tf32::AccFrags, HKT_CUDA_ATTN_BWD_ACC=regs).
+// (wmma_tf32::AccFrags: tools/cuda-lab's bwd 1, HKT_CUDA_ATTN_BWD_ACC=regs).
 struct Layout {
   int dhp, ld, lds, BT, G1, L;
   bool smem_acc;

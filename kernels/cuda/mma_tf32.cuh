@@ -7,7 +7,7 @@
 //   B (8 x 8, col):   b0 = B[t][g], b1 = B[t + 4][g]
 //   C, D (16 x 8):    c0 = C[g][2t], c1 = C[g][2t + 1], c2 = C[g + 8][2t], c3 = C[g + 8][2t + 1]
 // 3xTF32 (x = hi + lo, a b ~ a_hi b_hi + a_hi b_lo + a_lo b_hi) keeps float32
-// accuracy (split_tf32), as tile_mm.cuh's WMMA path does. tests/cuda_emu emulates the
+// accuracy (split_tf32), as tile_mm.cuh's WMMA path does. kernels/cuda_emu emulates the
 // instruction (its stand-in for ptx.cuh).
 #pragma once
 #include <cstdint>

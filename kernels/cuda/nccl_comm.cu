@@ -4,7 +4,7 @@
 // says that there is no NCCL.
 #include "kernels/cuda/nccl_comm.hpp"
 
-#if defined(HKT_WITH_NCCL)  // only the library target defines it; the emulator (tests/cuda_emu) never does
+#if defined(HKT_WITH_NCCL)  // only the library target defines it; the emulator (kernels/cuda_emu) never does
 #include <nccl.h>
 
 #include <cstring>

@@ -1,6 +1,6 @@
 // The device instructions the kernels reach through inline PTX, and the
 // launch macros: one function or macro each, so that the kernels never test
-// how they are built. tests/cuda_emu supplies a stand-in of this header
+// how they are built. kernels/cuda_emu supplies a stand-in of this header
 // (ptx_emu.hpp, included by hkt_cuda_emu.hpp before any kernel source, which
 // defines this header's guard): there every function below runs the
 // emulator's model of the instruction, the launch macros queue a launch on the

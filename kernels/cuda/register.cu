@@ -120,7 +120,7 @@ void register_cuda_kernels(Tables& t) {
   HKT_CUDA_FLOAT(t.dropout, cuda::dropout_mask);
   HKT_CUDA_FLOAT(t.bias_gelu, cuda::bias_gelu_forward);
   HKT_CUDA_FLOAT(t.bias_gelu_backward, cuda::bias_gelu_backward);
-  // The default attention kernels: attention.cu's dispatcher (knobs, autotuner, fallbacks).
+  // The default attention kernels: attention.cu's dispatcher (switches, the lab's chooser, fallbacks).
   HKT_CUDA_FLOAT(t.attention, cuda::attention_forward);
   HKT_CUDA_FLOAT(t.attention_backward, cuda::attention_backward);
 }

@@ -29,7 +29,7 @@
 // transpose for .tf32), so an operand whose contracted index is its row index
 // (V in P V) is stored transposed.
 //
-// tests/cuda_emu emulates the instructions per warp:
+// kernels/cuda_emu emulates the instructions per warp:
 // products run at the wait, so a kernel that reads D before it, or changes
 // the operands' shared memory or A's registers first, sees wrong results.
 #pragma once

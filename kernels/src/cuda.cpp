@@ -3,7 +3,7 @@
 
 #include "hkt/core/error.hpp"
 #if HKT_WITH_CUDA
-#include "kernels/cuda/attention_tune.hpp"
+#include "kernels/cuda/attention_variants.hpp"
 #include "kernels/cuda/runtime.hpp"
 #endif
 
@@ -19,9 +19,6 @@ CudaMemoryStats cuda_memory_stats() {
   return {s.allocated_bytes, s.cached_bytes, s.peak_allocated_bytes, s.device_mallocs, s.cache_hits};
 }
 void cuda_empty_cache() { cuda::empty_cache(); }
-void cuda_attention_autotune(bool on, bool verbose) { cuda::set_attention_autotune(on ? (verbose ? 2 : 1) : 0); }
-bool cuda_attention_autotune_enabled() { return cuda::attention_autotune_mode() > 0; }
-bool cuda_attention_kernel_skipped(const std::string& name) { return !cuda::autotune_may_try(name); }
 std::string cuda_attention_kernel_knobs() {
   bool fwd = false, bwd = false;
   const cuda::FwdKernel f = cuda::fwd_kernel_knob(&fwd);
@@ -30,21 +27,6 @@ std::string cuda_attention_kernel_knobs() {
   if (bwd) s += str_cat(fwd ? ", " : "", "backward ", cuda::kernel_name(b));
   return s;
 }
-CudaAttentionAutotuneScope::CudaAttentionAutotuneScope(bool on, bool verbose)
-    : previous_(cuda::attention_autotune_setting()) {
-  cuda_attention_autotune(on, verbose);
-}
-CudaAttentionAutotuneScope::~CudaAttentionAutotuneScope() { cuda::set_attention_autotune(previous_); }
-std::vector<CudaAttentionChoice> cuda_attention_autotune_choices() {
-  std::vector<CudaAttentionChoice> out;
-  for (const cuda::TuneResult& r : cuda::attention_autotune_results()) {
-    CudaAttentionChoice c{cuda::describe(r.key), r.chosen, {}, r.preset};
-    for (const cuda::TuneTrial& t : r.trials) c.trials.push_back({t.kernel, t.ms, t.outcome});
-    out.push_back(std::move(c));
-  }
-  return out;
-}
-void cuda_attention_autotune_reset() { cuda::clear_attention_autotune(); }
 #else
 bool cuda_is_built() { return false; }
 int cuda_device_count() { return 0; }
@@ -54,14 +36,7 @@ std::string cuda_unavailable_reason() {
 void cuda_synchronize() {}
 CudaMemoryStats cuda_memory_stats() { return {}; }
 void cuda_empty_cache() {}
-void cuda_attention_autotune(bool, bool) {}
-bool cuda_attention_autotune_enabled() { return false; }
-bool cuda_attention_kernel_skipped(const std::string&) { return false; }
 std::string cuda_attention_kernel_knobs() { return ""; }
-CudaAttentionAutotuneScope::CudaAttentionAutotuneScope(bool, bool) : previous_(-1) {}
-CudaAttentionAutotuneScope::~CudaAttentionAutotuneScope() = default;
-std::vector<CudaAttentionChoice> cuda_attention_autotune_choices() { return {}; }
-void cuda_attention_autotune_reset() {}
 #endif
 
 bool cuda_is_available() { return cuda_device_count() > 0; }

@@ -100,7 +100,6 @@ int main(int argc, char** argv) {
       ropt.quiet = quiet;
       ropt.overwrite = overwrite;
       ropt.device = device;
-      ropt.cuda_autotune = topts.cuda_autotune();
       const hkt::tasks::TrainResult r = hkt::tasks::train(cfg, ropt);
       char ms[32];
       std::snprintf(ms, sizeof ms, "%.1f", 1000.0 * r.s_per_step);
@@ -115,7 +114,6 @@ int main(int argc, char** argv) {
     if (!writer) return 0;
     hkt::tasks::write_file_atomic(run_dir + "/results.md", doc.str());
     std::cout << "\n" << doc.str() << "\n(written to " << run_dir << "/results.md)\n";
-    if (!quiet) hkt::tasks::print_attention_kernels(std::cout);
     return 0;
   } catch (const hkt::tasks::InputError& e) {
     std::cerr << "hkt-compare: error: " << e.what() << "\n";

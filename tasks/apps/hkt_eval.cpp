@@ -1,10 +1,7 @@
 // hkt-eval: evaluates a trained classifier on a split of its task: loss,
 // accuracy with its 95% interval, per-class accuracy and the confusion matrix.
 // It runs the trainer's own evaluate(), so on the run's test split it gives
-// exactly the test accuracy of the run's summary.json. With --device cuda, a
-// run folder's attention_kernels.json (hkt-train --cuda-autotune) names the
-// attention kernels the run used, and they run again, so the figures match
-// the run's there too.
+// exactly the test accuracy of the run's summary.json.
 //
 //   hkt-eval runs/cpu/imdb/hkt/seed1                       # best.safetensors on the run's test split
 //   hkt-eval runs/cpu/imdb/hkt/seed1 --test-size 0         # the whole test split (file tasks)
@@ -21,7 +18,6 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <thread>
 
 #include "hkt/analysis/report.hpp"
@@ -79,8 +75,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)")
       ->check(CLI::Range(int64_t{0}, int64_t{1024}));
   app.add_option("--device", device,
-                 "where to evaluate: cpu, or cuda (needs a GPU and a CUDA build; runs the attention kernels a run "
-                 "folder's attention_kernels.json names)")
+                 "where to evaluate: cpu, or cuda (needs a GPU and a CUDA build)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   app.add_option("--json", json_out, "also write the result as JSON to this file");
@@ -108,7 +103,6 @@ int main(int argc, char** argv) {
   // Bad input (a missing path, data or device, a model that does not fit the data): exit 2.
   hkt::analysis::LoadedModel lm;
   hkt::tasks::Dataset data;
-  std::optional<hkt::tasks::RunAttentionKernels> kernels;  // while evaluating
   std::string task_name = task;
   bool writer = true;  // rank 0 of a job of several processes prints and writes
   try {
@@ -154,9 +148,6 @@ int main(int argc, char** argv) {
           hkt::tasks::estimate_step_memory(mc, batch_size, data.seq_len, data.size(), per_example, false),
           max_memory_gib * 1024.0 * 1024.0 * 1024.0, "evaluation");
     }
-    // The run's own kernels for the shapes it tuned (a malformed file: exit 2).
-    if (device == "cuda")
-      kernels.emplace(lm.run_dir, hkt::Device::cuda(), hkt::tasks::KernelsUse::evaluate);
   } catch (const std::exception& e) {
     std::cerr << "hkt-eval: error: " << e.what() << "\n";
     return hkt::tasks::end_job(2);
@@ -201,7 +192,6 @@ int main(int argc, char** argv) {
       for (size_t p = 0; p < cr.size(); ++p) std::cout << (p ? " " : "") << cr[p].get<int64_t>();
       std::cout << "\n";
     }
-    if (kernels && kernels->read()) hkt::tasks::print_attention_kernels(std::cout);
     if (!json_out.empty()) {
       nlohmann::json j = {{"path", path},           {"weights", lm.weights},  {"step", step},
                           {"task", task_name},      {"split", split},         {"data", data.name},

@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
                "tasks/include/hkt/tasks/experiment.hpp and docs/results.md.",
                "hkt-experiment"};
   std::string file, out_dir, only, exact, device = "cpu";
-  bool list = false, report_only = false, quiet = false, no_report = false, autotune = false;
+  bool list = false, report_only = false, quiet = false, no_report = false;
   int jobs = 1;
   app.add_option("experiment", file, "experiment file (JSON)")->required()->check(CLI::ExistingFile);
   app.add_option("--out-dir", out_dir, "folder of the runs and results (default: the file's out_dir)");
@@ -182,9 +182,6 @@ int main(int argc, char** argv) {
   app.add_flag("--report", report_only, "only rebuild results.md / results.csv from the finished runs");
   app.add_flag("--quiet", quiet, "no training output");
   hkt::apps::add_device_flag(app, device);  // not part of a run's config: a run may resume on another device
-  app.add_flag("--cuda-autotune", autotune,
-               "with --device cuda: each run chooses its attention kernels by timing them, keeping the choices in "
-               "its run folder (hkt-train --cuda-autotune)");
   if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;
 
   Experiment e;
@@ -282,7 +279,6 @@ int main(int argc, char** argv) {
   try {
     if (!report_only) {
       const hkt::Device dev = hkt::apps::device_from_flag(device);
-      if (autotune && dev.is_cpu()) throw InputError("--cuda-autotune: only with --device cuda");
       if ((jobs == 1 && e.launcher.empty()) || !launched_state.empty()) {
         for (const size_t i : order) {
           const ExperimentRun& r = e.runs[i];
@@ -296,7 +292,6 @@ int main(int argc, char** argv) {
           RunOptions opt;
           opt.quiet = quiet;
           opt.device = dev;
-          opt.cuda_autotune = autotune;
           if (st == RunState::Started)
             resume(r.cfg.run_dir, opt);
           else
@@ -329,7 +324,6 @@ int main(int argc, char** argv) {
             const fs::path log = logs / (r.task + "-" + r.model + "-seed" + std::to_string(r.seed) + ".log");
             std::vector<std::string> args = {file,      "--out-dir", e.out_dir, "--run",
                                              run_id(r), "--device",  device,    "--no-report"};
-            if (autotune) args.push_back("--cuda-autotune");
             if (!e.launcher.empty()) {
               args.push_back("--launched-as");
               args.push_back(run_state(r.cfg.run_dir) == RunState::Started ? "started" : "new");

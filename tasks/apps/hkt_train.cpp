@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1e9));
   CLI::Option* resume_opt = app.add_option("--resume", resume_dir,
                  "continue the run in RUN_DIR from its last checkpoint, with its config.json (only --threads, --quiet, "
-                 "--device, --cuda-autotune, --max-memory, --no-overlap and --stop-after may be given with it)");
+                 "--device, --max-memory, --no-overlap and --stop-after may be given with it)");
   app.add_flag("--no-overlap", no_overlap,
                "with several processes (mpirun): reduce the gradient buckets with blocking all-reduces, one after "
                "the other, instead of non-blocking ones started as each bucket is packed (docs/distributed.md)");
@@ -66,7 +66,6 @@ int main(int argc, char** argv) {
     ropt.overwrite = overwrite;
     ropt.max_memory = max_memory_gib * 1024.0 * 1024.0 * 1024.0;
     ropt.device = topts.device();
-    ropt.cuda_autotune = topts.cuda_autotune();
     ropt.overlap = !no_overlap;
     ropt.stop_after = stop_after;
     if (!resume_dir.empty()) {
@@ -82,7 +81,6 @@ int main(int argc, char** argv) {
       }
       if (topts.threads_given() && topts.threads() > 0) hkt::set_num_threads(topts.threads());
       hkt::tasks::resume(resume_dir, ropt);
-      if (!quiet) hkt::tasks::print_attention_kernels(std::cout);
       return 0;
     }
     hkt::tasks::TrainConfig cfg;
@@ -99,7 +97,6 @@ int main(int argc, char** argv) {
       return 0;
     }
     hkt::tasks::train(cfg, ropt);
-    if (!quiet) hkt::tasks::print_attention_kernels(std::cout);
     return 0;
   } catch (const hkt::tasks::InputError& e) {
     std::cerr << "hkt-train: error: " << hkt::tasks::rank_prefix() << e.what() << "\n";

@@ -14,7 +14,6 @@
 
 #include "hkt/core/error.hpp"
 #include "hkt/kernels/cuda.hpp"
-#include "hkt/tasks/attention_kernels.hpp"
 #include "hkt/tasks/train.hpp"
 
 namespace hkt::apps {
@@ -115,20 +114,11 @@ class TrainOptions {
     flag(app, "--threads", &C::threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)");
     // Not part of the config: a run may be resumed on another device.
     add_device_flag(app, device_);
-    app.add_flag("--cuda-autotune", autotune_,
-                 "with --device cuda: choose the fused attention's kernels per shape by timing every variant on its "
-                 "first call, each checked against the default kernel (docs/cuda.md, \"Choosing the kernel\")");
   }
 
   // The --device given; throws tasks::InputError (exit status 2) when CUDA is
-  // asked for but not available (no CUDA build, no driver or no GPU), or
-  // --cuda-autotune without --device cuda.
-  Device device() const {
-    const Device d = device_from_flag(device_);
-    if (autotune_ && d.is_cpu()) throw tasks::InputError("--cuda-autotune: only with --device cuda");
-    return d;
-  }
-  bool cuda_autotune() const { return autotune_; }  // for RunOptions::cuda_autotune
+  // asked for but not available (no CUDA build, no driver or no GPU).
+  Device device() const { return device_from_flag(device_); }
 
   // Defaults, then --config, then the flags given, then one epoch when neither
   // steps nor epochs is set. With `check`, validated; the error then names the
@@ -235,7 +225,6 @@ class TrainOptions {
   tasks::TrainConfig tmp_;
   std::string config_file_;
   std::string device_ = "cpu";
-  bool autotune_ = false;
   std::vector<std::pair<CLI::Option*, Setter>> setters_;
   std::vector<std::shared_ptr<void>> holders_;
 };

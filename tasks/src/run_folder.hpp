@@ -8,16 +8,15 @@
 #include <filesystem>
 #include <string>
 
-#include "hkt/tasks/attention_kernels.hpp"
 #include "hkt/tasks/train.hpp"
 
 namespace hkt::tasks::detail {
 
 // What a run writes into its folder (the lock file aside).
-inline constexpr const char* kRunFiles[] = {"config.json",      "metrics.jsonl",    "checkpoint",
-                                            "checkpoint.tmp",   "checkpoint.old",   "checkpoint.trash",
-                                            "best.safetensors", "summary.json",     kAttentionKernelsFile,
-                                            "data.json",        kTestPredictionsFile};
+inline constexpr const char* kRunFiles[] = {"config.json",      "metrics.jsonl",  "checkpoint",
+                                            "checkpoint.tmp",   "checkpoint.old", "checkpoint.trash",
+                                            "best.safetensors", "summary.json",   "data.json",
+                                            kTestPredictionsFile};
 // Where --overwrite moves the run it replaces until the new run's first checkpoint.
 inline constexpr const char* kReplaced = "replaced";
 

@@ -15,7 +15,6 @@
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/threads.hpp"
-#include "hkt/tasks/attention_kernels.hpp"
 #include "train_run.hpp"
 
 namespace hkt::tasks {
@@ -273,8 +272,6 @@ TrainResult Run::go(bool resuming) {
   if (!dir.empty() && !resuming && writer()) start_folder();
   // The other ranks read the checkpoint once rank 0 holds the folder.
   if (W.size > 1) barrier();
-  const RunAttentionKernels kernels(dir.string(), ropt.device, resuming ? KernelsUse::resume : KernelsUse::train,
-                                    ropt.cuda_autotune);
   if (!dir.empty() && resuming) restore(con);
   const int64_t np = model->num_parameters();
   con.line("task " + cfg.task + ": train " + std::to_string(data.train.size()) + ", val " +
@@ -309,19 +306,12 @@ TrainResult Run::go(bool resuming) {
 
 using namespace detail;
 
-// RunOptions::cuda_autotune: only on a CUDA device; checked before anything is written.
-static void check_autotune(const RunOptions& opt) {
-  if (opt.cuda_autotune && opt.device.is_cpu())
-    throw InputError("cuda_autotune (--cuda-autotune): only on a CUDA device (--device cuda)");
-}
-
 TrainResult train(const TrainConfig& cfg, const RunOptions& opt) {
   try {
     cfg.validate();
   } catch (const Error& e) {
     throw InputError(e.what());
   }
-  check_autotune(opt);
   detail::Run run;
   run.cfg = cfg;
   run.ropt = opt;
@@ -330,7 +320,6 @@ TrainResult train(const TrainConfig& cfg, const RunOptions& opt) {
 }
 
 TrainResult resume(const std::string& run_dir, const RunOptions& opt) {
-  check_autotune(opt);
   if (run_dir.empty()) throw InputError("resume: the run folder is empty (an unset variable?)");
   const fs::path dir(run_dir);
   check_run_folder(dir, "resume");

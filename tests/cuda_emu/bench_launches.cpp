@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "cuda_emu/emulated.hpp"
+#include "kernels/cuda_emu/emulated.hpp"
 #include "hkt/tasks.hpp"
 #include "hkt/tasks/train.hpp"
 

@@ -1,6 +1,6 @@
 // Small kernels that check the emulator itself (tests/test_cuda_emulator.cpp):
 // compiled like an emulated .cu file; plain host functions run them.
-#include "cuda_emu/hkt_cuda_emu.hpp"
+#include "kernels/cuda_emu/hkt_cuda_emu.hpp"
 
 #include <mma.h>
 

@@ -2,7 +2,7 @@
 // that a kernel can fetch its next tile while it computes on the current one.
 // A thread's copies land in shared memory once it waits for them
 // (cp_async_wait_all); a barrier after that makes every thread's copies
-// visible to the block. tests/cuda_emu emulates the instructions, copies
+// visible to the block. kernels/cuda_emu emulates the instructions, copies
 // landing only at the wait.
 #pragma once
 #include <cstdint>

@@ -2,7 +2,7 @@
 // attention_bwd_mma.cu, attention_bwd_fused.cu): float32, head dims up to 64,
 // 64-row tiles. install_lab_variants (variants.cpp) hands them to the library
 // (attention_variants.hpp), which runs them when HKT_CUDA_ATTN_FWD=mma /
-// HKT_CUDA_ATTN_BWD=mma or fused, or the autotuner picks them.
+// HKT_CUDA_ATTN_BWD=mma or fused, or the lab's autotuner picks them.
 // Plain C++; device pointers.
 #pragma once
 #include <cstdint>
@@ -71,5 +71,14 @@ void attention_backward_fused(const AttnShape& s, const std::vector<const void*>
                               const float* dout, const float* lse, const float* D, const std::vector<void*>& dq,
                               const std::vector<void*>& dk, float* dv, double* part,
                               FusedBwd variant = FusedBwd::warps4);
+
+// bwd 1 (HKT_CUDA_ATTN_BWD_ACC=regs; attention_bwd_regs.cu): the library's
+// general backward kernels with their level-0 accumulators in registers.
+// The arguments of an AttnBackwardVariant; false where it cannot take the
+// call (dh > 64, or a 64-row tile that does not fit in shared memory).
+bool attention_backward_regs(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                             const void* v, const void* lambda, const bool* valid, const float* dout,
+                             const float* lse, const float* D, const std::vector<void*>& dq,
+                             const std::vector<void*>& dk, float* dv, double* part);
 
 }  // namespace hkt::cuda

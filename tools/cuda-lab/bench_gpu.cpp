@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "hkt/hkt.hpp"
+#include "tools/cuda-lab/attention_tune.hpp"
 #include "tools/cuda-lab/variants.hpp"
 
 using namespace hkt;
@@ -157,7 +158,7 @@ std::string skipped_kernel(const KnobSet& env) {
       kernel = value;
     else if (!std::strcmp(name, "HKT_CUDA_ATTN_BWD_ACC") && !std::strcmp(value, "regs"))
       kernel = "general-regs";
-    if (!kernel.empty() && cuda_attention_kernel_skipped(kernel)) return kernel;
+    if (!kernel.empty() && !cuda::autotune_may_try(kernel)) return kernel;
   }
   return "";
 }
@@ -230,7 +231,7 @@ void bench_variants(int reps) {
       }
 }
 
-// With autotuning on (hkt::cuda_attention_autotune, the caller's): MHA and
+// With the lab's autotuner on (attention_tune.hpp, the caller's): MHA and
 // HKT L = 3 at every T, each shape's kernels chosen by timing every variant on
 // its first call (the warm-up, untimed), against the default kernels' rows
 // above. Last: the tuner runs the never-measured variants too.
@@ -238,13 +239,14 @@ void bench_autotuned(int64_t max_t, int reps) {
   for (int64_t T = 1024; T <= max_t; T *= 2) {
     double mha_both = 0;
     for (int64_t L : {1, 3}) {
-      const size_t before = cuda_attention_autotune_choices().size();
+      const size_t before = cuda::attention_autotune_results().size();
       const auto [fwd, both] = time_attention(T, L, reps);
       if (L == 1) mha_both = both;
       std::string chosen;
-      const std::vector<CudaAttentionChoice> c = cuda_attention_autotune_choices();
+      const std::vector<cuda::TuneResult> c = cuda::attention_autotune_results();
       for (size_t i = before; i < c.size(); ++i)
-        chosen += (chosen.empty() ? "" : ", ") + c[i].call.substr(0, c[i].call.find(' ')) + " " + c[i].kernel;
+        chosen += (chosen.empty() ? "" : ", ") + std::string(c[i].key.backward ? "backward" : "forward") + " " +
+                  c[i].chosen;
       const auto [dfwd, dboth] = g_default_ms[{T, L}];
       char extra[256], vs_mha[48] = "";
       if (L > 1) std::snprintf(vs_mha, sizeof vs_mha, ", %.2fx MHA autotuned", both / mha_both);
@@ -254,9 +256,9 @@ void bench_autotuned(int64_t max_t, int reps) {
     }
   }
   // Every decision, each candidate's time: the table's evidence.
-  for (const CudaAttentionChoice& c : cuda_attention_autotune_choices()) {
-    std::string line = "hkt-bench-gpu: autotune " + c.call + ":";
-    for (const CudaAttentionTrial& t : c.trials) {
+  for (const cuda::TuneResult& c : cuda::attention_autotune_results()) {
+    std::string line = "hkt-bench-gpu: autotune " + cuda::describe(c.key) + ":";
+    for (const cuda::TuneTrial& t : c.trials) {
       char ms[32] = "";
       if (t.ms >= 0) std::snprintf(ms, sizeof ms, " %.2f ms", t.ms);
       line += " " + t.kernel + (t.ms >= 0 ? std::string(ms) : " (" + t.outcome + ")") +
@@ -453,9 +455,11 @@ int main(int argc, char** argv) {
                    knobs.c_str());
     } else {
       bench_variants(reps);
-      const CudaAttentionAutotuneScope tuned(true);
+      const int previous = cuda::attention_autotune_setting();
+      cuda::set_attention_autotune(1);
       bench_autotuned(max_t, reps);
       bench_train_step(reps, "hkt autotuned");  // its attention kernels tuned on the warm-up step
+      cuda::set_attention_autotune(previous);
     }
     const CudaMemoryStats m = cuda_memory_stats();
     std::fprintf(stderr, "hkt-bench-gpu: peak device memory %.1f MiB, %llu cudaMalloc calls, %llu cache hits\n",

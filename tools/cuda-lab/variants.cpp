@@ -1,10 +1,13 @@
 // The lab's kernels handed to the library (kernels/cuda/attention_variants.hpp):
-// after install_lab_variants(), HKT_CUDA_ATTN_FWD / _BWD name them and the
-// autotuner tries them against the default kernels. Numbered as in README.md.
+// after install_lab_variants(), HKT_CUDA_ATTN_FWD / _BWD / _BWD_ACC name them
+// and the lab's autotuner (attention_tune.hpp), installed as the library's
+// chooser, tries them against the default kernels when it is on. Numbered as
+// in README.md.
 #include "tools/cuda-lab/variants.hpp"
 
 #include "kernels/cuda/attention_variants.hpp"
 #include "tools/cuda-lab/attention_mma.hpp"
+#include "tools/cuda-lab/attention_tune.hpp"
 
 namespace hkt::cuda {
 namespace {
@@ -60,6 +63,7 @@ void install_lab_variants() {
   a.forward[int(FwdKernel::mma)] = &fwd_mma<FwdMma::plain>;       // fwd 1
   a.forward[int(FwdKernel::mma_async)] = &fwd_mma<FwdMma::async>;  // fwd 2
   a.forward[int(FwdKernel::mma_lean)] = &fwd_mma<FwdMma::lean>;    // fwd 3
+  a.backward[int(BwdKernel::general_regs)] = &attention_backward_regs;          // bwd 1
   a.backward[int(BwdKernel::mma)] = &bwd_mma;                                   // bwd 2
   a.backward[int(BwdKernel::fused)] = &bwd_fused<FusedBwd::warps4>;             // bwd 3
   a.backward[int(BwdKernel::fused8)] = &bwd_fused<FusedBwd::warps8>;            // bwd 4
@@ -69,6 +73,8 @@ void install_lab_variants() {
   a.forward[int(FwdKernel::wgmma2)] = &fwd_wgmma<2>;  // fwd 5
   a.backward[int(BwdKernel::wgmma)] = &bwd_wgmma;     // bwd 6
 #endif
+  a.choose_forward = &tuned_forward;  // the tuner: general unless it is on
+  a.choose_backward = &tuned_backward;
 }
 
 }  // namespace hkt::cuda

@@ -2,7 +2,6 @@
 // header of the tasks layer: data sets, the trainer, experiments, run files.
 #pragma once
 #include "hkt/hkt.hpp"
-#include "hkt/tasks/attention_kernels.hpp"
 #include "hkt/tasks/dataset.hpp"
 #include "hkt/tasks/distributed.hpp"
 #include "hkt/tasks/experiment.hpp"

@@ -148,14 +148,6 @@ struct RunOptions {
   // Where the model and the batches live (not part of the config, so a run
   // may be resumed on another device). CUDA needs a GPU (hkt::require_cuda).
   Device device = Device::cpu();
-  // On a CUDA device: choose the fused attention's kernels per shape by
-  // timing them (hkt::cuda_attention_autotune; docs/cuda.md, "Choosing the
-  // kernel"), keeping the decisions in RUN_DIR/attention_kernels.json. A
-  // resumed run on a CUDA device reads that file back whenever it exists,
-  // so it runs the kernels the interrupted one chose (and ends with the same
-  // bytes); tasks::RunAttentionKernels (attention_kernels.hpp). The tuner's
-  // setting is the caller's again when the run returns. InputError on the CPU.
-  bool cuda_autotune = false;
   // Data-parallel training (several processes, docs/distributed.md): true =
   // each gradient bucket's all-reduce is non-blocking, started as soon as the
   // bucket is packed; false = blocking, one bucket after the other (to compare).

@@ -1,9 +1,13 @@
-// The fused attention's kernel variants by name, and the autotuner that picks
-// one per shape by running them all (HKT_CUDA_ATTN_AUTOTUNE=1, or
-// hkt::cuda_attention_autotune: docs/cuda.md, "Choosing the kernel"), as
-// cuDNN's benchmark mode does for convolutions. Every candidate's results are
-// compared with the reference kernel's on the call's own inputs before it is
-// timed, so a variant that is wrong on some device or shape is never chosen.
+// The lab's autotuner of the fused attention (docs/cuda.md, "The lab"): the
+// first float32 call of each shape (and pass, mask, gradients asked for) runs
+// every kernel the program has (the library's general kernels and the lab's
+// installed variants), compares each one's results with the general kernel's
+// on the call's own inputs (kTuneRelTol), times the ones that match and keeps
+// the fastest for the later calls, as cuDNN's benchmark mode does. On with
+// HKT_CUDA_ATTN_AUTOTUNE=1 (or verbose: a line per decision on stderr) or
+// set_attention_autotune; HKT_CUDA_ATTN_FWD / _BWD, when set, win over it.
+// install_lab_variants() (variants.cpp) installs it into the library
+// (attention_variants.hpp: choose_forward / choose_backward).
 // Plain C++ (attention_tune.cu); device pointers.
 #pragma once
 #include <cstdint>
@@ -11,21 +15,9 @@
 #include <string>
 #include <vector>
 
-namespace hkt::cuda {
+#include "kernels/cuda/attention_variants.hpp"
 
-// The values of the knobs HKT_CUDA_ATTN_FWD and HKT_CUDA_ATTN_BWD (general:
-// the default kernels of attention.cu; general-regs: the general backward
-// with its accumulators in registers, also HKT_CUDA_ATTN_BWD_ACC=regs; the
-// others are tools/cuda-lab's, attention_variants.hpp).
-enum class FwdKernel { general, mma, mma_async, mma_lean, wgmma, wgmma2 };
-enum class BwdKernel { general, general_regs, mma, fused, fused8, fused8_async, wgmma };
-inline constexpr int kFwdKernels = 6, kBwdKernels = 7;
-const char* kernel_name(FwdKernel k);
-const char* kernel_name(BwdKernel k);
-// The kernel a knob names; `set` tells whether the variable is set at all.
-// Throws hkt::Error naming the variable and the accepted values for any other value.
-FwdKernel fwd_kernel_knob(bool* set);
-BwdKernel bwd_kernel_knob(bool* set);
+namespace hkt::cuda {
 
 // What makes two calls the same to the tuner: the pass, the shape, and what
 // decides which kernels can take the call.
@@ -82,9 +74,6 @@ void clear_attention_autotune();
 void set_attention_decision(const TuneKey& key, const std::string& kernel);
 // The kernel decided for `key` ("" when none is).
 std::string attention_decision(const TuneKey& key);
-// Called after each new decision of the tuner (outside its lock), e.g. to
-// save the decisions; an empty function removes it.
-void set_attention_autotune_listener(std::function<void()> f);
 
 // Relative tolerance against the reference: the accuracy every kernel is
 // tested to against the CPU (docs/cuda.md).
@@ -105,5 +94,15 @@ constexpr double kTuneRelTol = 1e-4;
 // whatever ran last: the caller runs the chosen kernel.
 int autotune(const TuneKey& key, const std::vector<std::string>& names, const std::function<bool(int)>& run,
              const std::function<std::vector<TuneOutput>()>& outputs);
+
+// The library's chooser hooks (AttnForwardChooser, AttnBackwardChooser): with
+// the tuner on, autotune() over general and every installed variant (the
+// reference first); with it off, general.
+FwdKernel tuned_forward(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                        const void* v, const void* lambda, const bool* valid, float* o, float* lse);
+BwdKernel tuned_backward(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                         const void* v, const void* lambda, const bool* valid, const float* o, const float* lse,
+                         const float* dout, const std::vector<void*>& dq, const std::vector<void*>& dk, float* dv,
+                         float* dlambda);
 
 }  // namespace hkt::cuda

@@ -1,4 +1,4 @@
-// The attention autotuner (kernels/cuda/attention_tune.cu) with made-up
+// The lab's attention autotuner (tools/cuda-lab/attention_tune.cu) with made-up
 // candidates, in the CPU emulator of the CUDA kernels: which candidate it
 // keeps, why it passes over the others, that it runs nothing once a shape is
 // decided, and the knobs' errors. The real kernels under the tuner:
@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "helpers/host_device_memory.hpp"
+#include "kernels/cuda_emu/host_memory.hpp"
 #include "hkt/core/error.hpp"
-#include "kernels/cuda/attention_tune.hpp"
+#include "tools/cuda-lab/attention_tune.hpp"
 
 using namespace hkt;
 using namespace hkt::cuda;
@@ -62,7 +62,7 @@ TuneKey key(int64_t T) { return TuneKey{false, 2, 4, T, 64, 3, true, false, true
 }  // namespace
 
 TEST_CASE("attention autotune: keeps the fastest candidate whose results match the reference") {
-  test::install_host_allocator();
+  hkt_emu::install_host_allocator();
   clear_attention_autotune();
   Fake f;
   const int chosen = autotune(key(100), kNames, [&](int i) { return f.run(i); }, [&] { return f.outputs(); });
@@ -98,7 +98,7 @@ TEST_CASE("attention autotune: keeps the fastest candidate whose results match t
 }
 
 TEST_CASE("attention autotune: a decided shape runs no candidate; another shape is tuned again") {
-  test::install_host_allocator();
+  hkt_emu::install_host_allocator();
   clear_attention_autotune();
   Fake f;
   REQUIRE(autotune(key(100), kNames, [&](int i) { return f.run(i); }, [&] { return f.outputs(); }) == 5);
@@ -119,7 +119,7 @@ TEST_CASE("attention autotune: a decided shape runs no candidate; another shape 
 TEST_CASE("attention autotune: a decided shape builds no outputs; a skipped decision is tuned again without it") {
   // Real kernel names stand for candidates 0, 5 and 4 of Fake, so that
   // HKT_CUDA_ATTN_AUTOTUNE_SKIP can name them.
-  test::install_host_allocator();
+  hkt_emu::install_host_allocator();
   clear_attention_autotune();
   unsetenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP");
   Fake f;
@@ -159,7 +159,7 @@ TEST_CASE("attention autotune: a decided shape builds no outputs; a skipped deci
 }
 
 TEST_CASE("attention autotune: a reference that cannot run, or no match, is an error naming the call") {
-  test::install_host_allocator();
+  hkt_emu::install_host_allocator();
   clear_attention_autotune();
   Fake f;
   CHECK_THROWS_WITH_AS(autotune(key(7), {"n/a", "ref"}, [&](int i) { return f.run(i == 0 ? 1 : 0); }, [&] { return f.outputs(); }),
@@ -182,7 +182,7 @@ TEST_CASE("attention autotune: the mode, from the variable or the API") {
   set_attention_autotune(0);  // the API wins over the variable
   CHECK(attention_autotune_mode() == 0);
   CHECK(attention_autotune_setting() == 0);
-  set_attention_autotune(-1);  // what CudaAttentionAutotuneScope restores when nothing was set
+  set_attention_autotune(-1);  // back to the variable (what hkt-bench-gpu restores when nothing was set)
   CHECK(attention_autotune_setting() == -1);
   CHECK(attention_autotune_mode() == 2);
   setenv("HKT_CUDA_ATTN_AUTOTUNE", "yes", 1);
@@ -225,7 +225,7 @@ TEST_CASE("attention kernel knobs: names, the defaults, and a clear error for an
   setenv("HKT_CUDA_ATTN_FWD", "wgmma3", 1);
   CHECK_THROWS_WITH_AS(fwd_kernel_knob(&set),
                        "hkt_attention: HKT_CUDA_ATTN_FWD=wgmma3 names no kernel; it takes one of general, mma, "
-                       "mma-async, mma-lean, wgmma, wgmma2 (docs/cuda.md, \"Kernel variants\")",
+                       "mma-async, mma-lean, wgmma, wgmma2 (docs/cuda.md, \"The lab\")",
                        Error);
   setenv("HKT_CUDA_ATTN_BWD", "fused4", 1);
   CHECK_THROWS_WITH_AS(bwd_kernel_knob(&set), doctest::Contains("HKT_CUDA_ATTN_BWD=fused4 names no kernel"), Error);

@@ -1,4 +1,4 @@
-// Stand-in for CUDA's <mma.h> in emulated builds (tests/cuda_emu): the WMMA
+// Stand-in for CUDA's <mma.h> in emulated builds (kernels/cuda_emu): the WMMA
 // API for float accumulators and TF32 inputs (m16n16k8), as documented in the
 // CUDA C++ Programming Guide ("Warp Matrix Functions").
 //
@@ -9,7 +9,7 @@
 // and hands each lane its share of the result.
 #pragma once
 #ifndef HKT_CUDA_EMULATED
-#error "tests/cuda_emu/include is for emulated builds: include tests/cuda_emu/hkt_cuda_emu.hpp first"
+#error "kernels/cuda_emu/include is for emulated builds: include kernels/cuda_emu/hkt_cuda_emu.hpp first"
 #endif
 #include <cstdint>
 #include <cstring>

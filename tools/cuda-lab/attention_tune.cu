@@ -1,6 +1,5 @@
-// The attention kernels' names and knobs, and the autotuner
-// (attention_tune.hpp; docs/cuda.md, "Choosing the kernel").
-#include "kernels/cuda/attention_tune.hpp"
+// The lab's attention autotuner (attention_tune.hpp; docs/cuda.md, "The lab").
+#include "tools/cuda-lab/attention_tune.hpp"
 
 #include <algorithm>
 #include <cfloat>
@@ -17,34 +16,6 @@
 
 namespace hkt::cuda {
 namespace {
-
-constexpr std::pair<FwdKernel, const char*> kFwdNames[] = {
-    {FwdKernel::general, "general"}, {FwdKernel::mma, "mma"},       {FwdKernel::mma_async, "mma-async"},
-    {FwdKernel::mma_lean, "mma-lean"}, {FwdKernel::wgmma, "wgmma"}, {FwdKernel::wgmma2, "wgmma2"}};
-constexpr std::pair<BwdKernel, const char*> kBwdNames[] = {
-    {BwdKernel::general, "general"}, {BwdKernel::general_regs, "general-regs"}, {BwdKernel::mma, "mma"},
-    {BwdKernel::fused, "fused"},     {BwdKernel::fused8, "fused8"},             {BwdKernel::fused8_async, "fused8-async"},
-    {BwdKernel::wgmma, "wgmma"}};
-
-template <class K, size_t N>
-const char* name_of(const std::pair<K, const char*> (&names)[N], K k) {
-  for (const auto& [kk, n] : names)
-    if (kk == k) return n;
-  return "?";
-}
-template <class K, size_t N>
-K parse_knob(const std::pair<K, const char*> (&names)[N], const char* var, bool* set) {
-  const char* e = std::getenv(var);
-  *set = e && *e;
-  if (!*set) return names[0].first;
-  std::string accepted;
-  for (const auto& [k, n] : names) {
-    if (std::string_view(e) == n) return k;
-    accepted += accepted.empty() ? n : std::string(", ") + n;
-  }
-  throw Error(str_cat("hkt_attention: ", var, "=", e, " names no kernel; it takes one of ", accepted,
-                      " (docs/cuda.md, \"Kernel variants\")"));
-}
 
 // Per block: max |a - ref| over the pairs that differ and are both finite,
 // max |ref| over the finite ref, and the count of pairs that differ where
@@ -98,7 +69,6 @@ struct Cache {
   std::mutex mu;
   std::map<TuneKey, size_t> index;  // into results
   std::vector<TuneResult> results;
-  std::function<void()> listener;
   // Records r: replaces the decision for its key, or adds one.
   void record(TuneResult r) {
     if (auto it = index.find(r.key); it != index.end()) {
@@ -125,33 +95,16 @@ double run_ms(const std::function<bool(int)>& run, int i) {
 
 }  // namespace
 
-const char* kernel_name(FwdKernel k) { return name_of(kFwdNames, k); }
-const char* kernel_name(BwdKernel k) { return name_of(kBwdNames, k); }
-FwdKernel fwd_kernel_knob(bool* set) { return parse_knob(kFwdNames, "HKT_CUDA_ATTN_FWD", set); }
-BwdKernel bwd_kernel_knob(bool* set) {
-  const BwdKernel k = parse_knob(kBwdNames, "HKT_CUDA_ATTN_BWD", set);
-  // HKT_CUDA_ATTN_BWD_ACC=regs: the general backward's accumulators in registers.
-  const char* acc = std::getenv("HKT_CUDA_ATTN_BWD_ACC");
-  if (acc && *acc) {
-    HKT_CHECK(std::string_view(acc) == "regs" || std::string_view(acc) == "smem", "hkt_attention: HKT_CUDA_ATTN_BWD_ACC=",
-              acc, " is neither regs nor smem");
-    if (std::string_view(acc) == "regs" && k == BwdKernel::general) {
-      *set = true;
-      return BwdKernel::general_regs;
-    }
-  }
-  return k;
-}
-
 bool autotune_may_try(const std::string& name) {
   const char* e = std::getenv("HKT_CUDA_ATTN_AUTOTUNE_SKIP");
   if (!e || !*e) return true;
   // Every kernel's name once, but general's (the reference).
   std::vector<std::string> skippable;
-  for (const auto& [k, n] : kFwdNames) skippable.emplace_back(n);
-  for (const auto& [k, n] : kBwdNames)
-    if (std::find(skippable.begin(), skippable.end(), n) == skippable.end()) skippable.emplace_back(n);
-  skippable.erase(std::find(skippable.begin(), skippable.end(), "general"));
+  for (int i = 1; i < kFwdKernels; ++i) skippable.emplace_back(kernel_name(FwdKernel(i)));
+  for (int i = 1; i < kBwdKernels; ++i) {
+    const std::string n = kernel_name(BwdKernel(i));
+    if (std::find(skippable.begin(), skippable.end(), n) == skippable.end()) skippable.push_back(n);
+  }
   bool skip = false;
   std::string_view list(e);
   while (!list.empty()) {
@@ -200,7 +153,7 @@ int attention_autotune_mode() {
   return autotune_mode_locked();
 }
 void set_attention_autotune(int mode) {
-  HKT_CHECK(mode >= -1 && mode <= 2, "cuda_attention_autotune: mode ", mode, " is not -1 (the variable), 0, 1 or 2");
+  HKT_CHECK(mode >= -1 && mode <= 2, "set_attention_autotune: mode ", mode, " is not -1 (the variable), 0, 1 or 2");
   std::lock_guard lock(cache().mu);
   g_api_mode = mode;
 }
@@ -227,11 +180,6 @@ std::string attention_decision(const TuneKey& key) {
   const auto it = cache().index.find(key);
   return it == cache().index.end() ? std::string() : cache().results[it->second].chosen;
 }
-void set_attention_autotune_listener(std::function<void()> f) {
-  std::lock_guard lock(cache().mu);
-  cache().listener = std::move(f);
-}
-
 int autotune(const TuneKey& key, const std::vector<std::string>& names, const std::function<bool(int)>& run,
              const std::function<std::vector<TuneOutput>()>& outputs) {
   HKT_CHECK(!names.empty(), "autotune: no candidates for ", describe(key));
@@ -310,10 +258,75 @@ int autotune(const TuneKey& key, const std::vector<std::string>& names, const st
     std::fprintf(stderr, "%s\n", line.c_str());
   }
   c.record(std::move(res));
-  const std::function<void()> listener = c.listener;
-  lock.unlock();
-  if (listener) listener();
   return best;
+}
+
+namespace {
+
+// The candidates the tuner tries, the reference (general) first: the
+// library's and those the lab installed.
+std::vector<FwdKernel> fwd_candidates() {
+  std::vector<FwdKernel> c{FwdKernel::general};
+  for (int i = 1; i < kFwdKernels; ++i)
+    if (attention_variants().forward[i]) c.push_back(FwdKernel(i));
+  return c;
+}
+std::vector<BwdKernel> bwd_candidates() {
+  std::vector<BwdKernel> c{BwdKernel::general};
+  for (int i = 1; i < kBwdKernels; ++i)
+    if (attention_variants().backward[i]) c.push_back(BwdKernel(i));
+  return c;
+}
+// Their names, in the same order (autotune()'s candidates).
+template <class K>
+std::vector<std::string> names_of(const std::vector<K>& ks) {
+  std::vector<std::string> n;
+  for (K k : ks) n.emplace_back(kernel_name(k));
+  return n;
+}
+TuneKey tune_key(bool backward, const AttnShape& s, const bool* valid, bool aligned, unsigned want) {
+  return {backward, s.B, s.H, s.T, s.dh, s.L, s.causal, valid != nullptr, aligned, want};
+}
+
+}  // namespace
+
+FwdKernel tuned_forward(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                        const void* v, const void* lambda, const bool* valid, float* o, float* lse) {
+  if (attention_autotune_mode() == 0) return FwdKernel::general;
+  const TuneKey key = tune_key(false, s, valid, mma_rows_aligned(s.dh, q, k, v, o), 0);
+  const std::vector<FwdKernel> cands = fwd_candidates();
+  const int64_t rows = s.B * s.H * s.T;
+  return cands[size_t(autotune(
+      key, names_of(cands),
+      [&](int i) { return attention_forward_with(cands[size_t(i)], s, q, k, v, lambda, valid, o, lse); },
+      [&]() -> std::vector<TuneOutput> { return {{o, rows * s.dh}, {lse, rows}}; }))];
+}
+
+BwdKernel tuned_backward(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                         const void* v, const void* lambda, const bool* valid, const float* o, const float* lse,
+                         const float* dout, const std::vector<void*>& dq, const std::vector<void*>& dk, float* dv,
+                         float* dlambda) {
+  if (attention_autotune_mode() == 0) return BwdKernel::general;
+  const unsigned want = (dq.empty() ? 0u : 1u) | (dk.empty() ? 0u : 2u) | (dv ? 4u : 0u) | (dlambda ? 8u : 0u);
+  const TuneKey key = tune_key(true, s, valid, mma_rows_aligned(s.dh, q, k, v, dout, dq, dk, dv), want);
+  const std::vector<BwdKernel> cands = bwd_candidates();
+  return cands[size_t(autotune(
+      key, names_of(cands),
+      [&](int i) {
+        return attention_backward_with(cands[size_t(i)], s, q, k, v, lambda, valid, o, lse, dout, dq, dk, dv,
+                                       dlambda);
+      },
+      [&] {
+        std::vector<TuneOutput> outs;
+        for (int64_t l = 0; l < s.L; ++l) {
+          const int64_t n = level_elems(s, l);
+          if (!dq.empty()) outs.push_back({static_cast<const float*>(dq[size_t(l)]), n});
+          if (!dk.empty()) outs.push_back({static_cast<const float*>(dk[size_t(l)]), n});
+        }
+        if (dv) outs.push_back({dv, level_elems(s, 0)});
+        if (dlambda) outs.push_back({dlambda, s.H * s.L});
+        return outs;
+      }))];
 }
 
 }  // namespace hkt::cuda

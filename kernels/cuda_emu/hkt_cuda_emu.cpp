@@ -1,5 +1,5 @@
 // The emulator's scheduler: CUDA threads as fibers (see hkt_cuda_emu.hpp).
-#include "cuda_emu/hkt_cuda_emu.hpp"
+#include "kernels/cuda_emu/hkt_cuda_emu.hpp"
 
 #include <cuda_runtime.h>
 

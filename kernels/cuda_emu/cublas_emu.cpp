@@ -1,6 +1,6 @@
 // The emulated cuBLAS GEMMs (include/cublas_v2.h): column-major, with
 // cuBLAS's argument checks, on the emulated device's memory.
-#include "cuda_emu/hkt_cuda_emu.hpp"
+#include "kernels/cuda_emu/hkt_cuda_emu.hpp"
 
 #include <cublas_v2.h>
 

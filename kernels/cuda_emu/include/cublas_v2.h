@@ -1,4 +1,4 @@
-// Stand-in for cuBLAS's header in emulated builds (tests/cuda_emu): the GEMMs
+// Stand-in for cuBLAS's header in emulated builds (kernels/cuda_emu): the GEMMs
 // kernels/cuda/gemm.cu calls, with cuBLAS's column-major semantics and its
 // argument checks (cublas_emu.cpp): C = alpha op(A) op(B) + beta C, op(A)
 // m x k, C m x n, column j of a matrix with leading dimension ld at ptr + j ld.
@@ -10,7 +10,7 @@
 // CUBLAS_DEFAULT_MATH promises: no TF32); with beta = 0, C is not read.
 #pragma once
 #ifndef HKT_CUDA_EMULATED
-#error "tests/cuda_emu/include is for emulated builds: include tests/cuda_emu/hkt_cuda_emu.hpp first"
+#error "kernels/cuda_emu/include is for emulated builds: include kernels/cuda_emu/hkt_cuda_emu.hpp first"
 #endif
 #include <cuda_runtime.h>
 

@@ -3,7 +3,7 @@
 // and the emulated backend hkt_emulated of tests/cuda_emu/CMakeLists.txt).
 //
 // A translation unit includes this header first and then a .cu file, compiled
-// as C++ with tests/cuda_emu/include (stand-ins for <cuda_runtime.h>, <mma.h>,
+// as C++ with kernels/cuda_emu/include (stand-ins for <cuda_runtime.h>, <mma.h>,
 // <cublas_v2.h>) ahead of the CUDA Toolkit on the include path. Then:
 //  - every CUDA thread of a block is a fiber (hkt_cuda_emu.cpp); blocks run one after
 //    another. __syncthreads() parks a fiber until every live thread of the
@@ -58,7 +58,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "cuda_emu/emulated.hpp"
+#include "kernels/cuda_emu/emulated.hpp"
 
 #define HKT_CUDA_EMULATED 1
 #define __global__
@@ -312,4 +312,4 @@ T atomicAdd(T* p, T v) {
 }
 
 // The stand-ins for kernels/cuda/ptx.cuh: the instructions and launch macros above.
-#include "cuda_emu/ptx_emu.hpp"
+#include "kernels/cuda_emu/ptx_emu.hpp"

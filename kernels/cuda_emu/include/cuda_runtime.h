@@ -1,4 +1,4 @@
-// Stand-in for the CUDA runtime header in emulated builds (tests/cuda_emu):
+// Stand-in for the CUDA runtime header in emulated builds (kernels/cuda_emu):
 // the part of the runtime API that kernels/cuda/ calls, on one emulated
 // device (cuda:0, an H200's limits) whose memory is host memory.
 //
@@ -17,7 +17,7 @@
 // real CUDA runtime keeps both.
 #pragma once
 #ifndef HKT_CUDA_EMULATED
-#error "tests/cuda_emu/include is for emulated builds: include tests/cuda_emu/hkt_cuda_emu.hpp first"
+#error "kernels/cuda_emu/include is for emulated builds: include kernels/cuda_emu/hkt_cuda_emu.hpp first"
 #endif
 #include <cstddef>
 

@@ -1,6 +1,6 @@
 // The emulated device's runtime API (include/cuda_runtime.h): device memory
 // as host blocks, synchronous copies and memsets, error names.
-#include "cuda_emu/hkt_cuda_emu.hpp"
+#include "kernels/cuda_emu/hkt_cuda_emu.hpp"
 
 #include <cuda_runtime.h>
 
