@@ -233,6 +233,28 @@ TEST_CASE("emulated cuda attention: random shapes, every kernel variant") {
   }
 }
 
+TEST_CASE("emulated cuda attention: a switch or the tuner asking for the lab, in a program without it, is an error") {
+  // The variants and the autotuner are tools/cuda-lab's: this program (the library's
+  // kernels alone) has not installed them, so each variable that asks for them says so.
+  const Inputs in = make_inputs(1, 2, 40, 16, 2, false, 7);
+  const char* cases[][3] = {{"HKT_CUDA_ATTN_FWD", "mma", "HKT_CUDA_ATTN_FWD=mma names a kernel of tools/cuda-lab"},
+                            {"HKT_CUDA_ATTN_BWD", "fused", "HKT_CUDA_ATTN_BWD=fused names a kernel of tools/cuda-lab"},
+                            {"HKT_CUDA_ATTN_BWD_ACC", "regs", "HKT_CUDA_ATTN_BWD_ACC=regs names a kernel of tools/cuda-lab"},
+                            {"HKT_CUDA_ATTN_AUTOTUNE", "1", "HKT_CUDA_ATTN_AUTOTUNE=1 asks for the autotuner of tools/cuda-lab"}};
+  for (const auto& c : cases) {
+    setenv(c[0], c[1], 1);
+    CHECK_THROWS_WITH_AS(run_emulated(in, DType::Float32, false, 0.25), doctest::Contains(c[2]), Error);
+    unsetenv(c[0]);
+  }
+  // Off is off: "0" and an empty value run the general kernels.
+  const auto ref = run_emulated(in, DType::Float32, false, 0.25);
+  for (const char* off : {"0", ""}) {
+    setenv("HKT_CUDA_ATTN_AUTOTUNE", off, 1);
+    CHECK(same_bits(run_emulated(in, DType::Float32, false, 0.25), ref));
+    unsetenv("HKT_CUDA_ATTN_AUTOTUNE");
+  }
+}
+
 TEST_CASE("emulated cuda attention: float64 matches the CPU to 1e-10") {
   const Inputs in = make_inputs(3, 1, 45, 16, 3, true, 5);
   for (bool causal : {false, true}) {

@@ -272,6 +272,16 @@ void expect_installed(BwdKernel kern, bool set) {
                      kern == BwdKernel::general_regs ? "regs" : kernel_name(kern));
 }
 
+// HKT_CUDA_ATTN_AUTOTUNE asks for the lab's autotuner: an error, saying where
+// it is, in a program that has not installed it (rather than being ignored).
+void expect_tuner(bool installed) {
+  const char* e = std::getenv("HKT_CUDA_ATTN_AUTOTUNE");
+  HKT_CHECK(installed || !e || !*e || std::string_view(e) == "0", "hkt_attention: HKT_CUDA_ATTN_AUTOTUNE=", e,
+            " asks for the autotuner of tools/cuda-lab, which this program has not installed (the library runs its "
+            "general kernels; build with -DHKT_CUDA_LAB=ON and call install_lab_variants(), as hkt-bench-gpu does, "
+            "or unset the variable; docs/cuda.md, \"The lab\")");
+}
+
 // Runs the forward with kernel `kern`, or returns false, having launched
 // nothing, when `kern` cannot take the call (general takes every call).
 template <class T>
@@ -399,6 +409,7 @@ void attention_forward(const AttnShape& s, const std::vector<const void*>& q, co
   FwdKernel kern = fwd_kernel_knob(&set);
   if constexpr (std::is_same_v<T, float>) {
     expect_installed(kern, set);
+    if (!set) expect_tuner(attention_variants().choose_forward != nullptr);
     if (!set && attention_variants().choose_forward)
       kern = attention_variants().choose_forward(s, q, k, v, lambda, valid, static_cast<float*>(o),
                                                  static_cast<float*>(lse));
@@ -422,6 +433,7 @@ void attention_backward(const AttnShape& s, const std::vector<const void*>& q, c
   BwdKernel kern = bwd_kernel_knob(&set);
   if constexpr (std::is_same_v<T, float>) {
     expect_installed(kern, set);
+    if (!set) expect_tuner(attention_variants().choose_backward != nullptr);
     if (!set && attention_variants().choose_backward)
       kern = attention_variants().choose_backward(s, q, k, v, lambda, valid, static_cast<const float*>(o),
                                                   static_cast<const float*>(lse), static_cast<const float*>(dout),
