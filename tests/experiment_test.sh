@@ -2,7 +2,8 @@
 # hkt-experiment --jobs: runs train side by side in child processes, seed by
 # seed, each run
 # gets the same results as when the grid runs one run after another, a failing
-# run is reported (exit status 1) without stopping the others, and bad --jobs
+# run is reported (exit status 1) without stopping the others, a grid whose
+# executable is rebuilt under it starts no more runs, and bad --jobs
 # / --run values are refused (exit status 2).
 #   tests/experiment_test.sh BIN_DIR
 set -uo pipefail
@@ -87,6 +88,33 @@ if pgrep -f -- "--run synthetic/.*/seed1 .*--no-report" | xargs -r ps -o args= -
 fi
 "$bin/hkt-experiment" "$tmp/slow.json" --list | grep -q "synthetic/hkt/seed1  started (will resume)" ||
   fail "the stopped run is not resumable"
+
+# A grid whose executable is rebuilt or replaced under it starts no more children (they would run
+# other code than its runs so far, or crash on a library that does not fit): the runs under way
+# finish, the rest are named as not started, exit status 1, and a rerun trains them.
+mkdir -p "$tmp/bin"
+cp "$bin/hkt-experiment" "$tmp/bin/hkt-experiment"
+cat >"$tmp/guard.json" <<JSON
+{"name": "guard", "out_dir": "$tmp/guard",
+ "base": {"steps": 1000, "batch_size": 8, "log_every": 0, "checkpoint_every": 0,
+          "data": {"seq_len": 64, "train_size": 64, "val_size": 8, "test_size": 8}},
+ "tasks": {"synthetic": {}}, "models": {"hkt": {"model": "hkt-tiny"}}, "seeds": [1, 2, 3]}
+JSON
+"$tmp/bin/hkt-experiment" "$tmp/guard.json" --jobs 2 >"$tmp/out" 2>&1 &
+parent=$!
+for _ in $(seq 200); do [[ $(grep -c ", pid " "$tmp/out") -eq 2 ]] && break; sleep 0.05; done
+touch "$tmp/bin/hkt-experiment"  # as a rebuild does
+wait "$parent"
+rc=$?
+cat "$tmp/out"
+[[ $(grep -c ", pid " "$tmp/out") -eq 2 ]] || fail "a child was started after the executable changed"
+[[ $rc -eq 1 ]] || fail "a grid whose executable changed gave exit status $rc, expected 1"
+grep -q "$tmp/bin/hkt-experiment was rebuilt or replaced since this process started" "$tmp/out" ||
+  fail "the changed executable was not named"
+grep -q "1 run(s) not started" "$tmp/out" || fail "the runs not started were not counted"
+[[ $(grep -c ": finished" "$tmp/out") -eq 2 ]] || fail "the runs under way did not finish"
+"$tmp/bin/hkt-experiment" "$tmp/guard.json" --jobs 2 --no-report >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "the rerun failed"; }
+grep -q "1 run(s) to train" "$tmp/out" || { cat "$tmp/out"; fail "the rerun did not train the run left"; }
 
 # Bad values.
 "$bin/hkt-experiment" "$tmp/par.json" --jobs 0 >"$tmp/out" 2>&1

@@ -36,6 +36,7 @@
 #include "hkt/tasks/distributed.hpp"
 #include "hkt/tasks/experiment.hpp"
 #include "hkt/tasks/files.hpp"
+#include "build_guard.hpp"
 #include "train_options.hpp"
 
 namespace {
@@ -276,6 +277,8 @@ int main(int argc, char** argv) {
   });
   const fs::path results_md = fs::path(e.out_dir) / "results.md";
   std::vector<size_t> failed;  // grid indices of the runs that failed (--jobs)
+  std::string rebuilt;     // --jobs: why the parent stopped starting children (its build changed), or ""
+  size_t not_started = 0;  // the runs it did not start then
   try {
     if (!report_only) {
       const hkt::Device dev = hkt::apps::device_from_flag(device);
@@ -309,6 +312,7 @@ int main(int argc, char** argv) {
         std::cout << pending.size() << " run(s) to train, " << jobs << " at a time with " << threads
                   << " thread(s) each; their output goes to " << logs.string() << "/" << std::endl;
         std::map<pid_t, size_t> running;
+        const hkt::apps::BuildGuard guard;  // children start from these files: stop if they are rebuilt
         catch_stop_signals();
         while (!pending.empty() || !running.empty()) {
           if (g_signal != 0) {
@@ -318,6 +322,16 @@ int main(int argc, char** argv) {
             std::cerr << "hkt-experiment: stopped by signal " << g_signal << " with " << running.size()
                       << " run(s) under way; rerun the same command to resume them\n";
             return 128 + g_signal;
+          }
+          if (!pending.empty() && rebuilt.empty()) {
+            rebuilt = guard.changed();
+            if (!rebuilt.empty()) {
+              not_started = pending.size();
+              pending.clear();
+              std::cerr << "hkt-experiment: " << rebuilt << "; not starting the " << not_started
+                        << " run(s) left (a child would run other code than this grid's runs so far), waiting for the "
+                        << running.size() << " under way" << std::endl;
+            }
           }
           while (static_cast<int>(running.size()) < jobs && !pending.empty() && g_signal == 0) {
             const ExperimentRun& r = e.runs[pending.front()];
@@ -366,14 +380,17 @@ int main(int argc, char** argv) {
     std::cerr << "hkt-experiment: " << hkt::tasks::rank_prefix() << ex.what() << "\n";
     return hkt::tasks::end_job(1);
   }
+  if (!rebuilt.empty())
+    std::cerr << "hkt-experiment: " << not_started << " run(s) not started: " << rebuilt
+              << "; rerun the command (from the new build) to train them\n";
   if (!failed.empty()) {
     std::sort(failed.begin(), failed.end());  // the grid's order, not the order the children ended in
     std::cerr << "hkt-experiment: " << failed.size() << " run(s) failed:";
     for (const size_t i : failed) std::cerr << " " << run_id(e.runs[i]);
     std::cerr << " (their logs are in " << (fs::path(e.out_dir) / "logs").string()
               << "/; rerun the same command to resume them)\n";
-    return hkt::apps::kExitFailure;
   }
+  if (!failed.empty() || !rebuilt.empty()) return hkt::apps::kExitFailure;
   if (waiting > 0 && !report_only)
     std::cout << waiting << " run(s) wait for their tuning runs or for the experiment that trains them (listed "
                  "above); rerun this command once those have finished\n";
