@@ -276,3 +276,43 @@ TEST_CASE("an MHA classifier is analysed as one level, without gates") {
   CHECK(r.tables.count("cost.csv") == 0);
   CHECK(r.json["by_level"].size() == 1);
 }
+
+TEST_CASE("every attention kind with one query and key map is analysed as one level, from its own maps") {
+  tasks::Splits sp = tasks::make_synthetic(8, 8, 8, 12, 3);
+  for (const char* kind : {"local", "performer", "htransformer"}) {
+    CAPTURE(kind);
+    nn::ClassifierConfig mc = nn::ClassifierConfig::preset("mha-tiny");
+    mc.attention = kind;
+    mc.window = 3;
+    mc.features = 8;
+    mc.block = 4;
+    tasks::fill_model_config(mc, sp.train);
+    Generator gen(0);
+    nn::SequenceClassifier model(mc, &gen);
+    AnalysisOptions opt;
+    opt.cost = false;
+    opt.eig_samples = 1;
+    const Report r = analyze(model, sp.val, opt);
+    CHECK(r.json["kurtosis"].size() == 2);  // 1 layer x 2 heads x 1 level
+    CHECK(r.json["gates"].is_null());
+    CHECK(r.json["by_level"].size() == 1);
+    // The scores are the model's own logits: doubling its Wq doubles the combined scores'
+    // eigenvalues, and the kurtosis (scale-free) stays.
+    const std::string before = r.json["kurtosis"].dump();
+    bool scaled = false;
+    for (const auto& [name, p] : model.named_parameters())
+      if (name.find(".attn.wq.weight") != std::string::npos) {
+        REQUIRE(p.is_contiguous());
+        float* w = p.data<float>();
+        for (int64_t i = 0; i < p.numel(); ++i) w[i] *= 2.0f;
+        scaled = true;
+      }
+    CHECK(scaled);
+    const Report r2 = analyze(model, sp.val, opt);
+    CHECK(r2.json["kurtosis"].dump() == before);
+    const double max1 = r.json["spectra"]["combined"][0]["max"].get<double>();
+    const double max2 = r2.json["spectra"]["combined"][0]["max"].get<double>();
+    CHECK(max1 != 0);
+    CHECK(max2 == doctest::Approx(2 * max1).epsilon(1e-5));
+  }
+}

@@ -8,15 +8,18 @@
 #include "hkt/analysis/stats.hpp"
 #include "hkt/models/classifier.hpp"
 #include "hkt/models/efficient_attention.hpp"
+#include "hkt/models/htransformer.hpp"
 #include "hkt/tasks/dataset.hpp"
 
 namespace hkt::analysis {
 
 // The query and key maps of a block whose attention has one of each (MHA,
-// local, Performer): the analysis treats their logits Q K^T / sqrt(dh),
-// before any mask, as the scores (local attention sees only |i - j| <= w of
-// them; Performer's features approximate their exponential). A kind without
-// one such pair is refused with an error naming it (docs/analysis.md).
+// local, Performer, H-Transformer-1D): the analysis treats their logits
+// Q K^T / sqrt(dh), before any mask, as the scores (local attention sees only
+// |i - j| <= w of them; Performer's features approximate their exponential;
+// H-Transformer-1D sees them exactly in its diagonal blocks and through
+// block averages of Q and K further out). A kind without one such pair is
+// refused with an error naming it (docs/analysis.md).
 struct QKMaps {
   std::shared_ptr<nn::Linear> wq, wk;
   int64_t heads;
@@ -25,8 +28,10 @@ inline QKMaps qk_maps(const nn::Block& blk, const std::string& kind) {
   if (blk.mha) return {blk.mha->wq, blk.mha->wk, blk.mha->config().heads};
   if (auto l = std::dynamic_pointer_cast<nn::LocalAttention>(blk.attn)) return {l->wq, l->wk, l->config().heads};
   if (auto p = std::dynamic_pointer_cast<nn::PerformerAttention>(blk.attn)) return {p->wq, p->wk, p->config().heads};
-  throw Error(str_cat("hkt-analyze: the scores and forms are defined for the attention kinds hkt, mha, local and "
-                      "performer; the model's attention is '", kind, "'"));
+  if (auto h = std::dynamic_pointer_cast<nn::HTransformerAttention>(blk.attn))
+    return {h->wq, h->wk, h->config().heads};
+  throw Error(str_cat("hkt-analyze: the scores and forms are defined for the attention kinds hkt, mha, local, "
+                      "performer and htransformer; the model's attention is '", kind, "'"));
 }
 
 
