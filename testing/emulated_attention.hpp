@@ -2,7 +2,7 @@
 // on host memory, and their checks against the CPU fused kernel: shared by the
 // suite of the library's default kernels (tests/test_emulated_attention.cpp)
 // and the lab's checks of its variants (tools/cuda-lab/tests/test_lab_emulated.cpp),
-// whose programs each compile the kernels through the emulator (hkt_emulated_unit,
+// whose programs each compile the kernels through the emulator (hkt_emulated_attention_unit,
 // testing/CMakeLists.txt) and link them next to the real libhkt.
 #pragma once
 // First: the emulated kernels' names (kernels/cuda_emu/emulated.hpp), then their host headers.
