@@ -5,11 +5,12 @@
 
 Fails (exit status 1, one line per finding) when
   1. a header or source of a lower layer includes one of a higher layer
-     (core < kernels < ops < models < tasks < tools; tests and tools may
-     include every layer below them, but not each other), headers include
-     each other in a loop, or a CMakeLists.txt
-     of tests/ builds sources of tools/, or one of tools/ adds tests/ to an
-     include path;
+     (core < kernels < ops < models < tasks < testing < tools; tests and
+     tools may include every layer below them, but not each other; testing,
+     the test support both share, includes neither), headers include each
+     other in a loop, or a CMakeLists.txt of tests/ builds sources of tools/,
+     one of tools/ adds tests/ to an include path, or one of testing/ names
+     sources of tests/ or tools/ or adds either to an include path;
   2. a tracked text file refers to a path outside the repository (a relative
      path that climbs above the root, or a 'shared' folder beside it);
   3. a CUDA source of the library (kernels/cuda, as the library builds it:
@@ -26,7 +27,9 @@ import re
 import subprocess
 import sys
 
-RANK = {"core": 0, "kernels": 1, "ops": 2, "models": 3, "tasks": 4, "tools": 5, "tests": 5}
+# testing/: shared test support (header-only helpers and CMake functions) for both tests/ and tools/.
+RANK = {"core": 0, "kernels": 1, "ops": 2, "models": 3, "tasks": 4, "testing": 5, "tools": 6, "tests": 6}
+ORDER = "core < kernels < ops < models < tasks < testing < tools"
 # Public include roots: "hkt/<layer>/..." and the umbrella headers.
 UMBRELLA = {"hkt/hkt.hpp": "models", "hkt/tasks.hpp": "tasks", "hkt/version.hpp": "core"}
 SOURCE = re.compile(r"\.(c|cc|cpp|cxx|h|hh|hpp|cu|cuh)$")
@@ -37,8 +40,9 @@ EMULATOR = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b.*\b(HKT_CUDA_EMULATED
 # written (the lab of issue 39, item 1, takes the conditionals out); drop each file
 # once it is clean, and the list once it is empty.
 PENDING_EMULATOR = set()  # none left: kernels/cuda/ptx.cuh has the instructions, kernels/cuda_emu the stand-ins
-# A source file under tools/ as a CMakeLists names it (a path string, quoted or not).
+# A source file under tools/ (or tests/) as a CMakeLists names it (a path string, quoted or not).
 TOOLS_SOURCE = re.compile(r"(?<![A-Za-z0-9_.\-])tools/[A-Za-z0-9_.\-/]*\.(?:c|cc|cpp|cxx|h|hh|hpp|cu|cuh)\b")
+TESTS_SOURCE = re.compile(r"(?<![A-Za-z0-9_.\-])tests/[A-Za-z0-9_.\-/]*\.(?:c|cc|cpp|cxx|h|hh|hpp|cu|cuh)\b")
 # A path token: characters of a path, at least one "../" in it.
 PARENT_PATH = re.compile(r"(?:\.\./)+[A-Za-z0-9_.\-/]*")
 
@@ -99,7 +103,7 @@ def check_includes(root, files, fileset, out):
                 out.append(f"{f}:{line}: includes {where} ({to}): tests and tools must not include each other")
             elif RANK[to] > RANK[lay]:
                 out.append(f"{f}:{line}: includes {where}: {lay} is below {to} "
-                           f"(core < kernels < ops < models < tasks < tools; docs/design.md, \"Layers\")")
+                           f"({ORDER}; tests beside tools; docs/design.md, \"Layers\")")
 
 
     # Include loops: a depth-first search over the includes resolved above.
@@ -140,6 +144,14 @@ def check_cmake(root, files, out):
                            "(move the shared code to its layer)")
             if lay == "tools" and "target_include_directories" in code and re.search(r"/tests\b", code):
                 out.append(f"{f}:{i}: tools add tests/ to an include path")
+            # testing/ is below both: it names no source of either, nor adds either to an include path.
+            if lay == "testing":
+                for pat in (TOOLS_SOURCE, TESTS_SOURCE):
+                    if pat.search(line):
+                        out.append(f"{f}:{i}: names {pat.search(line).group(0)}: testing/ is below tests/ "
+                                   "and tools/ (move the shared code here)")
+                if "include_directories" in code and re.search(r"/(tests|tools)\b", code):
+                    out.append(f"{f}:{i}: testing/ adds tests/ or tools/ to an include path")
 
 
 def check_outside_paths(root, files, out):

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "helpers/attention_cases.hpp"
+#include "testing/attention_cases.hpp"
 
 using namespace hkt;
 using hkt::test::check_all;

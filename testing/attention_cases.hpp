@@ -1,7 +1,7 @@
-// Random attention problems and the comparison of their results, shared by
-// the fused-kernel tests that check a kernel against the CPU
+// Random attention problems, the CPU's results for them and the comparison,
+// shared by the checks of the fused CUDA kernels against the CPU: the suites'
 // (tests/test_cuda_attention.cpp on a GPU, tests/test_emulated_attention.cpp
-// in the CUDA emulator).
+// in the CUDA emulator) and the lab's (tools/cuda-lab/tests/test_lab_emulated.cpp).
 #pragma once
 #include <doctest/doctest.h>
 
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "helpers/composite_attention.hpp"
 #include "hkt/hkt.hpp"
+#include "hkt/models/composite_attention.hpp"
 
 namespace hkt::test {
 
@@ -20,6 +20,8 @@ struct Inputs {
   Tensor v, lam, valid;
 };
 
+// q[l], k[l] of every level, v and lambda uniform in [-1, 1) (lambda a
+// softmax per head).
 inline Inputs make_inputs(int64_t B, int64_t H, int64_t T, int64_t dh, int64_t L, bool padded, uint64_t seed) {
   Generator g(seed);
   Inputs in;
@@ -48,7 +50,9 @@ inline Tensor output_weights(const Shape& shape, DType dt) {
   return uniform(shape, -1, 1, {dt}, &g);
 }
 
-// Outputs and gradients (q..., k..., v, lambda) of sum(attention * w).
+// Outputs and gradients (q..., k..., v, lambda) of sum(attention * w), as
+// float64 tensors: of the fused kernel (hkt_attention) on `dev`, or of the
+// composite reference (hkt::nn::composite_attention) with use_composite.
 inline std::vector<Tensor> run(const Inputs& src, Device dev, DType dt, bool causal, double scale, bool use_composite) {
   std::vector<Tensor> q, k, leaves;
   auto leaf = [&](const Tensor& t) {
@@ -60,7 +64,7 @@ inline std::vector<Tensor> run(const Inputs& src, Device dev, DType dt, bool cau
   for (const Tensor& t : src.k) k.push_back(leaf(t));
   const Tensor v = leaf(src.v), lam = leaf(src.lam);
   const Tensor valid = src.valid.defined() ? to_device(src.valid, dev) : Tensor();
-  const Tensor o = use_composite ? composite_attention(q, k, v, lam, valid, causal, scale)
+  const Tensor o = use_composite ? nn::composite_attention(q, k, v, lam, valid, causal, scale)
                                  : hkt_attention(q, k, v, lam, valid, causal, scale);
   const Tensor w = to_device(output_weights(o.shape(), dt), dev);
   sum(o * w).backward();
@@ -71,7 +75,7 @@ inline std::vector<Tensor> run(const Inputs& src, Device dev, DType dt, bool cau
 
 // max |a - b| <= rtol * max |b| + 1e-6, per tensor.
 inline void check_all(const std::vector<Tensor>& got, const std::vector<Tensor>& want, const std::string& what,
-               double rtol) {
+                      double rtol) {
   REQUIRE(got.size() == want.size());
   for (size_t t = 0; t < got.size(); ++t) {
     const std::vector<double> a = got[t].to_vector<double>(), b = want[t].to_vector<double>();
@@ -89,6 +93,5 @@ inline void check_all(const std::vector<Tensor>& got, const std::vector<Tensor>&
     CHECK(diff <= rtol * scale + 1e-6);
   }
 }
-
 
 }  // namespace hkt::test
