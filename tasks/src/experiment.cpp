@@ -156,7 +156,8 @@ void margins_markdown(std::ostream& o, const Experiment& e,
         per_seed += str_cat("s", seed, " ", signed_pts(d.back()));
         const auto pc = paired_correct(c.run_by_seed.at(seed), base.run_by_seed.at(seed));
         if (pc) {
-          per_seed += " " + pts_interval(paired_bootstrap({*pc}));
+          per_seed += ' ';  // not " " + ...: GCC 12 warns (-Wrestrict) on that temporary at -O3
+          per_seed += pts_interval(paired_bootstrap({*pc}));
           pairs.push_back(*pc);
         } else {
           all_paired = false;
