@@ -15,7 +15,7 @@
 // recomputed: dQ by (b, h, query tile), dK and dV by (b, h, key tile) against
 // the band of queries that see the tile. Every output row is written by one
 // task with a fixed order of sums, so the bits do not depend on the number of
-// threads. O(T w dh) time, O(T) memory besides per-task tiles of O(tile (tile + w)).
+// threads. O(T w dh) time; O(T) memory besides each task's tiles (tile x band).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -122,11 +122,11 @@ void local_attention_forward(const LocalDims& d, const T* q, const T* k, const T
   constexpr T ninf = -std::numeric_limits<T>::infinity();
   parallel_for(0, d.B * d.H * nt, 1, [&](int64_t lo_task, int64_t hi_task) {
     TileWork<T> w;
+    std::vector<T> sum(static_cast<size_t>(kLocalTile)), mx(static_cast<size_t>(kLocalTile));
     for (int64_t task = lo_task; task < hi_task; ++task) {
       const int64_t bh = task / nt, off = bh * T_ * dh;
       const QueryTile t(d, task % nt);
       w.scores(d, t, off, q, k, valid ? valid + (bh / d.H) * T_ : nullptr);
-      std::vector<T> sum(static_cast<size_t>(t.m)), mx(static_cast<size_t>(t.m));
       for (int64_t r = 0; r < t.m; ++r) {
         T* sr = w.s.data() + r * t.np;
         const T m = row_max(sr, t.np);

@@ -12,8 +12,6 @@
 #include "kernels/cpu/index.hpp"
 #include "kernels/cpu/layer_norm.hpp"
 #include "kernels/cpu/local_attention.hpp"
-#include "kernels/cpu/local_attention_scalar.hpp"
-#include <cstdlib>
 #include "kernels/cpu/loss.hpp"
 #include "kernels/cpu/optim.hpp"
 #include "kernels/cpu/random.hpp"
@@ -224,9 +222,6 @@ void htransformer_grad(const sig::HtrShape& d, const void* q, const void* k, con
 template <class T>
 void local_attn(const void* q, const void* k, const void* v, const bool* valid, void* o, void* lse, int64_t B,
                 int64_t H, int64_t len, int64_t dh, int64_t w, bool causal, double scale) {
-  if (std::getenv("HKT_LOCAL_SCALAR"))
-    return cpu::local_attention_forward_scalar<T>({B, H, len, dh, w, causal, scale}, in<T>(q), in<T>(k), in<T>(v),
-                                                  valid, out<T>(o), out<T>(lse));
   cpu::local_attention_forward<T>({B, H, len, dh, w, causal, scale}, in<T>(q), in<T>(k), in<T>(v), valid, out<T>(o),
                                   out<T>(lse));
 }
@@ -234,10 +229,6 @@ template <class T>
 void local_attn_grad(const void* q, const void* k, const void* v, const bool* valid, const void* o, const void* lse,
                      const void* g, int64_t B, int64_t H, int64_t len, int64_t dh, int64_t w, bool causal,
                      double scale, void* dq, void* dk, void* dv) {
-  if (std::getenv("HKT_LOCAL_SCALAR"))
-    return cpu::local_attention_backward_scalar<T>({B, H, len, dh, w, causal, scale}, in<T>(q), in<T>(k), in<T>(v),
-                                                   valid, in<T>(o), in<T>(lse), in<T>(g), out<T>(dq), out<T>(dk),
-                                                   out<T>(dv));
   cpu::local_attention_backward<T>({B, H, len, dh, w, causal, scale}, in<T>(q), in<T>(k), in<T>(v), valid, in<T>(o),
                                    in<T>(lse), in<T>(g), out<T>(dq), out<T>(dk), out<T>(dv));
 }
