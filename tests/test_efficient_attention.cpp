@@ -61,6 +61,70 @@ TEST_CASE("local_attention: fused = composite reference on random shapes (forwar
         }
 }
 
+// Bool [2, T]: row 0 has every seventh position padded, row 1 only its first
+// 3 positions valid (queries further than w from them see no valid key).
+Tensor holes_mask(int64_t T) {
+  std::vector<int64_t> v;
+  for (int64_t t = 0; t < T; ++t) v.push_back(t % 7 != 3);
+  for (int64_t t = 0; t < T; ++t) v.push_back(t < 3);
+  return gt(from_vector(v, {2, T}), 0.0);
+}
+
+// The tiled kernel's edges: T around the 64-row tile, bands narrower and
+// wider than a tile, head dims not a multiple of 8; float64 (portable tile
+// product) to 1e-12 and float32 (AVX2 + FMA where the CPU has them) against
+// the float64 reference.
+TEST_CASE("local_attention: tile edges against the composite reference (float64 and float32)") {
+  int n = 100;
+  for (int64_t T : {63, 64, 65, 127, 200})
+    for (int64_t w : {1, 3, 64, 100})
+      for (int64_t dh : {5, 33})
+        for (bool causal : {false, true}) {
+          const bool padded = (T + w + dh) % 2 == 0;
+          const int64_t B = 2, H = 1;
+          const Tensor q = rnd({B, H, T, dh}, ++n), k = rnd({B, H, T, dh}, ++n), v = rnd({B, H, T, dh}, ++n);
+          const Tensor valid = padded ? holes_mask(T) : Tensor();
+          CAPTURE(T);
+          CAPTURE(w);
+          CAPTURE(dh);
+          CAPTURE(causal);
+          CAPTURE(padded);
+          const Tensor r = local_attention_reference(q, k, v, valid, w, causal, 0.6);
+          const Tensor a = local_attention(q, k, v, valid, w, causal, 0.6);
+          const std::vector<double> gr = grads_of(r, {q, k, v});
+          check_close(vals(a), vals(r), 1e-12);
+          check_close(grads_of(a, {q, k, v}), gr, 1e-10);
+          auto f32 = [](const Tensor& t) { return to_dtype(t.detach(), DType::Float32).set_requires_grad(true); };
+          const Tensor q32 = f32(q), k32 = f32(k), v32 = f32(v);
+          const Tensor a32 = local_attention(q32, k32, v32, valid, w, causal, 0.6);
+          check_close(vals(a32), vals(r), 2e-5);
+          check_close(grads_of(a32, {q32, k32, v32}), gr, 2e-4);
+        }
+}
+
+TEST_CASE("local_attention: float32 forward and gradients with 1 and 2 threads give the same bits") {
+  for (bool causal : {false, true}) {
+    const Shape s{2, 3, 333, 40};
+    const Tensor valid = holes_mask(333);
+    std::vector<std::vector<double>> outs;
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      Generator gt(21);
+      const Tensor q = randn(s, {DType::Float32}, &gt).set_requires_grad(true);
+      const Tensor k = randn(s, {DType::Float32}, &gt).set_requires_grad(true);
+      const Tensor v = randn(s, {DType::Float32}, &gt).set_requires_grad(true);
+      const Tensor a = local_attention(q, k, v, valid, 50, causal, 0.3);
+      std::vector<double> all = vals(a);
+      const std::vector<double> gr = grads_of(a, {q, k, v});
+      all.insert(all.end(), gr.begin(), gr.end());
+      outs.push_back(all);
+    }
+    set_num_threads(0);
+    CAPTURE(causal);
+    CHECK(outs[0] == outs[1]);
+  }
+}
+
 TEST_CASE("local_attention: float64 gradient check (causal and padded)") {
   const Tensor q = rnd({1, 2, 7, 3}, 1), k = rnd({1, 2, 7, 3}, 2), v = rnd({1, 2, 7, 3}, 3);
   const Tensor valid = pad_mask(1, 7);

@@ -26,7 +26,7 @@
 //       dh = 32, T = 512, 1024, ... N (16384 by default), bidirectional; the kinds alternate, R rounds
 //       (3), medians. Then one training step per preset (hkt-small, mha-matched, local-small,
 //       performer-small) at T = 1024 and 4096, B = 2, R alternating rounds, medians.
-//   hkt-bench-attention --kind <mha|hkt3|local|performer|elu1|htr> T reps   (one run; "fwd_s fwdbwd_s peak_mib")
+//   hkt-bench-attention --kind <mha|hkt3|local|local-causal|performer|elu1|htr> T reps   (one run; "fwd_s fwdbwd_s peak_mib")
 //
 // After the kernel table it times one training step of hkt-small and
 // mha-small at T = 1024, B = 8, five alternating pairs of runs (two with
@@ -149,12 +149,13 @@ int run_kind(const std::string& kind, int64_t T, int reps) {
   if (kind == "mha") fwd = [&] { return mha_attention(q, k, v, Tensor(), false, scale); };
   else if (kind == "hkt3") fwd = [&] { return hkt_attention(q3, k3, v, lam, Tensor(), false, scale); };
   else if (kind == "local") fwd = [&] { return local_attention(q, k, v, Tensor(), 64, false, scale); };
+  else if (kind == "local-causal") fwd = [&] { return local_attention(q, k, v, Tensor(), 64, true, scale); };
   else if (kind == "performer")
     fwd = [&] { return linear_attention(favor_features(q, feats, true), favor_features(k, feats, false), v, Tensor(), false); };
   else if (kind == "htr") fwd = [&] { return htransformer_attention(q, k, v, Tensor(), false, scale, 16); };
   else if (kind == "elu1") fwd = [&] { return linear_attention(elu1_features(q), elu1_features(k), v, Tensor(), false); };
   else {
-    std::fprintf(stderr, "hkt-bench-attention: unknown kind '%s' (mha, hkt3, local, performer, elu1, htr)\n", kind.c_str());
+    std::fprintf(stderr, "hkt-bench-attention: unknown kind '%s' (mha, hkt3, local, local-causal, performer, elu1, htr)\n", kind.c_str());
     return 2;
   }
   return print_times(fwd, w, reps);
