@@ -260,26 +260,9 @@ TEST_CASE("a report from a tiny trained checkpoint has every section") {
                        Error);
 }
 
-TEST_CASE("an MHA classifier is analysed as one level, without gates") {
+TEST_CASE("MHA and every other kind with one query and key map is analysed as one level, from its own maps") {
   tasks::Splits sp = tasks::make_synthetic(8, 8, 8, 12, 3);
-  nn::ClassifierConfig mc = nn::ClassifierConfig::preset("mha-tiny");
-  tasks::fill_model_config(mc, sp.train);
-  Generator gen(0);
-  nn::SequenceClassifier model(mc, &gen);
-  AnalysisOptions opt;
-  opt.cost = false;
-  opt.eig_samples = 1;
-  const Report r = analyze(model, sp.val, opt);
-  CHECK(r.json["kurtosis"].size() == 2);  // 1 layer x 2 heads x 1 level
-  CHECK(r.json["gates"].is_null());
-  CHECK(r.json["cost"].is_null());
-  CHECK(r.tables.count("cost.csv") == 0);
-  CHECK(r.json["by_level"].size() == 1);
-}
-
-TEST_CASE("every attention kind with one query and key map is analysed as one level, from its own maps") {
-  tasks::Splits sp = tasks::make_synthetic(8, 8, 8, 12, 3);
-  for (const char* kind : {"local", "performer", "htransformer"}) {
+  for (const char* kind : {"mha", "local", "performer", "htransformer"}) {
     CAPTURE(kind);
     nn::ClassifierConfig mc = nn::ClassifierConfig::preset("mha-tiny");
     mc.attention = kind;
@@ -295,6 +278,8 @@ TEST_CASE("every attention kind with one query and key map is analysed as one le
     const Report r = analyze(model, sp.val, opt);
     CHECK(r.json["kurtosis"].size() == 2);  // 1 layer x 2 heads x 1 level
     CHECK(r.json["gates"].is_null());
+    CHECK(r.json["cost"].is_null());
+    CHECK(r.tables.count("cost.csv") == 0);
     CHECK(r.json["by_level"].size() == 1);
     // The scores are the model's own logits: doubling its Wq doubles the combined scores'
     // eigenvalues, and the kurtosis (scale-free) stays.
