@@ -38,27 +38,45 @@ std::vector<double> grads_of(const Tensor& out, const std::vector<Tensor>& in) {
   return g;
 }
 
+// One local-attention case: the fused op against the composite reference,
+// forward and gradients in float64 (1e-12, 1e-10); with f32, also the float32
+// kernel (AVX2 + FMA where the CPU has them) against the float64 reference.
+struct LocalCase {
+  int64_t B, H, T, dh, w;
+  bool causal;
+  Tensor valid;
+};
+
+void check_local_case(const LocalCase& c, int& seed, bool f32) {
+  CAPTURE(c.T);
+  CAPTURE(c.w);
+  CAPTURE(c.dh);
+  CAPTURE(c.causal);
+  CAPTURE(c.valid.defined());
+  const Shape shape{c.B, c.H, c.T, c.dh};
+  const Tensor q = rnd(shape, ++seed), k = rnd(shape, ++seed), v = rnd(shape, ++seed);
+  const Tensor r = local_attention_reference(q, k, v, c.valid, c.w, c.causal, 0.6);
+  const Tensor a = local_attention(q, k, v, c.valid, c.w, c.causal, 0.6);
+  const std::vector<double> gr = grads_of(r, {q, k, v});
+  check_close(vals(a), vals(r), 1e-12);
+  check_close(grads_of(a, {q, k, v}), gr, 1e-10);
+  if (!f32) return;
+  auto to32 = [](const Tensor& t) { return to_dtype(t.detach(), DType::Float32).set_requires_grad(true); };
+  const Tensor q32 = to32(q), k32 = to32(k), v32 = to32(v);
+  const Tensor a32 = local_attention(q32, k32, v32, c.valid, c.w, c.causal, 0.6);
+  check_close(vals(a32), vals(r), 2e-5);
+  check_close(grads_of(a32, {q32, k32, v32}), gr, 2e-4);
+}
+
 }  // namespace
 
 TEST_CASE("local_attention: fused = composite reference on random shapes (forward and gradients, float64)") {
-  std::mt19937_64 rng(5);
   int n = 0;
   for (int64_t T : {1, 5, 17, 37, 64})
     for (int64_t w : {int64_t{0}, int64_t{1}, int64_t{3}, T + 1})
       for (bool causal : {false, true})
-        for (bool padded : {false, true}) {
-          const int64_t B = 2, H = 2, dh = 3;
-          const Tensor q = rnd({B, H, T, dh}, ++n), k = rnd({B, H, T, dh}, ++n), v = rnd({B, H, T, dh}, ++n);
-          const Tensor valid = padded ? pad_mask(B, T) : Tensor();
-          CAPTURE(T);
-          CAPTURE(w);
-          CAPTURE(causal);
-          CAPTURE(padded);
-          const Tensor a = local_attention(q, k, v, valid, w, causal, 0.6);
-          const Tensor r = local_attention_reference(q, k, v, valid, w, causal, 0.6);
-          check_close(vals(a), vals(r), 1e-12);
-          check_close(grads_of(a, {q, k, v}), grads_of(r, {q, k, v}), 1e-10);
-        }
+        for (bool padded : {false, true})
+          check_local_case({2, 2, T, 3, w, causal, padded ? pad_mask(2, T) : Tensor()}, n, false);
 }
 
 // Bool [2, T]: row 0 has every seventh position padded, row 1 only its first
@@ -81,24 +99,7 @@ TEST_CASE("local_attention: tile edges against the composite reference (float64 
       for (int64_t dh : {5, 33})
         for (bool causal : {false, true}) {
           const bool padded = (T + w + dh) % 2 == 0;
-          const int64_t B = 2, H = 1;
-          const Tensor q = rnd({B, H, T, dh}, ++n), k = rnd({B, H, T, dh}, ++n), v = rnd({B, H, T, dh}, ++n);
-          const Tensor valid = padded ? holes_mask(T) : Tensor();
-          CAPTURE(T);
-          CAPTURE(w);
-          CAPTURE(dh);
-          CAPTURE(causal);
-          CAPTURE(padded);
-          const Tensor r = local_attention_reference(q, k, v, valid, w, causal, 0.6);
-          const Tensor a = local_attention(q, k, v, valid, w, causal, 0.6);
-          const std::vector<double> gr = grads_of(r, {q, k, v});
-          check_close(vals(a), vals(r), 1e-12);
-          check_close(grads_of(a, {q, k, v}), gr, 1e-10);
-          auto f32 = [](const Tensor& t) { return to_dtype(t.detach(), DType::Float32).set_requires_grad(true); };
-          const Tensor q32 = f32(q), k32 = f32(k), v32 = f32(v);
-          const Tensor a32 = local_attention(q32, k32, v32, valid, w, causal, 0.6);
-          check_close(vals(a32), vals(r), 2e-5);
-          check_close(grads_of(a32, {q32, k32, v32}), gr, 2e-4);
+          check_local_case({2, 1, T, dh, w, causal, padded ? holes_mask(T) : Tensor()}, n, true);
         }
 }
 
