@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# tools/analyze-grid on a tiny grid (CTest: analyze_grid): every finished run analysed
+# once (a rerun skips them), a conv-only run listed as not analysable with exit status 1,
+# the level sweep's approx folders per seed, the tables of analysis.md with the seeds'
+# mean +- std, and usage errors with exit status 2.
+#
+#   tools/tests/analyze_grid_test.sh BIN_DIR
+set -euo pipefail
+
+bin="$1"
+tool="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/analyze-grid"
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/hkt-analyze-grid.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "analyze_grid_test: $*" >&2; exit 1; }
+
+cat >"$tmp/grid.json" <<JSON
+{"name": "tiny", "out_dir": "$tmp/runs",
+ "base": {"steps": 4, "batch_size": 4, "eval_every": 2, "eval_batches": 1, "log_every": 2,
+          "data": {"seq_len": 16, "train_size": 32, "val_size": 16, "test_size": 8}},
+ "tasks": {"synthetic": {}},
+ "models": {"mha": {"model": "mha-tiny"},
+            "L1": {"model": "hkt-tiny", "model_overrides": {"levels": 1}},
+            "L2": {"model": "hkt-tiny", "model_overrides": {"levels": 2}},
+            "L3": {"model": "hkt-tiny"},
+            "conv": {"model": "hkt-tiny", "model_overrides": {"conv_only": true}, "seeds": [1]}},
+ "seeds": [1, 2]}
+JSON
+"$bin/hkt-experiment" "$tmp/grid.json" --quiet >/dev/null 2>&1 || fail "the tiny grid did not train"
+plots=()
+command -v gnuplot >/dev/null 2>&1 || plots=(--no-plots)
+
+run() {  # run OUT_FILE ARGS...: tools/analyze-grid, its exit status in $rc
+  local out="$1"
+  shift
+  set +e
+  python3 "$tool" "$@" >"$out" 2>&1
+  rc=$?
+  set -e
+}
+run "$tmp/out1" "$tmp/runs" --out "$tmp/an" --bin "$bin" --samples 4 --sweep synthetic:L1,L2,L3 \
+  --target synthetic/mha --target synthetic/L3/seed1 "${plots[@]}"
+[[ $rc -eq 1 ]] || { cat "$tmp/out1"; fail "a conv-only run gave exit status $rc, not 1"; }
+[[ $(grep -c ": analysed$" "$tmp/out1") -eq 8 ]] || { cat "$tmp/out1"; fail "not 8 runs analysed"; }
+grep -q "^synthetic/conv/seed1: not analysed: " "$tmp/out1" || { cat "$tmp/out1"; fail "the conv-only run not named"; }
+for m in mha L1 L2 L3; do
+  for s in 1 2; do
+    [[ -s "$tmp/an/runs/synthetic/$m/seed$s/report.json" ]] || fail "no report for $m seed$s"
+  done
+done
+for s in 1 2; do
+  for t in mha-seed$s L3-seed1; do
+    [[ -s "$tmp/an/approx/synthetic-seed$s-vs-synthetic-$t/approx.csv" ]] || fail "no approx seed$s against $t"
+  done
+done
+md="$tmp/an/analysis.md"
+# L3 has levels 0-2 over seeds 1,2 with a spread; mha one level; the L = 1 .. 3 sweep in each approx table.
+grep -Eq "^\| L3 \| 1,2 \| 2 \| [0-9.e+-]+ \+- " "$md" || { cat "$md"; fail "no L3 level-2 row with mean +- std"; }
+grep -Eq "^\| mha \| 1,2 \| 0 \| " "$md" || fail "no mha row"
+grep -Eq "^\| mha \| 1,2 \| 1 \| " "$md" && fail "mha has a level 1 row"
+grep -q "^### synthetic-seed2-vs-synthetic-L3-seed1" "$md" || fail "no approx table against L3 seed1"
+grep -Eq "^\| .*/L3/seed1 \(target\) \| 3 \| 0 \| 0 \|" "$md" || { cat "$md"; fail "the target run is not at error 0"; }
+grep -q "^- fit: log(err) = a + b L over " "$md" || fail "no fit line"
+grep -q "^- synthetic/conv/seed1: " "$md" || fail "the conv-only run is not listed as not analysed"
+if ((${#plots[@]} == 0)); then
+  ls "$tmp/an/plots/synthetic/"*.png >/dev/null 2>&1 || fail "no learning-curve plots"
+fi
+
+# A rerun analyses nothing again (the reports are newer than the checkpoints) but rebuilds analysis.md.
+run "$tmp/out2" "$tmp/runs" --out "$tmp/an" --bin "$bin" --samples 4 --no-plots
+grep -q ": analysed$" "$tmp/out2" && { cat "$tmp/out2"; fail "the rerun analysed runs again"; }
+grep -Eq "^\| L2 \| 1,2 \| 1 \| " "$md" || fail "the rerun lost the tables"
+
+# Usage errors: exit status 2, a message naming what was wrong.
+run "$tmp/out3" "$tmp/no-such" --out "$tmp/x" --bin "$bin"
+[[ $rc -eq 2 ]] && grep -q "runs folder '$tmp/no-such' not found" "$tmp/out3" || fail "a missing runs folder: rc $rc"
+run "$tmp/out3" "$tmp/runs" --out "$tmp/x" --bin "$bin" --sweep synthetic:L1,L2
+[[ $rc -eq 2 ]] && grep -q "\-\-sweep needs at least one \-\-target" "$tmp/out3" || fail "--sweep without --target: rc $rc"
+run "$tmp/out3" "$tmp/runs" --out "$tmp/x" --bin "$bin" --sweep L1 --target synthetic/mha
+[[ $rc -eq 2 ]] && grep -q "\-\-sweep must be TASK:MODEL" "$tmp/out3" || fail "a bad --sweep: rc $rc"
+run "$tmp/out3" "$tmp/runs" --out "$tmp/x" --bin "$tmp"
+[[ $rc -eq 2 ]] && grep -q "$tmp/hkt-analyze not found" "$tmp/out3" || fail "a missing binary: rc $rc"
+echo "analyze_grid_test: ok"
