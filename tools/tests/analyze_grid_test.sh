@@ -56,6 +56,10 @@ md="$tmp/an/analysis.md"
 # L3 has levels 0-2 over seeds 1,2 with a spread; mha one level; the L = 1 .. 3 sweep in each approx table.
 grep -Eq "^\| L3 \| 1,2 \| 2 \| [0-9.e+-]+ \+- " "$md" || { cat "$md"; fail "no L3 level-2 row with mean +- std"; }
 grep -Eq "^\| mha \| 1,2 \| 0 \| " "$md" || fail "no mha row"
+# The per-layer entry kurtosis: L3 level 2 of its one layer (hkt-tiny), over both seeds.
+grep -Eq "^\| L3 \| 2 \| 0 \| [0-9.e+-]+ \+- [0-9.e+-]+ \| [0-9.e+-]+ - [0-9.e+-]+ \|$" "$md" ||
+  { cat "$md"; fail "no per-layer kurtosis row for L3 level 2"; }
+grep -Eq "^\| L3 \| 2 \| 1 \| " "$md" && fail "a per-layer row for a layer hkt-tiny does not have"
 grep -Eq "^\| mha \| 1,2 \| 1 \| " "$md" && fail "mha has a level 1 row"
 grep -q "^### synthetic-seed2-vs-synthetic-L3-seed1" "$md" || fail "no approx table against L3 seed1"
 grep -Eq "^\| .*/L3/seed1 \(target\) \| 3 \| 0 \| 0 \|" "$md" || { cat "$md"; fail "the target run is not at error 0"; }
