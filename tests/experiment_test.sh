@@ -34,6 +34,14 @@ grep -q "4 run(s) to train, 2 at a time" "$tmp/out" || fail "--jobs 2 did not sa
 [[ $(grep -c "  done  " "$tmp/list") -eq 4 ]] || { cat "$tmp/list"; fail "--list does not show 4 finished runs"; }
 grep -q "^synthetic/hkt/seed1  done  .*  test [0-9.]*%, best val [0-9.]*% at step [36]$" "$tmp/list" ||
   { cat "$tmp/list"; fail "--list does not give a finished run's accuracies"; }
+# --list --json: the same runs as one JSON object, a finished run with its accuracies.
+"$bin/hkt-experiment" "$tmp/par.json" --list --json >"$tmp/list.json" || fail "--list --json failed"
+[[ $(grep -c '"state": "done"' "$tmp/list.json") -eq 4 ]] || { cat "$tmp/list.json"; fail "--list --json: not 4 done"; }
+grep -q '"id": "synthetic/hkt/seed1"' "$tmp/list.json" && grep -q '"run_dir": "'"$tmp"'/par/synthetic/mha/seed2"' \
+  "$tmp/list.json" && [[ $(grep -c '"test_acc": [0-9.]*,$' "$tmp/list.json") -eq 4 ]] ||
+  { cat "$tmp/list.json"; fail "--list --json lacks the ids, folders or accuracies"; }
+"$bin/hkt-experiment" "$tmp/par.json" --json >"$tmp/out" 2>&1
+[[ $? -eq 2 ]] && grep -q -- "--json requires --list" "$tmp/out" || { cat "$tmp/out"; fail "--json without --list"; }
 for id in hkt-seed1 hkt-seed2 mha-seed1 mha-seed2; do
   grep -q "^done: 6 steps" "$tmp/par/logs/synthetic-$id.log" || fail "the log of synthetic-$id lacks the run's output"
 done
@@ -88,6 +96,8 @@ if pgrep -f -- "--run synthetic/.*/seed1 .*--no-report" | xargs -r ps -o args= -
 fi
 "$bin/hkt-experiment" "$tmp/slow.json" --list | grep -q "synthetic/hkt/seed1  started (will resume)" ||
   fail "the stopped run is not resumable"
+"$bin/hkt-experiment" "$tmp/slow.json" --list --json | grep -q '"state": "started"' ||
+  fail "--list --json does not show the stopped run as started"
 
 # A grid whose executable is rebuilt or replaced under it starts no more children (they would run
 # other code than its runs so far, or crash on a library that does not fit): the runs under way
@@ -130,6 +140,10 @@ head -c 20 "$tmp/summary.keep" >"$tmp/par/synthetic/mha/seed1/summary.json"
 rc=$?
 [[ $rc -eq 1 ]] && grep -q "hkt-experiment: --list: .*synthetic/mha/seed1/summary.json" "$tmp/out" ||
   { cat "$tmp/out"; fail "--list on a torn summary.json gave exit status $rc"; }
+"$bin/hkt-experiment" "$tmp/par.json" --list --json >"$tmp/out" 2>/dev/null
+rc=$?
+[[ $rc -eq 1 ]] && grep -q '"error": ".*synthetic/mha/seed1/summary.json' "$tmp/out" ||
+  { cat "$tmp/out"; fail "--list --json on a torn summary.json gave exit status $rc"; }
 cp "$tmp/summary.keep" "$tmp/par/synthetic/mha/seed1/summary.json"
 # A started run whose config.json is malformed: the error names that file.
 printf '{"stepz": 1}\n' >"$tmp/slow/synthetic/hkt/seed1/config.json"

@@ -7,6 +7,7 @@
 //
 //   hkt-experiment experiments/cpu.json                 # run (or continue) the whole grid
 //   hkt-experiment experiments/cpu.json --list          # the runs and where each stands
+//   hkt-experiment experiments/cpu.json --list --json   # the same as one JSON object, for scripts
 //   hkt-experiment experiments/cpu.json --report        # only rebuild the table from finished runs
 //   hkt-experiment experiments/cpu.json --only listops  # runs whose "task/model/seed" contains the text
 //   hkt-experiment experiments/cpu.json --jobs 2        # two runs at a time, each in its own process
@@ -31,6 +32,8 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "hkt/ops/threads.hpp"
 #include "hkt/tasks/distributed.hpp"
@@ -114,6 +117,44 @@ std::string progress(const ExperimentRun& r, RunState st) {
   return buf;
 }
 
+// --list --json: the experiment and every run as one JSON object on stdout (docs/results.md,
+// "Where a grid stands"); a run whose summary.json cannot be read gets "error" and the status is 1.
+int list_json(const Experiment& e, const std::string& file) {
+  using json = nlohmann::ordered_json;
+  json runs = json::array();
+  int status = 0;
+  for (const ExperimentRun& r : e.runs) {
+    const RunState st = run_state(r.cfg.run_dir);
+    json j = {{"id", run_id(r)},
+              {"task", r.task},
+              {"model", r.model},
+              {"seed", r.seed},
+              {"state", st == RunState::Done ? "done" : st == RunState::Started ? "started" : "new"},
+              {"run_dir", r.cfg.run_dir},
+              {"steps", r.cfg.steps},
+              {"waiting", r.waiting.empty() || st == RunState::Done ? json(nullptr) : json(r.waiting)},
+              {"shared_with", r.shared_with.empty() ? json(nullptr) : json(r.shared_with)}};
+    try {
+      if (st == RunState::Done) {
+        const RunSummary sm = read_summary(r.cfg.run_dir);
+        j["test_acc"] = sm.test_acc;
+        j["best_val_acc"] = sm.best_val_acc;
+        j["best_step"] = sm.best_step;
+      } else if (st == RunState::Started) {
+        const int64_t step = last_logged_step(r.cfg.run_dir);
+        j["last_step"] = step < 0 ? json(nullptr) : json(step);
+      }
+    } catch (const std::exception& ex) {
+      j["error"] = ex.what();
+      status = 1;
+    }
+    runs.push_back(std::move(j));
+  }
+  const json out = {{"experiment", e.name}, {"file", file}, {"out_dir", e.out_dir}, {"runs", std::move(runs)}};
+  std::cout << out.dump(1) << "\n";
+  return status;
+}
+
 std::string exit_text(int status) {
   if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
@@ -164,7 +205,7 @@ int main(int argc, char** argv) {
                "tasks/include/hkt/tasks/experiment.hpp and docs/results.md.",
                "hkt-experiment"};
   std::string file, out_dir, only, exact, device = "cpu";
-  bool list = false, report_only = false, quiet = false, no_report = false;
+  bool list = false, list_as_json = false, report_only = false, quiet = false, no_report = false;
   int jobs = 1;
   app.add_option("experiment", file, "experiment file (JSON)")->required()->check(CLI::ExistingFile);
   app.add_option("--out-dir", out_dir, "folder of the runs and results (default: the file's out_dir)");
@@ -179,7 +220,12 @@ int main(int argc, char** argv) {
   std::string launched_state;
   app.add_option("--launched-as", launched_state, "")->check(CLI::IsMember({"new", "started"}))->group("");
   app.add_flag("--no-report", no_report, "train only; do not rewrite results.md, results.csv or the plots");
-  app.add_flag("--list", list, "list the runs and their state, train nothing");
+  CLI::Option* list_flag = app.add_flag("--list", list, "list the runs and their state, train nothing");
+  app.add_flag("--json", list_as_json,
+               "with --list: one JSON object (the experiment, and per run its id, task, model, seed, state, "
+               "run_dir, steps, waiting, shared_with, and the accuracies of a finished run or the last logged "
+               "step of a started one)")
+      ->needs(list_flag);
   app.add_flag("--report", report_only, "only rebuild results.md / results.csv from the finished runs");
   app.add_flag("--quiet", quiet, "no training output");
   hkt::apps::add_device_flag(app, device);  // not part of a run's config: a run may resume on another device
@@ -206,6 +252,7 @@ int main(int argc, char** argv) {
     return hkt::apps::kExitUsage;
   }
   const fs::path self_exe = fs::canonical("/proc/self/exe"), self_dir = self_exe.parent_path();
+  if (list && list_as_json) return list_json(e, file);
   if (list) {
     // A run whose summary.json cannot be read is listed with the reason; the status is then 1.
     int status = 0;

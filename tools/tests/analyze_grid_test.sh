@@ -13,10 +13,10 @@ tmp="$(mktemp -d "${TMPDIR:-/tmp}/hkt-analyze-grid.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "analyze_grid_test: $*" >&2; exit 1; }
 
+base='{"steps": 4, "batch_size": 4, "eval_every": 2, "eval_batches": 1, "log_every": 2,
+        "data": {"seq_len": 16, "train_size": 32, "val_size": 16, "test_size": 8}}'
 cat >"$tmp/grid.json" <<JSON
-{"name": "tiny", "out_dir": "$tmp/runs",
- "base": {"steps": 4, "batch_size": 4, "eval_every": 2, "eval_batches": 1, "log_every": 2,
-          "data": {"seq_len": 16, "train_size": 32, "val_size": 16, "test_size": 8}},
+{"name": "tiny", "out_dir": "$tmp/runs", "base": $base,
  "tasks": {"synthetic": {}},
  "models": {"mha": {"model": "mha-tiny"},
             "L1": {"model": "hkt-tiny", "model_overrides": {"levels": 1}},
@@ -37,7 +37,7 @@ run() {  # run OUT_FILE ARGS...: tools/analyze-grid, its exit status in $rc
   rc=$?
   set -e
 }
-run "$tmp/out1" "$tmp/runs" --out "$tmp/an" --bin "$bin" --samples 4 --sweep synthetic:L1,L2,L3 \
+run "$tmp/out1" "$tmp/grid.json" --out "$tmp/an" --bin "$bin" --samples 4 --sweep synthetic:L1,L2,L3 \
   --target synthetic/mha --target synthetic/L3/seed1 "${plots[@]}"
 [[ $rc -eq 1 ]] || { cat "$tmp/out1"; fail "a conv-only run gave exit status $rc, not 1"; }
 [[ $(grep -c ": analysed$" "$tmp/out1") -eq 8 ]] || { cat "$tmp/out1"; fail "not 8 runs analysed"; }
@@ -70,17 +70,31 @@ if ((${#plots[@]} == 0)); then
 fi
 
 # A rerun analyses nothing again (the reports are newer than the checkpoints) but rebuilds analysis.md.
-run "$tmp/out2" "$tmp/runs" --out "$tmp/an" --bin "$bin" --samples 4 --no-plots
+run "$tmp/out2" "$tmp/grid.json" --out "$tmp/an" --bin "$bin" --samples 4 --no-plots
 grep -q ": analysed$" "$tmp/out2" && { cat "$tmp/out2"; fail "the rerun analysed runs again"; }
 grep -Eq "^\| L2 \| 1,2 \| 1 \| " "$md" || fail "the rerun lost the tables"
 
+# An experiment whose runs another experiment trains ("shared_with"): they are found in that one's folder.
+cat >"$tmp/shared.json" <<JSON
+{"name": "shared", "out_dir": "$tmp/shared-runs", "base": $base,
+ "tasks": {"synthetic": {}}, "models": {"L3": {"model": "hkt-tiny", "shared_with": "grid.json"}}, "seeds": [1, 2]}
+JSON
+run "$tmp/out4" "$tmp/shared.json" --out "$tmp/an-shared" --bin "$bin" --samples 4 --no-plots
+[[ $rc -eq 0 && $(grep -c "^synthetic/L3/seed[12]: analysed$" "$tmp/out4") -eq 2 ]] ||
+  { cat "$tmp/shared.json" "$tmp/out4"; fail "the shared runs were not found (rc $rc)"; }
+
 # Usage errors: exit status 2, a message naming what was wrong.
-run "$tmp/out3" "$tmp/no-such" --out "$tmp/x" --bin "$bin"
-[[ $rc -eq 2 ]] && grep -q "runs folder '$tmp/no-such' not found" "$tmp/out3" || fail "a missing runs folder: rc $rc"
-run "$tmp/out3" "$tmp/runs" --out "$tmp/x" --bin "$bin" --sweep synthetic:L1,L2
+run "$tmp/out3" "$tmp/no-such.json" --out "$tmp/x" --bin "$bin"
+[[ $rc -eq 2 ]] && grep -q "experiment file '$tmp/no-such.json' not found" "$tmp/out3" ||
+  fail "a missing experiment file: rc $rc"
+echo '{"name": "bad", "tasks": {"synthetic": {}}, "models": {"m": {"model": "mha-tiny"}}, "seeds": []}' >"$tmp/bad.json"
+run "$tmp/out3" "$tmp/bad.json" --out "$tmp/x" --bin "$bin"
+[[ $rc -eq 2 ]] && grep -q "^analyze-grid: $tmp/bad.json: .*\"seeds\" must be" "$tmp/out3" ||
+  { cat "$tmp/out3"; fail "a bad experiment file: rc $rc"; }
+run "$tmp/out3" "$tmp/grid.json" --out "$tmp/x" --bin "$bin" --sweep synthetic:L1,L2
 [[ $rc -eq 2 ]] && grep -q "\-\-sweep needs at least one \-\-target" "$tmp/out3" || fail "--sweep without --target: rc $rc"
-run "$tmp/out3" "$tmp/runs" --out "$tmp/x" --bin "$bin" --sweep L1 --target synthetic/mha
+run "$tmp/out3" "$tmp/grid.json" --out "$tmp/x" --bin "$bin" --sweep L1 --target synthetic/mha
 [[ $rc -eq 2 ]] && grep -q "\-\-sweep must be TASK:MODEL" "$tmp/out3" || fail "a bad --sweep: rc $rc"
-run "$tmp/out3" "$tmp/runs" --out "$tmp/x" --bin "$tmp"
-[[ $rc -eq 2 ]] && grep -q "$tmp/hkt-analyze not found" "$tmp/out3" || fail "a missing binary: rc $rc"
+run "$tmp/out3" "$tmp/grid.json" --out "$tmp/x" --bin "$tmp"
+[[ $rc -eq 2 ]] && grep -q "$tmp/hkt-experiment not found" "$tmp/out3" || fail "a missing binary: rc $rc"
 echo "analyze_grid_test: ok"
