@@ -459,6 +459,50 @@ TEST_CASE("experiment file: settings taken from a tuning experiment's best valid
     CHECK(r.waiting.empty() == (r.model == "plain"));
   }
   CHECK(e.runs[0].waiting.find("0 of 2 runs of \"h\" on a") != std::string::npos);
+  // A recorded choice stands in for h's tuning while its runs are not here; m still waits.
+  const std::string rec_h = R"("recorded": {"a": {"h": {"lr": 0.003, "model_overrides.dropout": 0.0, "run": "h-lr1",
+                                                      "best_val_acc": 0.4}}})";
+  const auto recorded = [&](const std::string& rec) {
+    std::string s = main_text;
+    const std::string from = "\"experiment\": \"tune.json\"";
+    s.replace(s.find(from), from.size(), from + ", " + rec);
+    std::ofstream(tmp.path / "rec.json") << s;
+    return (tmp.path / "rec.json").string();
+  };
+  {
+    const Experiment r = Experiment::from_file(recorded(rec_h));
+    for (const ExperimentRun& run : r.runs) {
+      CAPTURE(run.model);
+      CHECK(run.waiting.empty() == (run.model != "m"));
+      if (run.model == "h") {
+        CHECK(run.cfg.lr == 0.003);
+        CHECK(nlohmann::json::parse(run.cfg.model_overrides).at("dropout") == 0.0);
+      }
+      if (run.model == "h2") CHECK(run.cfg.lr == 0.005);  // per_model still applies after it
+    }
+    REQUIRE(r.tuning_choices.size() == 1);
+    CHECK(r.tuning_choices[0].find("a / h: lr 0.003, model_overrides.dropout 0.0 as recorded") == 0);
+    CHECK(r.tuning_choices[0].find("from h-lr1, best validation accuracy 40.00%; 0 of 2 tuning runs") !=
+          std::string::npos);
+  }
+  hkt::test::check_error(
+      [&] { Experiment::from_file(recorded(R"("recorded": {"a": {"h": {"lr": 0.003}}})")); },
+      "\"recorded\": \"a\": \"h\": the tuned field \"model_overrides.dropout\" is missing");
+  hkt::test::check_error(
+      [&] { Experiment::from_file(recorded(R"("recorded": {"a": {"h": {"lr": 0.003, "model_overrides.dropout": 0.0, "wd": 1}}})")); },
+      "unknown key \"wd\"");
+  hkt::test::check_error(
+      [&] { Experiment::from_file(recorded(R"("recorded": {"a": {"z": {"lr": 0.003, "model_overrides.dropout": 0.0}}})")); },
+      "has no run of family \"z\" on task \"a\"");
+  hkt::test::check_error(
+      [&] { Experiment::from_file(recorded(R"("recorded": {"b": {"h": {"lr": 0.003, "model_overrides.dropout": 0.0}}})")); },
+      "has no task \"b\"");
+  hkt::test::check_error(
+      [&] { Experiment::from_file(recorded(R"("recorded": {"a": {"h": {"lr": [1], "model_overrides.dropout": 0.0}}})")); },
+      "\"lr\" must be a number, string or boolean");
+  hkt::test::check_error(
+      [&] { Experiment::from_file(recorded(R"("recorded": {"a": {"h": {"lr": 0.003, "model_overrides.dropout": 0.0, "best_val_acc": 37.35}}})")); },
+      "\"best_val_acc\" must be a fraction in [0, 1]");
   // h-lr2 has the best validation accuracy of family h; m's only run is m-lr1.
   const Experiment t = Experiment::from_file((tmp.path / "tune.json").string());
   for (const ExperimentRun& r : t.runs) {
@@ -497,6 +541,15 @@ TEST_CASE("experiment file: settings taken from a tuning experiment's best valid
   REQUIRE(e.tuning_choices.size() == 2);
   CHECK(e.tuning_choices[0].find("a / h: lr 0.002, model_overrides.dropout 0.1 from h-lr2 (best validation "
                                  "accuracy 55.00% of 2 tuning runs") == 0);
+  // Once the tuning runs are all here they choose: a record that agrees is fine, one that differs is an error.
+  {
+    const Experiment r = Experiment::from_file(
+        recorded(R"("recorded": {"a": {"h": {"lr": 0.002, "model_overrides.dropout": 0.1}}})"));
+    REQUIRE(r.tuning_choices.size() == 2);
+    CHECK(r.tuning_choices[0] == e.tuning_choices[0]);
+  }
+  hkt::test::check_error([&] { Experiment::from_file(recorded(rec_h)); },
+                         "\"recorded\": \"a\": \"h\": \"lr\" is 0.003 but the finished tuning runs of");
   // Errors: a family the tuning file does not have; tuned_as without tuning.
   const auto with = [&](const std::string& from, const std::string& to) {
     std::string s = main_text;

@@ -242,8 +242,9 @@ class Tuning {
     HKT_CHECK(spec.is_object() && spec.contains("experiment") && spec.at("experiment").is_string(),
               "experiment: \"tuning\" must be an object with \"experiment\": the tuning experiment's file");
     for (auto it = spec.begin(); it != spec.end(); ++it)
-      HKT_CHECK(it.key() == "experiment" || it.key() == "fields" || it.key() == "tasks",
-                "experiment: \"tuning\": unknown key \"", it.key(), "\" (expected experiment, fields, tasks)");
+      HKT_CHECK(it.key() == "experiment" || it.key() == "fields" || it.key() == "tasks" || it.key() == "recorded",
+                "experiment: \"tuning\": unknown key \"", it.key(),
+                "\" (expected experiment, fields, tasks, recorded)");
     fs::path file = spec.at("experiment").get<std::string>();
     if (file.is_relative() && !base_dir.empty()) file = fs::path(base_dir) / file;
     file_ = file.string();
@@ -269,6 +270,7 @@ class Tuning {
     HKT_CHECK(text.find("\"tuning\"") == std::string::npos || !json::parse(text, nullptr, false).contains("tuning"),
               "experiment: the tuning experiment ", file_, " has a \"tuning\" of its own (one level only)");
     exp_ = Experiment::from_file(file_);
+    if (spec.contains("recorded")) read_recorded(spec.at("recorded"));
   }
 
   // The fields chosen for `task` (this file's key) and `family`; `choice` describes the pick.
@@ -289,7 +291,21 @@ class Tuning {
     }
     HKT_CHECK(n > 0, "experiment: \"tuned_as\": \"", family, "\": the tuning experiment ", file_,
               " has no run of family \"", family, "\" on task \"", ttask, "\"");
+    const auto rec = recorded_.find({ttask, family});
     if (done < n) {
+      if (rec != recorded_.end()) {  // the tuning ran elsewhere: its recorded choice stands in
+        std::string what;
+        for (const std::string& f : fields_) {
+          const json* v = at_path(rec->second, f);
+          set_path(r.fields, f, *v);
+          what += (what.empty() ? "" : ", ") + f + " " + v->dump();
+        }
+        if (choice)
+          *choice = str_cat(task, " / ", family, ": ", what, " as recorded in \"tuning\": \"recorded\" (",
+                            recorded_note(rec->second), "; ", done, " of ", n, " tuning runs of ", file_,
+                            " finished here)");
+        return r;
+      }
       r.waiting = str_cat("waiting for its tuning: ", done, " of ", n, " runs of \"", family, "\" on ", ttask,
                           " finished (", file_, ")");
       return r;
@@ -302,6 +318,11 @@ class Tuning {
       // model_overrides holds only what its run set: a field it lacks was not tuned there.
       HKT_CHECK(f.rfind("model_overrides.", 0) != 0 || !v->is_null(), "experiment: tuning: ", best->cfg.run_dir,
                 " does not set \"", f, "\"");
+      // A record that the finished runs contradict would mix two settings in one grid.
+      HKT_CHECK(rec == recorded_.end() || *at_path(rec->second, f) == *v, "experiment: \"tuning\": \"recorded\": \"",
+                ttask, "\": \"", family, "\": \"", f, "\" is ", rec == recorded_.end() ? "" : at_path(rec->second, f)->dump(),
+                " but the finished tuning runs of ", file_, " chose ", v->dump(), " (", best->model,
+                "): update the record or remove it");
       set_path(r.fields, f, *v);
       what += (what.empty() ? "" : ", ") + f + " " + v->dump();
     }
@@ -312,9 +333,64 @@ class Tuning {
   }
 
  private:
+  // "recorded": {"tuning task": {"family": {"lr": 5e-4, "model_overrides.dropout": 0.1,
+  //              "run": "hkt-lr5e-4-d0.1", "best_val_acc": 0.3735}}}: the choice of a tuning that ran
+  // elsewhere (another machine, an earlier checkout). Every tuned field is required; "run" and
+  // "best_val_acc" say where it came from.
+  void read_recorded(const json& rec) {
+    const std::string where = "experiment: \"tuning\": \"recorded\"";
+    HKT_CHECK(rec.is_object(), where, " must map tuning task keys to {family: {field: value}}");
+    for (auto t = rec.begin(); t != rec.end(); ++t) {
+      const std::string tw = str_cat(where, ": \"", t.key(), "\"");
+      const bool known_task = std::any_of(exp_.runs.begin(), exp_.runs.end(),
+                                          [&](const ExperimentRun& r) { return r.task == t.key(); });
+      HKT_CHECK(known_task, tw, ": the tuning experiment ", file_, " has no task \"", t.key(), "\"");
+      HKT_CHECK(t.value().is_object(), tw, " must map families to {field: value}");
+      for (auto f = t.value().begin(); f != t.value().end(); ++f) {
+        const std::string fw = str_cat(tw, ": \"", f.key(), "\"");
+        const bool known = std::any_of(exp_.runs.begin(), exp_.runs.end(), [&](const ExperimentRun& r) {
+          return r.task == t.key() && r.family == f.key();
+        });
+        HKT_CHECK(known, fw, ": the tuning experiment ", file_, " has no run of family \"", f.key(),
+                  "\" on task \"", t.key(), "\"");
+        const json& v = f.value();
+        HKT_CHECK(v.is_object(), fw, " must be an object of the tuned fields");
+        json fields = json::object();
+        for (auto k = v.begin(); k != v.end(); ++k) {
+          const bool field = std::find(fields_.begin(), fields_.end(), k.key()) != fields_.end();
+          HKT_CHECK(field || k.key() == "run" || k.key() == "best_val_acc", fw, ": unknown key \"", k.key(),
+                    "\" (the tuned fields, \"run\" or \"best_val_acc\")");
+          if (field) {
+            HKT_CHECK(k.value().is_primitive() && !k.value().is_null(), fw, ": \"", k.key(),
+                      "\" must be a number, string or boolean, got ", excerpt(k.value().dump()));
+            set_path(fields, k.key(), k.value());
+          }
+        }
+        HKT_CHECK(!v.contains("run") || v.at("run").is_string(), fw, ": \"run\" must be a model key");
+        HKT_CHECK(!v.contains("best_val_acc") ||
+                      (v.at("best_val_acc").is_number() && v.at("best_val_acc").get<double>() >= 0 &&
+                       v.at("best_val_acc").get<double>() <= 1),
+                  fw, ": \"best_val_acc\" must be a fraction in [0, 1]");
+        for (const std::string& k : fields_)
+          HKT_CHECK(v.contains(k), fw, ": the tuned field \"", k, "\" is missing");
+        if (v.contains("run")) fields["run"] = v.at("run");
+        if (v.contains("best_val_acc")) fields["best_val_acc"] = v.at("best_val_acc");
+        recorded_[{t.key(), f.key()}] = fields;
+      }
+    }
+  }
+
+  static std::string recorded_note(const json& rec) {
+    std::string s = rec.contains("run") ? str_cat("from ", rec.at("run").get<std::string>()) : "run not named";
+    if (rec.contains("best_val_acc"))
+      s += str_cat(", best validation accuracy ", fmt(100 * rec.at("best_val_acc").get<double>(), 2), "%");
+    return s;
+  }
+
   std::string file_;
   std::vector<std::string> fields_;
   std::map<std::string, std::string> task_map_;
+  std::map<std::pair<std::string, std::string>, json> recorded_;
   Experiment exp_;
 };
 

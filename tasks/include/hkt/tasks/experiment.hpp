@@ -36,6 +36,15 @@
 // such tuning run has finished, the runs that need them wait (ExperimentRun::
 // waiting) and are not trained; hkt-experiment says so. "family", "tuned_as",
 // "tasks" and "seeds" are not TrainConfig fields.
+// A tuning that ran elsewhere (another machine, an earlier checkout whose run
+// folders are gone) can be recorded in the file:
+//   "tuning": {..., "recorded": {"listops-long": {"hkt": {"lr": 5e-4,
+//              "model_overrides.dropout": 0.1, "run": "hkt-lr5e-4-d0.1", "best_val_acc": 0.3735}}}}
+// keyed by the tuning experiment's task key and family, every tuned field
+// required ("run" and "best_val_acc" optional, for the reader). While the
+// tuning runs of that task and family are not all finished here, the record
+// stands in for them; once they are, they choose, and a record that differs
+// from their choice is an error (the grid would mix two settings).
 // Shared runs: a model entry's "shared_with": "cpu-fair.json" (relative to
 // this file's folder) says that this model's runs are that experiment's runs
 // of the same task key, model key and seed, trained there: this file never
