@@ -5,13 +5,8 @@
 # mean +- std, and usage errors with exit status 2.
 #
 #   tools/tests/analyze_grid_test.sh BIN_DIR
-set -euo pipefail
-
 bin="$1"
-tool="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/analyze-grid"
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/hkt-analyze-grid.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "analyze_grid_test: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/tool_test_lib.sh" analyze-grid analyze_grid_test
 
 base='{"steps": 4, "batch_size": 4, "eval_every": 2, "eval_batches": 1, "log_every": 2,
         "data": {"seq_len": 16, "train_size": 32, "val_size": 16, "test_size": 8}}'
@@ -29,14 +24,7 @@ JSON
 plots=()
 command -v gnuplot >/dev/null 2>&1 || plots=(--no-plots)
 
-run() {  # run OUT_FILE ARGS...: tools/analyze-grid, its exit status in $rc
-  local out="$1"
-  shift
-  set +e
-  python3 "$tool" "$@" >"$out" 2>&1
-  rc=$?
-  set -e
-}
+run() { run_tool "$@"; }  # run OUT_FILE ARGS...: tools/analyze-grid, its exit status in $rc
 run "$tmp/out1" "$tmp/grid.json" --out "$tmp/an" --bin "$bin" --samples 4 --sweep synthetic:L1,L2,L3 \
   --target synthetic/mha --target synthetic/L3/seed1 "${plots[@]}"
 [[ $rc -eq 1 ]] || { cat "$tmp/out1"; fail "a conv-only run gave exit status $rc, not 1"; }

@@ -5,12 +5,7 @@
 # option named, nothing written).
 #
 #   tools/tests/budget_curve_test.sh
-set -euo pipefail
-
-tool="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/budget-curve"
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/hkt-budget-curve.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "budget_curve_test: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/tool_test_lib.sh" budget-curve budget_curve_test
 
 mkrun() {  # mkrun DIR STEPS TEST_ACC [VAL_ACC]: a finished run's summary.json, batch 32, 96,000 train
   mkdir -p "$tmp/$1"
@@ -31,12 +26,7 @@ mkrun c3 4096 0.33 0.50
 mkrun d1 1024 0.40
 mkrun d2 4096 0.38
 
-run() {  # run ARGS...: the tool's output in $tmp/out, its exit status in $rc
-  set +e
-  python3 "$tool" "$@" >"$tmp/out" 2>&1
-  rc=$?
-  set -e
-}
+run() { run_tool "$tmp/out" "$@"; }  # run ARGS...: the output in $tmp/out, the exit status in $rc
 run --target 40 --series "up=$tmp/c1,$tmp/a,$tmp/c2,$tmp/b,$tmp/c3" --series "down=$tmp/d2,$tmp/d1"
 [[ $rc -eq 0 ]] || { cat "$tmp/out"; fail "exit status $rc"; }
 grep -qF "| up | 5 | 0.00 | +2.00 [+0.55, +3.45] | 36.00 [32.33, 39.67] (at 262,144) |" "$tmp/out" \

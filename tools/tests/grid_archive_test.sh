@@ -5,13 +5,8 @@
 # and usage errors exit 2.
 #
 #   tools/tests/grid_archive_test.sh BIN_DIR
-set -euo pipefail
-
 bin="$1"
-tool="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/grid-archive"
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/hkt-grid-archive.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "grid_archive_test: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/tool_test_lib.sh" grid-archive grid_archive_test
 
 cat >"$tmp/grid.json" <<JSON
 {"name": "tiny", "out_dir": "$tmp/runs",
@@ -23,14 +18,7 @@ cat >"$tmp/grid.json" <<JSON
 JSON
 "$bin/hkt-experiment" "$tmp/grid.json" --only seed1 --quiet >/dev/null 2>&1 || fail "the tiny grid did not train"
 
-run() {  # run OUT_FILE ARGS...: tools/grid-archive, its exit status in $rc
-  local out="$1"
-  shift
-  set +e
-  python3 "$tool" "$@" --bin "$bin" >"$out" 2>&1
-  rc=$?
-  set -e
-}
+run() { run_tool "$@" --bin "$bin"; }  # run OUT_FILE ARGS...: tools/grid-archive, its exit status in $rc
 states() {  # the runs' states as "id=state" lines
   "$bin/hkt-experiment" "$tmp/grid.json" --list --json |
     python3 -c 'import json,sys; [print(r["id"] + "=" + r["state"]) for r in json.load(sys.stdin)["runs"]]'
