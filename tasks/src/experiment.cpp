@@ -371,8 +371,8 @@ class Tuning {
                       (v.at("best_val_acc").is_number() && v.at("best_val_acc").get<double>() >= 0 &&
                        v.at("best_val_acc").get<double>() <= 1),
                   fw, ": \"best_val_acc\" must be a fraction in [0, 1]");
-        for (const std::string& k : fields_)
-          HKT_CHECK(v.contains(k), fw, ": the tuned field \"", k, "\" is missing");
+        for (const std::string& k : fields_)  // (at_path: "fields" that overlap, "a" and "a.b", cannot both be set)
+          HKT_CHECK(v.contains(k) && at_path(fields, k), fw, ": the tuned field \"", k, "\" is missing");
         if (v.contains("run")) fields["run"] = v.at("run");
         if (v.contains("best_val_acc")) fields["best_val_acc"] = v.at("best_val_acc");
         recorded_[{t.key(), f.key()}] = fields;
