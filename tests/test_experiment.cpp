@@ -418,6 +418,22 @@ TEST_CASE("the committed experiment files load, and every run's config is valid"
     for (const ExperimentRun& r : e.runs) CHECK_NOTHROW(r.cfg.validate());
   }
   CHECK(files >= 3);  // paper, cpu, cpu-tune
+  // Files that record the same tuning's choice ("tuning": {"recorded"}) record the same choice.
+  std::map<std::string, nlohmann::json> recorded;  // tuning file / task / family -> fields
+  for (const auto& entry : fs::directory_iterator(HKT_EXPERIMENTS_DIR)) {
+    if (entry.path().extension() != ".json") continue;
+    const nlohmann::json j = nlohmann::json::parse(std::ifstream(entry.path()));
+    if (!j.contains("tuning") || !j.at("tuning").contains("recorded")) continue;
+    const std::string tune = j.at("tuning").at("experiment").get<std::string>();
+    for (const auto& t : j.at("tuning").at("recorded").items())
+      for (const auto& f : t.value().items()) {
+        const std::string key = tune + " / " + t.key() + " / " + f.key();
+        INFO(entry.path().string() << ": " << key);
+        const auto [it, fresh] = recorded.emplace(key, f.value());
+        CHECK((fresh || it->second == f.value()));
+      }
+  }
+  CHECK(recorded.count("cpu-fair-tune.json / listops-long / hkt") == 1);
   // What the cpu protocol's sweep chose, per task and model.
   const Experiment cpu = Experiment::from_file(std::string(HKT_EXPERIMENTS_DIR) + "/cpu.json");
   for (const ExperimentRun& r : cpu.runs) {
