@@ -82,8 +82,13 @@ cat >"$tmp/slow.json" <<JSON
 JSON
 "$bin/hkt-experiment" "$tmp/slow.json" --jobs 2 >"$tmp/out" 2>&1 &
 parent=$!
-for _ in $(seq 100); do [[ $(grep -c ", pid " "$tmp/out") -eq 2 ]] && break; sleep 0.1; done
-sleep 1
+# Stop it once both runs have written their config.json (what makes a run "started"); a fixed
+# sleep was too short on a loaded machine, where a child can take seconds to get there.
+for _ in $(seq 600); do
+  [[ -f "$tmp/slow/synthetic/hkt/seed1/config.json" && -f "$tmp/slow/synthetic/mha/seed1/config.json" ]] && break
+  sleep 0.1
+done
+sleep 0.5
 kill -TERM "$parent"
 wait "$parent"
 rc=$?
