@@ -138,6 +138,16 @@ grep -q "1 run(s) to train" "$tmp/out" || { cat "$tmp/out"; fail "the rerun did 
 [[ $? -eq 2 ]] && grep -q "no such run" "$tmp/out" || { cat "$tmp/out"; fail "--run of an unknown id was accepted"; }
 "$bin/hkt-experiment" "$tmp/par.json" --only zzz >"$tmp/out" 2>&1
 [[ $? -eq 2 ]] && grep -q "no run id .* contains it" "$tmp/out" || { cat "$tmp/out"; fail "--only matching nothing was accepted"; }
+"$bin/hkt-experiment" "$tmp/par.json" --only hkt/seed1 --only zzz >"$tmp/out" 2>&1
+[[ $? -eq 2 ]] && grep -q -- "--only zzz: no run id .* contains it" "$tmp/out" ||
+  { cat "$tmp/out"; fail "a second --only matching nothing was accepted or not named"; }
+# Repeated --only: the runs that match any of them, and only those.
+grid "$tmp/only" >"$tmp/only.json"
+"$bin/hkt-experiment" "$tmp/only.json" --only hkt/seed1 --only mha/seed2 --no-report --quiet >"$tmp/out" 2>&1 ||
+  { cat "$tmp/out"; fail "two --only failed"; }
+"$bin/hkt-experiment" "$tmp/only.json" --list >"$tmp/list"
+[[ $(grep -c "  done  " "$tmp/list") -eq 2 ]] && grep -q "^synthetic/hkt/seed1  done" "$tmp/list" &&
+  grep -q "^synthetic/mha/seed2  done" "$tmp/list" || { cat "$tmp/list"; fail "two --only did not train exactly their runs"; }
 # A finished run's summary.json that cannot be read: --list says which, exit status 1 (no abort).
 cp "$tmp/par/synthetic/mha/seed1/summary.json" "$tmp/summary.keep"
 head -c 20 "$tmp/summary.keep" >"$tmp/par/synthetic/mha/seed1/summary.json"

@@ -10,6 +10,7 @@
 //   hkt-experiment experiments/cpu.json --list --json   # the same as one JSON object, for scripts
 //   hkt-experiment experiments/cpu.json --report        # only rebuild the table from finished runs
 //   hkt-experiment experiments/cpu.json --only listops  # runs whose "task/model/seed" contains the text
+//                                                        (repeat --only to run those matching any of them)
 //   hkt-experiment experiments/cpu.json --jobs 2        # two runs at a time, each in its own process
 //   hkt-experiment experiments/paper.json --device cuda # train on the GPU (exit 2 when there is none)
 //
@@ -204,12 +205,14 @@ int main(int argc, char** argv) {
                "OUT/results.csv (mean +- std over seeds). The file format is documented in "
                "tasks/include/hkt/tasks/experiment.hpp and docs/results.md.",
                "hkt-experiment"};
-  std::string file, out_dir, only, exact, device = "cpu";
+  std::string file, out_dir, exact, device = "cpu";
+  std::vector<std::string> only;
   bool list = false, list_as_json = false, report_only = false, quiet = false, no_report = false;
   int jobs = 1;
   app.add_option("experiment", file, "experiment file (JSON)")->required()->check(CLI::ExistingFile);
   app.add_option("--out-dir", out_dir, "folder of the runs and results (default: the file's out_dir)");
-  app.add_option("--only", only, "run only the runs whose task/model/seed<N> contains this text");
+  app.add_option("--only", only,
+                 "run only the runs whose task/model/seed<N> contains this text (repeatable: those that contain any)");
   app.add_option("--run", exact, "run only the run task/model/seed<N> (exactly this id, as --list prints it)");
   app.add_option("--jobs", jobs,
                  "runs at a time, each in its own process with 1/N of the threads and its output in "
@@ -279,7 +282,10 @@ int main(int argc, char** argv) {
   }
   auto chosen = [&](const ExperimentRun& r) {
     const std::string id = run_id(r);
-    return (only.empty() || id.find(only) != std::string::npos) && (exact.empty() || id == exact);
+    const bool matched = only.empty() || std::any_of(only.begin(), only.end(), [&](const std::string& text) {
+                           return id.find(text) != std::string::npos;
+                         });
+    return matched && (exact.empty() || id == exact);
   };
   // A run waiting for its tuning, or trained by another experiment ("shared_with"), is not trained here
   // (it is reported before and after).
@@ -290,13 +296,13 @@ int main(int argc, char** argv) {
       ++waiting;
     }
   auto selected = [&](const ExperimentRun& r) { return chosen(r) && r.waiting.empty(); };
-  if (!only.empty() && std::none_of(e.runs.begin(), e.runs.end(), [&](const ExperimentRun& r) {
-        return run_id(r).find(only) != std::string::npos;
-      })) {
-    std::cerr << "hkt-experiment: --only " << only << ": no run id of " << file << " contains it (hkt-experiment "
-              << file << " --list shows the ids)\n";
-    return hkt::apps::kExitUsage;
-  }
+  for (const std::string& text : only)
+    if (std::none_of(e.runs.begin(), e.runs.end(),
+                     [&](const ExperimentRun& r) { return run_id(r).find(text) != std::string::npos; })) {
+      std::cerr << "hkt-experiment: --only " << text << ": no run id of " << file << " contains it (hkt-experiment "
+                << file << " --list shows the ids)\n";
+      return hkt::apps::kExitUsage;
+    }
   if (!exact.empty()) {
     bool found = false;
     for (const ExperimentRun& r : e.runs) found = found || run_id(r) == exact;
