@@ -392,8 +392,44 @@ TEST_CASE("a tiny grid runs, resumes an interrupted run and aggregates") {
   CHECK(md.find("| " + ratio + " |") != std::string::npos);
   const std::string hkt_row = csv.substr(csv.find("synthetic,hkt,"), csv.find('\n', csv.find("synthetic,hkt,")) -
                                                                          csv.find("synthetic,hkt,"));
-  CHECK(std::stod(hkt_row.substr(hkt_row.rfind(',') + 1)) ==
+  // The last two fields: the FLOP ratio, then where the runs trained.
+  CHECK(hkt_row.substr(hkt_row.rfind(',') + 1) == "cpu");
+  const std::string no_device = hkt_row.substr(0, hkt_row.rfind(','));
+  CHECK(std::stod(no_device.substr(no_device.rfind(',') + 1)) ==
         doctest::Approx(sh.flops_per_batch / sm.flops_per_batch).epsilon(1e-3));
+  CHECK(sh.device == "cpu");
+
+  // A run trained on another device: its cell's time per step is not averaged with the CPU run's,
+  // and no time ratio is given across devices; the FLOP ratio still is.
+  const fs::path moved = fs::path(e.runs[1].cfg.run_dir) / "summary.json";
+  nlohmann::json js;
+  {
+    std::ifstream f(moved);
+    js = nlohmann::json::parse(f);
+  }
+  CHECK(js.at("device") == "cpu");
+  js["device"] = "cuda:0";
+  {
+    std::ofstream f(moved);
+    f << js.dump(2);
+  }
+  CHECK(read_summary(e.runs[1].cfg.run_dir).device == "cuda:0");
+  const std::string mixed = results_markdown(e);
+  const std::string mixed_row = mixed.substr(mixed.find("| synthetic | hkt |"),
+                                             mixed.find('\n', mixed.find("| synthetic | hkt |")) -
+                                                 mixed.find("| synthetic | hkt |"));
+  CHECK(mixed_row.find("| mixed devices | - | " + ratio + " |") != std::string::npos);
+  CHECK(results_csv(e).find(",cpu cuda:0\n") != std::string::npos);
+  // Both of a cell's runs on the GPU: its time is shown with the device, and still no ratio to the CPU baseline.
+  js["device"] = "cuda:0";
+  {
+    std::ofstream f(fs::path(e.runs[0].cfg.run_dir) / "summary.json");
+    f << js.dump(2);
+  }
+  const std::string gpu = results_markdown(e);
+  const std::string gpu_row = gpu.substr(gpu.find("| synthetic | hkt |"),
+                                         gpu.find('\n', gpu.find("| synthetic | hkt |")) - gpu.find("| synthetic | hkt |"));
+  CHECK(gpu_row.find(" (cuda:0) | - | ") != std::string::npos);
 }
 
 TEST_CASE("the committed experiment files load, and every run's config is valid") {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <optional>
 #include <sstream>
 #include <vector>
@@ -57,6 +58,7 @@ struct Cell {
   std::vector<double> val, sps, wall, flops;
   std::map<uint64_t, double> test_by_seed;         // test accuracy by seed, for the per-seed margins
   std::map<uint64_t, std::string> run_by_seed;      // the finished runs' folders
+  std::set<std::string> devices;                    // where the finished runs trained (their times are theirs)
   int64_t steps = 0, params = 0, seeds = 0, test_examples = 0;
 
   std::vector<double> test() const {
@@ -78,6 +80,7 @@ std::map<std::pair<std::string, std::string>, Cell> cells(const Experiment& e) {
     c.run_by_seed[r.seed] = r.cfg.run_dir;
     if (s.test_examples > 0) c.test_examples = s.test_examples;
     c.sps.push_back(s.s_per_step);
+    c.devices.insert(s.device);
     c.wall.push_back(s.wall_s);
     if (s.flops_per_batch > 0) c.flops.push_back(s.flops_per_batch);
     c.steps = s.steps;
@@ -90,6 +93,22 @@ std::map<std::pair<std::string, std::string>, Cell> cells(const Experiment& e) {
 double ratio(const std::vector<double>& a, const std::vector<double>& b) {
   const MeanStd ma = mean_std(a), mb = mean_std(b);
   return ma.n > 0 && mb.n > 0 && mb.mean > 0 ? ma.mean / mb.mean : -1;
+}
+
+// The ratio of two cells' times per step: -1 (printed "-") unless every run of both trained on one
+// and the same device, since a step's time on a GPU says nothing about one on the CPU.
+double time_ratio(const Cell& c, const Cell& base) {
+  return c.devices.size() == 1 && c.devices == base.devices ? ratio(c.sps, base.sps) : -1;
+}
+
+// A cell's mean time per step in ms, with its device unless that is the CPU; "mixed" when its runs
+// trained on different devices (their mean would mean nothing).
+std::string ms_per_step(const Cell& c) {
+  const MeanStd sps = mean_std(c.sps);
+  if (sps.n == 0) return "-";
+  if (c.devices.size() > 1) return "mixed devices";
+  const std::string& d = *c.devices.begin();
+  return fmt(1e3 * sps.mean, 1) + (d == "cpu" ? "" : " (" + d + ")");
 }
 
 std::string signed_pts(double x) { return str_cat(x >= 0 ? "+" : "", fmt(100 * x, 2)); }
@@ -701,6 +720,7 @@ RunSummary read_summary(const std::string& run_dir) {
     s.wall_s = j.at("wall_s").get<double>();
     s.s_per_step = j.at("s_per_step").get<double>();
     if (j.contains("test_examples")) s.test_examples = j.at("test_examples").get<int64_t>();
+    if (j.contains("device")) s.device = j.at("device").get<std::string>();
     if (j.contains("model_config") && j.contains("config")) {
       const nn::ClassifierConfig mc = nn::ClassifierConfig::from_json(j.at("model_config").dump());
       s.flops_per_batch = nn::model_flops(mc, j.at("config").at("batch_size").get<int64_t>(), mc.max_len).total();
@@ -742,8 +762,8 @@ std::string results_markdown(const Experiment& e) {
       const auto it = cs.find({t, m});
       if (it == cs.end()) continue;  // the model does not run on this task
       const Cell& c = it->second;
-      const MeanStd test = mean_std(c.test()), sps = mean_std(c.sps), fl = mean_std(c.flops);
-      const double tr = base ? ratio(c.sps, base->sps) : -1, fr = base ? ratio(c.flops, base->flops) : -1;
+      const MeanStd test = mean_std(c.test()), fl = mean_std(c.flops);
+      const double tr = base ? time_ratio(c, *base) : -1, fr = base ? ratio(c.flops, base->flops) : -1;
       // The binomial interval of an accuracy of test.mean at one run's test-set size.
       std::string binom = "-";
       if (test.n > 0 && c.test_examples > 0) {
@@ -757,7 +777,7 @@ std::string results_markdown(const Experiment& e) {
         << (test.n > 0 && bt.n > 0 ? fmt(100 * (test.mean - bt.mean), 2) : "-") << " | "
         << (c.test_by_seed.empty() ? "-" : std::to_string(c.params)) << " | "
         << (fl.n > 0 ? fmt(fl.mean / 1e9, 2) : "-") << " | "
-        << (sps.n > 0 ? fmt(1e3 * sps.mean, 1) : "-") << " | " << (tr > 0 ? fmt(tr, 3) : "-") << " | "
+        << ms_per_step(c) << " | " << (tr > 0 ? fmt(tr, 3) : "-") << " | "
         << (fr > 0 ? fmt(fr, 3) : "-") << " | " << (c.wall.empty() ? "-" : fmt(sum(c.wall), 1)) << " |\n";
     }
   }
@@ -769,7 +789,7 @@ std::string results_csv(const Experiment& e) {
   const auto cs = cells(e);
   std::ostringstream o;
   o << "task,model,seeds_done,seeds,steps,val_acc_mean,val_acc_std,test_acc_mean,test_acc_std,params,s_per_step,"
-       "time_ratio_to_baseline,wall_s,flop_ratio_to_baseline\n";
+       "time_ratio_to_baseline,wall_s,flop_ratio_to_baseline,devices\n";
   for (const std::string& t : e.tasks) {
     const auto bit = e.baseline.empty() ? cs.end() : cs.find({t, e.baseline});
     const Cell* base = bit == cs.end() ? nullptr : &bit->second;
@@ -778,11 +798,13 @@ std::string results_csv(const Experiment& e) {
       if (it == cs.end()) continue;
       const Cell& c = it->second;
       const MeanStd val = mean_std(c.val), test = mean_std(c.test()), sps = mean_std(c.sps);
-      const double tr = base ? ratio(c.sps, base->sps) : -1, fr = base ? ratio(c.flops, base->flops) : -1;
+      const double tr = base ? time_ratio(c, *base) : -1, fr = base ? ratio(c.flops, base->flops) : -1;
+      std::string devices;
+      for (const std::string& d : c.devices) devices += (devices.empty() ? "" : " ") + d;
       o << t << "," << m << "," << c.test_by_seed.size() << "," << c.seeds << "," << c.steps << "," << fmt(val.mean, 6)
         << "," << fmt(val.std, 6) << "," << fmt(test.mean, 6) << "," << fmt(test.std, 6) << "," << c.params << ","
         << fmt(sps.mean, 6) << "," << (tr > 0 ? fmt(tr, 4) : "") << "," << fmt(sum(c.wall), 1) << ","
-        << (fr > 0 ? fmt(fr, 4) : "") << "\n";
+        << (fr > 0 ? fmt(fr, 4) : "") << "," << devices << "\n";
     }
   }
   return o.str();

@@ -285,6 +285,7 @@ void Run::write_summary(const TrainResult& r, double train_s) const {
   s["wall_s"] = r.wall_s;
   s["train_s"] = train_s;
   s["s_per_step"] = r.s_per_step;
+  s["device"] = ropt.device.str();  // the time per step belongs to the device (the last segment's)
   // Data parallel: processes, and this segment's time waiting for the gradients' and metrics'
   // all-reduces after the backward (what overlap did not hide), and its share of the steps' time.
   s["ranks"] = W.size;

@@ -121,6 +121,10 @@ struct RunSummary {
   // the run's model at its batch size and T = the model's max_len); the
   // backward adds twice as much. 0 when the summary has no model_config.
   double flops_per_batch = 0;
+  // Where the run trained ("cpu", "cuda:0"): its time per step compares only with runs on the same
+  // kind of device. Summaries written before 2026-12-04 lack the field; every one of them trained on
+  // the CPU (no run had trained on a GPU before then), so a missing field reads as "cpu".
+  std::string device = "cpu";
 };
 RunSummary read_summary(const std::string& run_dir);
 
