@@ -390,8 +390,12 @@ TEST_CASE("a tiny grid runs, resumes an interrupted run and aggregates") {
   const std::string ratio = fmt_ratio(sh.flops_per_batch / sm.flops_per_batch);
   CHECK(md.find("| FLOPs / mha |") != std::string::npos);
   CHECK(md.find("| " + ratio + " |") != std::string::npos);
-  const std::string hkt_row = csv.substr(csv.find("synthetic,hkt,"), csv.find('\n', csv.find("synthetic,hkt,")) -
-                                                                         csv.find("synthetic,hkt,"));
+  // The line of `text` that starts at the first `prefix`.
+  auto row = [](const std::string& text, const std::string& prefix) {
+    const size_t at = text.find(prefix);
+    return text.substr(at, text.find('\n', at) - at);
+  };
+  const std::string hkt_row = row(csv, "synthetic,hkt,");
   // The last two fields: the FLOP ratio, then where the runs trained.
   CHECK(hkt_row.substr(hkt_row.rfind(',') + 1) == "cpu");
   const std::string no_device = hkt_row.substr(0, hkt_row.rfind(','));
@@ -414,10 +418,7 @@ TEST_CASE("a tiny grid runs, resumes an interrupted run and aggregates") {
     f << js.dump(2);
   }
   CHECK(read_summary(e.runs[1].cfg.run_dir).device == "cuda:0");
-  const std::string mixed = results_markdown(e);
-  const std::string mixed_row = mixed.substr(mixed.find("| synthetic | hkt |"),
-                                             mixed.find('\n', mixed.find("| synthetic | hkt |")) -
-                                                 mixed.find("| synthetic | hkt |"));
+  const std::string mixed_row = row(results_markdown(e), "| synthetic | hkt |");
   CHECK(mixed_row.find("| mixed devices | - | " + ratio + " |") != std::string::npos);
   CHECK(results_csv(e).find(",cpu cuda:0\n") != std::string::npos);
   // Both of a cell's runs on the GPU: its time is shown with the device, and still no ratio to the CPU baseline.
@@ -426,9 +427,7 @@ TEST_CASE("a tiny grid runs, resumes an interrupted run and aggregates") {
     std::ofstream f(fs::path(e.runs[0].cfg.run_dir) / "summary.json");
     f << js.dump(2);
   }
-  const std::string gpu = results_markdown(e);
-  const std::string gpu_row = gpu.substr(gpu.find("| synthetic | hkt |"),
-                                         gpu.find('\n', gpu.find("| synthetic | hkt |")) - gpu.find("| synthetic | hkt |"));
+  const std::string gpu_row = row(results_markdown(e), "| synthetic | hkt |");
   CHECK(gpu_row.find(" (cuda:0) | - | ") != std::string::npos);
 }
 

@@ -280,12 +280,13 @@ int main(int argc, char** argv) {
     std::cerr << errors;
     return status;
   }
+  auto contains = [&](const ExperimentRun& r, const std::string& text) {
+    return run_id(r).find(text) != std::string::npos;
+  };
   auto chosen = [&](const ExperimentRun& r) {
-    const std::string id = run_id(r);
-    const bool matched = only.empty() || std::any_of(only.begin(), only.end(), [&](const std::string& text) {
-                           return id.find(text) != std::string::npos;
-                         });
-    return matched && (exact.empty() || id == exact);
+    const bool matched =
+        only.empty() || std::any_of(only.begin(), only.end(), [&](const std::string& text) { return contains(r, text); });
+    return matched && (exact.empty() || run_id(r) == exact);
   };
   // A run waiting for its tuning, or trained by another experiment ("shared_with"), is not trained here
   // (it is reported before and after).
@@ -297,8 +298,7 @@ int main(int argc, char** argv) {
     }
   auto selected = [&](const ExperimentRun& r) { return chosen(r) && r.waiting.empty(); };
   for (const std::string& text : only)
-    if (std::none_of(e.runs.begin(), e.runs.end(),
-                     [&](const ExperimentRun& r) { return run_id(r).find(text) != std::string::npos; })) {
+    if (std::none_of(e.runs.begin(), e.runs.end(), [&](const ExperimentRun& r) { return contains(r, text); })) {
       std::cerr << "hkt-experiment: --only " << text << ": no run id of " << file << " contains it (hkt-experiment "
                 << file << " --list shows the ids)\n";
       return hkt::apps::kExitUsage;
