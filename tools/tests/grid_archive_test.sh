@@ -2,7 +2,7 @@
 # tools/grid-archive on a tiny grid (CTest: grid_archive): save keeps the finished runs' small
 # files and no checkpoint, restore puts them back so that hkt-experiment counts them as finished
 # and its report reads them, runs that hold something else are left alone with exit status 1,
-# and usage errors exit 2.
+# pack keeps the same small files (and the logs) in one .tar.xz, and usage errors exit 2.
 #
 #   tools/tests/grid_archive_test.sh BIN_DIR
 bin="$1"
@@ -77,6 +77,28 @@ run "$tmp/o7" save "$tmp/grid.json" --archive "$arch"
 [[ $rc -eq 1 ]] || { cat "$tmp/o7"; fail "save over another archived run gave exit status $rc, not 1"; }
 grep -q "^synthetic/mha/seed1: not saved: .* holds another run" "$tmp/o7" || { cat "$tmp/o7"; fail "no save conflict message"; }
 grep -q '"test_acc": 0.123' "$arch/synthetic/mha/seed1/summary.json" && fail "save overwrote the archived run"
+
+# pack: the small files of every run under the folders, the logs and results.csv, no checkpoint,
+# paths relative to -C; a missing folder is named and skipped.
+echo "a log" >"$tmp/runs/grid.log"
+mkdir -p "$tmp/runs/synthetic/hkt/seed2/checkpoint" && echo x >"$tmp/runs/synthetic/hkt/seed2/checkpoint/summary.json"
+run_tool "$tmp/p1" pack "$tmp/packed.tar.xz" -C "$tmp" runs nope
+[[ $rc -eq 0 ]] || { cat "$tmp/p1"; fail "pack gave exit status $rc"; }
+grep -q "nope: no such folder; skipped" "$tmp/p1" || { cat "$tmp/p1"; fail "pack did not name the missing folder"; }
+tar -tJf "$tmp/packed.tar.xz" | sort >"$tmp/packed.list"
+( cd "$tmp" && find runs \( -name config.json -o -name data.json -o -name metrics.jsonl -o -name summary.json \
+    -o -name test_predictions.csv -o -name '*.log' -o -name results.csv \) -not -path '*/checkpoint/*' | sort ) >"$tmp/want.list"
+diff "$tmp/want.list" "$tmp/packed.list" || fail "pack did not keep exactly the small files"
+grep -q "^runs/synthetic/mha/seed1/summary.json$" "$tmp/packed.list" || fail "pack lost a summary"
+grep -q "^runs/grid.log$" "$tmp/packed.list" || fail "pack lost the log"
+mkdir -p "$tmp/unpacked" && tar -xJf "$tmp/packed.tar.xz" -C "$tmp/unpacked"
+cmp -s "$tmp/unpacked/runs/synthetic/mha/seed1/metrics.jsonl" "$tmp/runs/synthetic/mha/seed1/metrics.jsonl" ||
+  fail "pack changed a file"
+run_tool "$tmp/p2" pack "$tmp/p2.tar.xz" -C "$tmp/nope" runs
+[[ $rc -eq 2 && ! -e "$tmp/p2.tar.xz" ]] || { cat "$tmp/p2"; fail "pack -C a missing folder: exit $rc"; }
+run_tool "$tmp/p3" pack "$tmp/nope/p3.tar.xz" -C "$tmp" runs
+[[ $rc -eq 2 ]] || { cat "$tmp/p3"; fail "pack into a missing folder: exit $rc"; }
+ls -a "$tmp" | grep -q grid-archive-tmp && fail "pack left a temporary file"
 
 # Usage errors: exit 2, nothing written.
 run "$tmp/u1" save "$tmp/nope.json" --archive "$tmp/u-arch"
