@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/gpu-experiment on a tiny grid with --device cpu (CTest: gpu_experiment): it trains within
-# its time limit, packs the table, the runs' small files and the best checkpoints, and the packed
-# runs, unpacked on another machine, are what tools/grid-archive needs to keep them.
+# its time limit (only the runs --only names, when given), packs the table, the runs' small files
+# and the best checkpoints, and the packed runs, unpacked on another machine, are what
+# tools/grid-archive needs to keep them.
 #
 #   tools/tests/gpu_experiment_test.sh BIN_DIR
 bin="$1"
@@ -19,6 +20,12 @@ grid() {  # grid OUT_DIR: the tiny experiment file, its runs in OUT_DIR
 JSON
 }
 grid "$tmp/runs" >"$tmp/grid.json"
+# --only: the runs that match, and no other.
+HKT_BIN="$bin" bash "$root/tools/gpu-experiment" "$tmp/grid.json" --device cpu --jobs 1 --minutes 2 --only /hkt/ \
+  --out "$tmp/out0" >"$tmp/log0" 2>&1 || { cat "$tmp/log0"; fail "gpu-experiment --only gave exit status $?"; }
+states="$("$bin/hkt-experiment" "$tmp/grid.json" --list --json |
+  python3 -c 'import json,sys; print(" ".join(r["id"] + "=" + r["state"] for r in json.load(sys.stdin)["runs"]))')"
+[[ "$states" == "synthetic/mha/seed1=new synthetic/hkt/seed1=done" ]] || fail "--only /hkt/ left: $states"
 set +e
 HKT_BIN="$bin" bash "$root/tools/gpu-experiment" "$tmp/grid.json" --device cpu --jobs 1 --minutes 2 \
   --out "$tmp/out" >"$tmp/log" 2>&1
