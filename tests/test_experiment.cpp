@@ -453,22 +453,35 @@ TEST_CASE("the committed experiment files load, and every run's config is valid"
     for (const ExperimentRun& r : e.runs) CHECK_NOTHROW(r.cfg.validate());
   }
   CHECK(files >= 3);  // paper, cpu, cpu-tune
-  // Files that record the same tuning's choice ("tuning": {"recorded"}) record the same choice.
+  // Files that record the same tuning's choice ("tuning": {"recorded"}) record the same choice. A family
+  // whose tuning runs are trained by another tuning file ("shared_with") counts as that file's: so
+  // cpu-peers.json's record of hkt is checked against cpu-fair.json's.
   std::map<std::string, nlohmann::json> recorded;  // tuning file / task / family -> fields
+  const auto read_json = [](const fs::path& p) { return nlohmann::json::parse(std::ifstream(p)); };
+  const auto tuned_in = [&](const std::string& tune, const std::string& family) {
+    const nlohmann::json t = read_json(fs::path(HKT_EXPERIMENTS_DIR) / tune);
+    std::set<std::string> owners;
+    for (const auto& m : t.at("models").items())
+      if (m.value().value("family", m.key()) == family)
+        owners.insert(m.value().value("shared_with", tune));
+    REQUIRE(owners.size() == 1);  // one family is trained by one file
+    return *owners.begin();
+  };
   for (const auto& entry : fs::directory_iterator(HKT_EXPERIMENTS_DIR)) {
     if (entry.path().extension() != ".json") continue;
-    const nlohmann::json j = nlohmann::json::parse(std::ifstream(entry.path()));
+    const nlohmann::json j = read_json(entry.path());
     if (!j.contains("tuning") || !j.at("tuning").contains("recorded")) continue;
     const std::string tune = j.at("tuning").at("experiment").get<std::string>();
     for (const auto& t : j.at("tuning").at("recorded").items())
       for (const auto& f : t.value().items()) {
-        const std::string key = tune + " / " + t.key() + " / " + f.key();
+        const std::string key = tuned_in(tune, f.key()) + " / " + t.key() + " / " + f.key();
         INFO(entry.path().string() << ": " << key);
         const auto [it, fresh] = recorded.emplace(key, f.value());
         CHECK((fresh || it->second == f.value()));
       }
   }
   CHECK(recorded.count("cpu-fair-tune.json / listops-long / hkt") == 1);
+  CHECK(recorded.count("cpu-peers-tune.json / listops-long / hkt") == 0);  // keyed by the file that trains it
   // What the cpu protocol's sweep chose, per task and model.
   const Experiment cpu = Experiment::from_file(std::string(HKT_EXPERIMENTS_DIR) + "/cpu.json");
   for (const ExperimentRun& r : cpu.runs) {
