@@ -458,8 +458,11 @@ TEST_CASE("the committed experiment files load, and every run's config is valid"
   // cpu-peers.json's record of hkt is checked against cpu-fair.json's.
   std::map<std::string, nlohmann::json> recorded;  // tuning file / task / family -> fields
   const auto read_json = [](const fs::path& p) { return nlohmann::json::parse(std::ifstream(p)); };
+  std::map<std::string, nlohmann::json> tuning_files;  // read once each
   const auto tuned_in = [&](const std::string& tune, const std::string& family) {
-    const nlohmann::json t = read_json(fs::path(HKT_EXPERIMENTS_DIR) / tune);
+    auto [it, fresh] = tuning_files.emplace(tune, nlohmann::json());
+    if (fresh) it->second = read_json(fs::path(HKT_EXPERIMENTS_DIR) / tune);
+    const nlohmann::json& t = it->second;
     std::set<std::string> owners;
     for (const auto& m : t.at("models").items())
       if (m.value().value("family", m.key()) == family)
