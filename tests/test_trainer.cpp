@@ -215,6 +215,9 @@ TEST_CASE("train: the loss falls and the run folder is complete") {
   CHECK(s["test_acc"].get<double>() == r.test_acc);
   CHECK(s["config"]["model"] == "hkt-tiny");
   CHECK(s["s_per_step"].get<double>() > 0);
+  CHECK(s["threads"].get<int>() == get_num_threads());
+  CHECK(s["blas_threads"].get<int>() == get_blas_num_threads());
+  CHECK(s["blas_threads"].get<int>() >= 1);
   CHECK(TrainConfig::from_json(file_bytes(c.run_dir + "/config.json")) == c);
 }
 

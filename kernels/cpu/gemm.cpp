@@ -48,6 +48,8 @@ void gemm_impl(Blas blas, bool ta, bool tb, int64_t m, int64_t n, int64_t k, T a
 
 }  // namespace
 
+int blas_num_threads() { return openblas_get_num_threads(); }
+
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   gemm_impl<float>(&cblas_sgemm, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

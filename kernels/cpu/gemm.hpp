@@ -12,6 +12,9 @@
 
 namespace hkt::cpu {
 
+// The number of threads OpenBLAS runs for a product (its own setting).
+int blas_num_threads();
+
 // C[m, n] = alpha * op(A)[m, k] @ op(B)[k, n] + beta * C, with C's rows ldc apart.
 // k == 0 gives beta * C (C is zero-filled when beta == 0, never read).
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,

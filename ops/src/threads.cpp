@@ -8,6 +8,7 @@
 #include <tbb/info.h>
 
 #include "hkt/core/error.hpp"
+#include "kernels/cpu/gemm.hpp"
 
 namespace hkt {
 namespace {
@@ -51,5 +52,7 @@ void set_num_threads(int n) {
 int get_num_threads() {
   return static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
 }
+
+int get_blas_num_threads() { return cpu::blas_num_threads(); }
 
 }  // namespace hkt

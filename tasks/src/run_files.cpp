@@ -6,6 +6,7 @@
 
 #include "hkt/core/json_read.hpp"
 #include "hkt/models/checkpoint.hpp"
+#include "hkt/ops/threads.hpp"
 #include "train_run.hpp"
 
 namespace hkt::tasks::detail {
@@ -286,6 +287,10 @@ void Run::write_summary(const TrainResult& r, double train_s) const {
   s["train_s"] = train_s;
   s["s_per_step"] = r.s_per_step;
   s["device"] = ropt.device.str();  // the time per step belongs to the device (the last segment's)
+  // The CPU threads of the last segment: OpenBLAS's count changes the last bits of large
+  // products (docs/design.md, "Determinism"), so repeating a run's bits needs it.
+  s["threads"] = get_num_threads();
+  s["blas_threads"] = get_blas_num_threads();
   // Data parallel: processes, and this segment's time waiting for the gradients' and metrics'
   // all-reduces after the backward (what overlap did not hide), and its share of the steps' time.
   s["ranks"] = W.size;

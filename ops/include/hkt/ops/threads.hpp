@@ -10,4 +10,10 @@ namespace hkt {
 void set_num_threads(int n);
 int get_num_threads();
 
+// The number of threads OpenBLAS runs for matrix products. It is OpenBLAS's own
+// setting (OPENBLAS_NUM_THREADS, else all cores): set_num_threads and
+// HKT_NUM_THREADS do not change it, and it changes the last bits of large
+// products, so a run records it (summary.json's "blas_threads").
+int get_blas_num_threads();
+
 }  // namespace hkt
