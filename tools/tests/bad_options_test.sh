@@ -7,7 +7,7 @@
 set -u
 exe=$1; shift
 (($# > 0)) || { echo "bad_options_test.sh: no command lines given for $exe" >&2; exit 1; }
-tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hkt-bad-options.XXXXXX") && trap 'rm -rf "$tmp"' EXIT
 bad=0
 for args in "$@"; do
   read -r -a argv <<<"$args"
