@@ -40,6 +40,17 @@ for f in report.json approx.csv approx_fit.csv sample.safetensors; do
   [[ -s "$tmp/approx/$f" ]] || fail "approx/$f missing"
 done
 
+# hkt-analyze theory: Proposition 4.5's level fit and Theorem 4.3's information on the HKT run and the MHA one.
+"$bin/hkt-analyze" theory "$tmp/run" --ranks 1,2 --max-levels 3 --samples 4 --threads 1 >"$tmp/theory.txt"
+grep -q "Proposition 4.5" "$tmp/theory.txt" || fail "hkt-analyze theory printed no level fit"
+grep -q "Theorem 4.3" "$tmp/theory.txt" || fail "hkt-analyze theory printed no information rows for an HKT run"
+for f in report.json levelfit.csv levelfit_fit.csv information.csv sample.safetensors; do
+  [[ -s "$tmp/run/theory/$f" ]] || fail "theory/$f missing"
+done
+"$bin/hkt-analyze" theory "$tmp/mha" --ranks 1 --max-levels 3 --samples 4 --out "$tmp/theory-mha" --threads 1 \
+  >"$tmp/theory-mha.txt"
+grep -q "^1 |" "$tmp/theory-mha.txt" || fail "hkt-analyze theory printed no rank-1 row for the MHA run"
+
 # hkt-eval on the run's own test split reproduces summary.json's test accuracy exactly.
 "$bin/hkt-eval" "$tmp/run" --json "$tmp/eval.json" >"$tmp/eval.txt"
 grep -q "confusion matrix" "$tmp/eval.txt" || fail "hkt-eval printed no confusion matrix"
@@ -66,6 +77,10 @@ rc="$(status "$bin/hkt-eval" "$tmp/run" --device cuda)"
 [[ "$(status "$bin/hkt-analyze" "$tmp/run" --task nosuch)" == 2 ]] || fail "--task nosuch should exit 2"
 [[ "$(status "$bin/hkt-analyze" "$tmp/run" --seq-len -5)" == 2 ]] || fail "--seq-len -5 should exit 2"
 [[ "$(status "$bin/hkt-analyze" "$tmp/run" --kurtosis-windows 4,0)" == 2 ]] || fail "--kurtosis-windows 4,0 should exit 2"
+[[ "$(status "$bin/hkt-analyze" theory --help)" == 0 ]] || fail "theory --help should exit 0"
+[[ "$(status "$bin/hkt-analyze" theory "$tmp/run" --ranks 0)" == 2 ]] || fail "theory --ranks 0 should exit 2"
+[[ "$(status "$bin/hkt-analyze" theory "$tmp/missing" --out "$tmp/t2")" == 1 ]] || fail "theory of a missing run should exit 1"
+[[ ! -e "$tmp/t2" ]] || fail "a failed theory left its output folder"
 [[ "$(status "$bin/hkt-analyze" approx --help)" == 0 ]] || fail "approx --help should exit 0"
 [[ "$(status "$bin/hkt-analyze" approx "$tmp/run" --out "$tmp/a2")" == 2 ]] || fail "approx without --target should exit 2"
 [[ "$(status "$bin/hkt-analyze" approx "$tmp/missing" --target "$tmp/run" --out "$tmp/a2")" == 1 ]] ||

@@ -4,6 +4,7 @@
 //   hkt-analyze runs/x/checkpoint --task listops --out /tmp/a # a checkpoint folder, the task named
 //   hkt-plot --analysis runs/listops-hkt/analysis --out plots # the figures
 //   hkt-analyze approx --target runs/mha runs/L1 runs/L2 runs/L3 --out runs/approx   # error against L
+//   hkt-analyze theory runs/listops-mha --ranks 1,4,8     # Proposition 4.5 and Theorem 4.3 (hkt_analyze_theory.cpp)
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -165,8 +166,11 @@ int approx_main(int argc, char** argv) {
 
 }  // namespace
 
+int theory_main(int argc, char** argv);  // hkt_analyze_theory.cpp
+
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "approx") return approx_main(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "theory") return theory_main(argc - 1, argv + 1);
   CLI::App app{
       "hkt-analyze: analyse a trained classifier on a sample of its task's data: Mardia's kurtosis of the scores, "
       "spectra of the symmetrised bilinear forms Ms_l and of the combined score matrix, the reciprocal / "

@@ -41,24 +41,39 @@ Tensor embed(nn::SequenceClassifier& model, const Tensor& inputs) {
   Tensor x = model.embed ? model.embed->forward(inputs) : model.input_map->forward(to_dtype(inputs, cfg.dtype));
   return x + slice(model.pos, 0, 0, inputs.size(1));
 }
-}  // namespace
 
-std::vector<Tensor> layer_scores(nn::SequenceClassifier& model, const Tensor& inputs, const Tensor& valid) {
+
+// Every block's levels and combination for one batch.
+void all_block_scores(nn::SequenceClassifier& model, const Tensor& inputs, const Tensor& valid,
+                      std::vector<std::vector<Tensor>>& levels, std::vector<Tensor>& combined) {
   const bool was_training = model.is_training();
   model.eval();
   NoGradGuard ng;
   Tensor x = embed(model, inputs);
-  std::vector<Tensor> out;
   for (int64_t layer = 0; layer < model.config().layers; ++layer) {
     auto blk = model.blocks->at<nn::Block>(static_cast<size_t>(layer));
-    std::vector<Tensor> levels;
-    Tensor combined;
-    block_scores(*blk, blk->ln1->forward(x), valid, levels, combined);
-    out.push_back(combined);
+    levels.emplace_back();
+    combined.emplace_back();
+    block_scores(*blk, blk->ln1->forward(x), valid, levels.back(), combined.back());
     x = blk->forward(x, valid);
   }
   model.train(was_training);
-  return out;
+}
+}  // namespace
+
+std::vector<Tensor> layer_scores(nn::SequenceClassifier& model, const Tensor& inputs, const Tensor& valid) {
+  std::vector<std::vector<Tensor>> levels;
+  std::vector<Tensor> combined;
+  all_block_scores(model, inputs, valid, levels, combined);
+  return combined;
+}
+
+std::vector<std::vector<Tensor>> layer_level_scores(nn::SequenceClassifier& model, const Tensor& inputs,
+                                                    const Tensor& valid) {
+  std::vector<std::vector<Tensor>> levels;
+  std::vector<Tensor> combined;
+  all_block_scores(model, inputs, valid, levels, combined);
+  return levels;
 }
 
 ScoreStats collect_scores(nn::SequenceClassifier& model, const tasks::Dataset& data, int64_t window,

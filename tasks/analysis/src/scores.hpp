@@ -77,4 +77,9 @@ ScoreStats collect_scores(nn::SequenceClassifier& model, const tasks::Dataset& d
 // no gradient); for an MHA block S_0 = Q K^T / sqrt(dh).
 std::vector<Tensor> layer_scores(nn::SequenceClassifier& model, const Tensor& inputs, const Tensor& valid);
 
+// The per-level scores S_l [B, H, T_l, T_l] of every block for one batch (eval mode, no gradient):
+// [layer][level]; one level (S_0 = Q K^T / sqrt(dh)) for a kind with one query and key map.
+std::vector<std::vector<Tensor>> layer_level_scores(nn::SequenceClassifier& model, const Tensor& inputs,
+                                                    const Tensor& valid);
+
 }  // namespace hkt::analysis
