@@ -436,13 +436,19 @@ def bench_step(name, T, B, reps, device="cpu"):
 
 
 TORCH_CONFIGS = ("default", "best")
+# jemalloc keeps freed pages (dirty and muzzy decay off): the setting of PyTorch's CPU
+# performance guides for training loops that free and reallocate the same large buffers.
+BEST_MALLOC_CONF = "dirty_decay_ms:-1,muzzy_decay_ms:-1"
 
 
 def torch_env(config, threads):
     """The environment of a PyTorch child process. "default": as installed. "best": the
     configuration a PyTorch user tunes a CPU machine with: jemalloc as the allocator
-    (LD_PRELOAD) and OpenBLAS's OpenMP build instead of its pthread build
-    (Debian: libjemalloc2, libopenblas0-openmp), OMP_NUM_THREADS = threads."""
+    (LD_PRELOAD) with freed pages kept (MALLOC_CONF, as PyTorch's CPU tuning guides set it:
+    without it jemalloc hands freed pages back to the kernel and every step page-faults its
+    large score maps again) and OpenBLAS's OpenMP build instead of its pthread build
+    (Debian: libjemalloc2, libopenblas0-openmp), OMP_NUM_THREADS = threads. A MALLOC_CONF
+    already in the environment is kept."""
     env = dict(os.environ)
     if config == "default":
         return env
@@ -456,6 +462,7 @@ def torch_env(config, threads):
     env["LD_PRELOAD"] = jemalloc + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     env["LD_LIBRARY_PATH"] = omp_blas + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     env["OMP_NUM_THREADS"] = str(threads)
+    env.setdefault("MALLOC_CONF", BEST_MALLOC_CONF)
     return env
 
 
@@ -463,6 +470,8 @@ def loaded_libs():
     """What this process runs on: the allocator and the BLAS build found in its maps."""
     maps = open("/proc/self/maps").read()
     alloc = "jemalloc" if "libjemalloc" in maps else "glibc-malloc"
+    if alloc == "jemalloc":
+        alloc += "[MALLOC_CONF=%s]" % os.environ.get("MALLOC_CONF", "")
     blas = "blas-?"
     for build in ("openblas-openmp", "openblas-pthread", "openblas-serial", "libmkl"):
         if build in maps:
