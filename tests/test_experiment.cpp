@@ -496,6 +496,26 @@ TEST_CASE("the committed experiment files load, and every run's config is valid"
   }
 }
 
+TEST_CASE("listops-long-seeds.json's seeds 1-3 are the fair test's runs: the same configs but for run_dir") {
+  // The 10-seed comparison takes seeds 1-3 from cpu-fair.json's archive (tools/grid-archive restore
+  // --archive experiments/results/cpu-fair): valid only while every field but run_dir agrees.
+  const std::string dir = HKT_EXPERIMENTS_DIR;
+  const Experiment seeds = Experiment::from_file(dir + "/listops-long-seeds.json");
+  const Experiment fair = Experiment::from_file(dir + "/cpu-fair.json");
+  int64_t compared = 0;
+  for (const ExperimentRun& r : seeds.runs)
+    for (const ExperimentRun& f : fair.runs)
+      if (f.task == r.task && f.model == r.model && f.seed == r.seed) {
+        INFO(r.task << "/" << r.model << "/seed" << r.seed);
+        TrainConfig a = r.cfg, b = f.cfg;
+        a.run_dir = b.run_dir = "";
+        CHECK(a.to_json() == b.to_json());
+        ++compared;
+      }
+  CHECK(compared == 6);  // hkt and mha-matched, seeds 1-3
+  CHECK(seeds.runs.size() == 20);
+}
+
 TEST_CASE("experiment file: settings taken from a tuning experiment's best validation run") {
   TempDir tmp("experiment_tuning");
   const std::string tune_out = (tmp.path / "tune").string();
