@@ -67,7 +67,7 @@ class TrainOptions {
                               : "JSON file with TrainConfig values (the flags override them; its model and "
                                 "run_dir are replaced by --models and --run-dir)")
         ->check(CLI::ExistingFile);
-    flag(app, "--task", &C::task, "task: synthetic, listops, listops-tsv, cifar10, cifar10-rgb, fashion-mnist, imdb");
+    flag(app, "--task", &C::task, "task: synthetic, listops, listops-tsv, cifar10, cifar10-rgb, fashion-mnist, imdb, text");
     data_flag(app, "--data-dir", &D::data_dir,
               "data folder for file-based tasks (default ${HKT_DATA:-$HOME/.cache/hkt/data})");
     data_flag(app, "--seq-len", &D::seq_len, "sequence length of generated/text tasks (0 = task default)");
@@ -83,6 +83,27 @@ class TrainOptions {
               "ListOps: shortest expression in tokens (LRA's min_length; 0 = no minimum)");
     data_flag(app, "--max-len", &D::max_len, "ListOps: longest expression in tokens (LRA's max_length; 0 = --seq-len)");
     data_flag(app, "--data-seed", &D::seed, "seed of data generation and the validation split");
+    // The text task (docs/tasks.md, "Your own data").
+    using X = tasks::TextTaskOptions;
+    text_flag(app, "--train-file", &X::train, "text task: the labelled training file (.tsv, .txt or .csv)");
+    text_flag(app, "--val-file", &X::val, "text task: the validation file (default: carved from --train-file)");
+    text_flag(app, "--test-file", &X::test, "text task: the test file (default: carved from --train-file)");
+    text_flag(app, "--text-column", &X::text_column, "text task: the text column (a header name, or a 0-based "
+                                                     "number with --no-header)");
+    text_flag(app, "--label-column", &X::label_column, "text task: the label column (name or number)");
+    text_flag(app, "--tokenizer", &X::tokenizer,
+              "text task: bytes (UTF-8 bytes), chars (Unicode characters of the training text) or vocab "
+              "(whitespace-separated words of --vocab-file)");
+    text_flag(app, "--vocab-file", &X::vocab_file, "text task: one word a line (--tokenizer vocab)");
+    text_flag(app, "--truncate", &X::truncate, "text task: a text longer than --seq-len: head (keep the first "
+                                               "tokens), tail (the last) or refuse (an error)");
+    text_flag(app, "--classes", &X::classes, "text task: the class names in class order (default: the training "
+                                             "labels, sorted)")
+        ->delimiter(',');
+    {
+      CLI::Option* o = app.add_flag("--no-header", no_header_, "text task: the files have no header row");
+      setters_.emplace_back(o, [](tasks::TrainConfig& d) { d.data.text.header = false; });
+    }
     if (with_model) {
       flag(app, "--model", &C::model, "model preset: hkt-small, mha-small, mha-matched, local-small, performer-small, htr-small, hkt-tiny, mha-tiny");
     }
@@ -206,6 +227,13 @@ class TrainOptions {
     setters_.emplace_back(o, [this, field](tasks::TrainConfig& d) { d.data.*field = tmp_.data.*field; });
   }
   template <class T>
+  CLI::Option* text_flag(CLI::App& app, const std::string& name, T tasks::TextTaskOptions::*field,
+                         const std::string& help) {
+    CLI::Option* o = app.add_option(name, tmp_.data.text.*field, help);
+    setters_.emplace_back(o, [this, field](tasks::TrainConfig& d) { d.data.text.*field = tmp_.data.text.*field; });
+    return o;
+  }
+  template <class T>
   void override_flag(CLI::App& app, const std::string& name, const std::string& key, const std::string& help) {
     auto value = std::make_shared<T>();
     CLI::Option* o = app.add_option(name, *value, help);
@@ -223,6 +251,7 @@ class TrainOptions {
   }
 
   tasks::TrainConfig tmp_;
+  bool no_header_ = false;
   std::string config_file_;
   std::string device_ = "cpu";
   std::vector<std::pair<CLI::Option*, Setter>> setters_;

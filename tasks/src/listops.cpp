@@ -390,7 +390,7 @@ ListOpsSplitRows generate_listops(const ListOpsOptions& opt) {
 Splits make_listops(const ListOpsOptions& opt) {
   const std::vector<std::vector<int64_t>> all = generate_all(opt);
   Splits s{empty_dataset("listops/train", opt.seq_len), empty_dataset("listops/val", opt.seq_len),
-           empty_dataset("listops/test", opt.seq_len)};
+           empty_dataset("listops/test", opt.seq_len), {}};
   s.train.tokens.reserve(static_cast<size_t>(opt.train_size * opt.seq_len));
   for (size_t i = 0; i < all.size(); ++i) {
     const int64_t n = static_cast<int64_t>(i);
@@ -454,7 +454,7 @@ Splits load_listops_tsv(const std::string& dir, int64_t seq_len) {
   HKT_CHECK(fs::is_directory(dir, ec), "listops: folder '", dir,
             "' not found (expected basic_train.tsv, basic_val.tsv, basic_test.tsv from LRA)");
   Splits s{empty_dataset("listops/train", seq_len), empty_dataset("listops/val", seq_len),
-           empty_dataset("listops/test", seq_len)};
+           empty_dataset("listops/test", seq_len), {}};
   const std::pair<const char*, Dataset*> files[] = {
       {"basic_train.tsv", &s.train}, {"basic_val.tsv", &s.val}, {"basic_test.tsv", &s.test}};
   for (const auto& [file, dst] : files) {

@@ -267,6 +267,9 @@ void Run::describe_data(Console& con) {
     j[slash == std::string::npos ? d->name : d->name.substr(slash + 1)] = length_json(st);
   }
   if (!dir.empty() && writer()) write_file_atomic(dir / "data.json", j.dump(2) + "\n");
+  // The text task: how new inputs are read the same way (tokeniser, vocabulary, class names), for
+  // hkt-eval and hkt-predict.
+  if (!data.encoding.empty() && !dir.empty() && writer()) write_file_atomic(dir / "encoding.json", data.encoding);
 }
 
 // summary.json: the run's settings and results.

@@ -48,10 +48,50 @@ void get(const json& v, const std::string& key, double& out) {
 }
 
 json data_json(const TaskOptions& d) {
-  return json{{"data_dir", d.data_dir},   {"seq_len", d.seq_len},     {"train_size", d.train_size},
-              {"val_size", d.val_size},   {"test_size", d.test_size}, {"max_depth", d.max_depth},
-              {"max_args", d.max_args},   {"min_len", d.min_len},     {"max_len", d.max_len},
-              {"seed", d.seed}};
+  json j{{"data_dir", d.data_dir},   {"seq_len", d.seq_len},     {"train_size", d.train_size},
+         {"val_size", d.val_size},   {"test_size", d.test_size}, {"max_depth", d.max_depth},
+         {"max_args", d.max_args},   {"min_len", d.min_len},     {"max_len", d.max_len},
+         {"seed", d.seed}};
+  // Only a text task's config has "text" (the other tasks' config.json stay as they were).
+  if (d.text.set()) {
+    const TextTaskOptions& t = d.text;
+    j["text"] = {{"train", t.train},         {"val", t.val},           {"test", t.test},
+                 {"text_column", t.text_column}, {"label_column", t.label_column}, {"header", t.header},
+                 {"tokenizer", t.tokenizer}, {"vocab_file", t.vocab_file}, {"truncate", t.truncate},
+                 {"classes", t.classes}};
+  }
+  return j;
+}
+
+void get(const json& v, const std::string& key, bool& out) {
+  HKT_CHECK(v.is_boolean(), kCfg, "'", key, "' must be true or false, got ", excerpt(v.dump()));
+  out = v.get<bool>();
+}
+
+void get(const json& v, const std::string& key, std::vector<std::string>& out) {
+  HKT_CHECK(v.is_array(), kCfg, "'", key, "' must be a list of strings, got ", excerpt(v.dump()));
+  out.clear();
+  for (const json& e : v) {
+    HKT_CHECK(e.is_string(), kCfg, "'", key, "' must be a list of strings, got ", excerpt(v.dump()));
+    out.push_back(e.get<std::string>());
+  }
+}
+
+void read_text_options(const json& v, TextTaskOptions& t) {
+  each_key(v, "data.text", [&](const std::string& k, const json& tv, const std::string& key) {
+    if (k == "train") get(tv, key, t.train);
+    else if (k == "val") get(tv, key, t.val);
+    else if (k == "test") get(tv, key, t.test);
+    else if (k == "text_column") get(tv, key, t.text_column);
+    else if (k == "label_column") get(tv, key, t.label_column);
+    else if (k == "header") get(tv, key, t.header);
+    else if (k == "tokenizer") get(tv, key, t.tokenizer);
+    else if (k == "vocab_file") get(tv, key, t.vocab_file);
+    else if (k == "truncate") get(tv, key, t.truncate);
+    else if (k == "classes") get(tv, key, t.classes);
+    else return false;
+    return true;
+  });
 }
 
 }  // namespace
@@ -146,6 +186,18 @@ void TrainConfig::validate() const {
   limit("data.test_size", data.test_size, kMaxExamples);
   limit("data.max_depth", data.max_depth, 1024);
   limit("data.max_args", data.max_args, 1024);
+  HKT_CHECK(task != "text" || data.text.set(), kCfg,
+            "task 'text' needs a training file (data.text.train, hkt-train --train-file)");
+  HKT_CHECK(task == "text" || !data.text.set(), kCfg, "data.text applies to the 'text' task only, not '", task, "'");
+  if (data.text.set()) {
+    const TextTaskOptions& t = data.text;
+    HKT_CHECK(t.tokenizer == "bytes" || t.tokenizer == "chars" || t.tokenizer == "vocab", kCfg,
+              "data.text.tokenizer must be \"bytes\", \"chars\" or \"vocab\", got \"", t.tokenizer, "\"");
+    HKT_CHECK(t.truncate == "head" || t.truncate == "tail" || t.truncate == "refuse", kCfg,
+              "data.text.truncate must be \"head\", \"tail\" or \"refuse\", got \"", t.truncate, "\"");
+    HKT_CHECK(t.tokenizer != "vocab" || !t.vocab_file.empty(), kCfg,
+              "data.text.tokenizer \"vocab\" needs data.text.vocab_file (hkt-train --vocab-file)");
+  }
 }
 
 std::string TrainConfig::to_json() const { return config_json(*this).dump(2); }
@@ -173,6 +225,7 @@ TrainConfig TrainConfig::from_json_unvalidated(const std::string& text) {
         else if (dk == "min_len") get(dv, dkey, c.data.min_len);
         else if (dk == "max_len") get(dv, dkey, c.data.max_len);
         else if (dk == "seed") get(dv, dkey, c.data.seed);
+        else if (dk == "text") read_text_options(dv, c.data.text);
         else return false;
         return true;
       });

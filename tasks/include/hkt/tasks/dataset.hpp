@@ -47,6 +47,9 @@ struct Dataset {
 
 struct Splits {
   Dataset train, val, test;
+  // What reading new inputs the same way needs, as JSON (the text task's TextEncoding: tokeniser,
+  // vocabulary, class names); empty for the other tasks. The trainer writes it to the run folder.
+  std::string encoding;
 };
 
 // Moves a seeded random `val_size` examples out of `train` into a validation

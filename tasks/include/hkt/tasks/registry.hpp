@@ -8,6 +8,7 @@
 //   cifar10-rgb    CIFAR-10 as RGB pixels (T = 1024, 3 features)
 //   fashion-mnist  Fashion-MNIST IDX files
 //   imdb           aclImdb reviews at the character (byte) level
+//   text           a user's labelled TSV / CSV files (text_data.hpp; TaskOptions::text)
 //
 // File-based tasks read from TaskOptions::data_dir (default_data_dir() when
 // empty); each looks first in a task subfolder (listops-tsv: "listops",
@@ -25,6 +26,7 @@
 
 #include "hkt/models/classifier.hpp"
 #include "hkt/tasks/dataset.hpp"
+#include "hkt/tasks/text_data.hpp"
 
 namespace hkt::tasks {
 
@@ -39,6 +41,7 @@ struct TaskOptions {
   int64_t min_len = 0;     // listops: length window [min_len, max_len] of the token count (0 = no minimum)
   int64_t max_len = 0;     // listops: 0 = seq_len
   uint64_t seed = 0;       // data generation and validation split
+  TextTaskOptions text;    // text: the files and how to read them
 
   bool operator==(const TaskOptions&) const = default;
 };

@@ -85,4 +85,23 @@ struct EncodeStats {
 Dataset encode_table(const TextTable& t, const TextEncoding& enc, int64_t seq_len, const std::string& name,
                      EncodeStats* stats = nullptr);
 
+// The text task (--task text): where the files are and how to read them. Not set for other tasks.
+struct TextTaskOptions {
+  std::string train, val, test;       // files (.tsv / .txt / .csv); val and test empty: carved from train
+  std::string text_column = "text", label_column = "label";
+  bool header = true;
+  std::string tokenizer = "bytes", vocab_file, truncate = "refuse";
+  std::vector<std::string> classes;   // class order; empty: the training labels, sorted bytewise
+  bool operator==(const TextTaskOptions&) const = default;
+  bool set() const { return !train.empty(); }
+};
+
+// The three splits of a text task at length seq_len (0: the longest training text, at most 4,096
+// tokens), the encoding fitted on the training file (Splits::encoding holds its JSON). A missing
+// val / test file is carved from the training rows (val_size / test_size, default a tenth each, at
+// least one), seeded. train_size > 0 keeps a seeded subset of the training rows. Prints how many rows
+// were truncated.
+Splits load_text(const TextTaskOptions& t, int64_t seq_len, int64_t train_size, int64_t val_size, int64_t test_size,
+                 uint64_t seed);
+
 }  // namespace hkt::tasks
