@@ -256,6 +256,18 @@ bounds)
   # The memory estimate: refused with the estimate and the available memory.
   t "a step needs about .* is available (MemAvailable" "$bin/hkt-train" "${b[@]}" --batch-size 4096 --seq-len 4096
   t "a step needs about .* is allowed (--max-memory)" "$bin/hkt-train" "${b[@]}" --max-memory 0.000001
+  # Under an address-space limit (issue 70: OpenBLAS retried its buffer allocation without end,
+  # 100% CPU, no output): the step is checked against what ulimit -v leaves, before the first
+  # BLAS call. The issue's command ends in seconds (trained, or refused naming the limit); a
+  # smaller limit is refused at once.
+  lo=(--task listops --train-size 2000 --val-size 200 --test-size 200 --seq-len 512 --batch-size 64 --steps 3
+      --quiet --run-dir LO)
+  st=0; timeout 60 bash -c 'ulimit -v 1200000; exec "$@"' - "$bin/hkt-train" "${lo[@]}" 2>err.txt || st=$?
+  [[ $st == 0 ]] || { [[ $st == 2 ]] && grep -q "address-space limit (ulimit -v" err.txt; } ||
+    { echo "FAILED: under ulimit -v 1200000 the issue's run gave exit $st:"; head -c 1000 err.txt; bad=1; }
+  rm -rf LO
+  t "but the address-space limit (ulimit -v, RLIMIT_AS) leaves" bash -c 'ulimit -v 500000; exec "$@"' - \
+    "$bin/hkt-train" "${lo[@]}"
   # A generated data set that cannot fit is refused before it is generated.
   t "data [0-9.]* GiB).* is available" "$bin/hkt-train" "${b[@]}" --train-size 2000000000 --seq-len 4096
   [[ ! -e B ]] || { echo "FAILED: a refused run left a run folder"; bad=1; }
