@@ -88,7 +88,7 @@ overwrite)
   [[ $(cat R/replaced) == "a user's file" ]] || { echo "FAILED: R/replaced was touched"; bad=1; }
   grep -q "is moved aside to '.*replaced\." over.err || { echo "FAILED: --overwrite did not say where"; bad=1; }
   # --resume says what it found: the stopped replacement takes the parked run over.
-  cp -r R Rr
+  cp -r R Rr; sed -i 's/"steps": 100000/"steps": 4/' Rr/config.json  # a short run to resume
   expect 0 "replaced the run in '.*it is deleted at this run's first checkpoint" "$bin/hkt-train" --resume Rr
   [[ -z $(parked Rr best.safetensors) ]] || { echo "FAILED: the resumed replacement kept the old run"; bad=1; }
   # A stale parked run next to a newer finished run (issue 70: --overwrite deleted the newer run):

@@ -91,10 +91,10 @@ TEST_CASE("experiment files: model or task keys that name one run folder are ref
   hkt::test::check_error([&] { Experiment::from_file((t / "k2.json").string()); },
                          "(task keys \"synthetic\" and \"synthetic//\")");
   std::ofstream(t / "k3.json") << R"({"name": "k", "out_dir": ")" << (t / "o").string()
-                               << R"(", "tasks": {"synthetic": {}}, "models": {"../../x": {"model": "hkt-tiny"}},
+                               << R"(", "tasks": {"synthetic": {}}, "models": {"..": {"model": "hkt-tiny"}, "/abs": {"model": "hkt-tiny"}},
       "base": {"steps": 4}, "seeds": [1]})";
   hkt::test::check_error([&] { Experiment::from_file((t / "k3.json").string()); },
-                         "the model key \"../../x\" cannot name a run folder");
+                         "the model key \"..\" cannot name a run folder");
 }
 
 TEST_CASE("experiment files, property: random tuning / shared_with graphs are read or refused, cycles always named") {
