@@ -141,6 +141,12 @@ links)
     [[ $k == inside ]] && intact "$d" "a fresh run" "$k lock"
     [[ $(cat notes.txt) == "a user's notes" ]] || { echo "FAILED: a fresh run wrote through the $k lock"; bad=1; }
   done
+  # hkt-plot's outputs (CSV files through write_file_atomic; the images gnuplot opens).
+  for f in run0.csv val_acc.png val_acc.tmp.png; do
+    rm -rf P; mkdir P; ln -s "$work/notes.txt" "P/$f"
+    expect 2 "P/$f' is a symbolic link" "$bin/hkt-plot" R --out P
+    [[ $(cat notes.txt) == "a user's notes" ]] || { echo "FAILED: hkt-plot wrote through P/$f"; bad=1; }
+  done
   # The issue's case: the lock replaced by a link to best.safetensors after a stopped run.
   "$bin/hkt-train" "${small[@]}" --steps 40 --checkpoint-every 5 --eval-every 10 --stop-after 20 --run-dir S >/dev/null
   cp S/best.safetensors best.S; rm S/lock; ln -s best.safetensors S/lock

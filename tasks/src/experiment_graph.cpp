@@ -77,8 +77,10 @@ struct Walk {
       }
       if (s == state.end()) {
         json other;
-        try {
-          const std::string text = read_text_file(e.file);
+        try {  // regular files only (a FIFO or device is the reader's to refuse), at most the JSON limit
+          std::error_code ec;
+          HKT_CHECK(fs::is_regular_file(e.file, ec), "not a regular file");
+          const std::string text = read_text_file(e.file, size_t{64} << 20);
           check_json_text(text, e.file.string());
           other = json::parse(text);
         } catch (const std::exception&) {
