@@ -211,6 +211,13 @@ TEST_CASE("tidy_parked_runs: recognises parked runs by their marker only, and sa
   all.clear();
   for (const std::string& n : notes) all += n + "\n";
   CHECK(all.find("it is kept. To continue it, move its files back") != std::string::npos);
+  // Nothing in the folder but that parked run (an --overwrite stopped right after parking it):
+  // the next --overwrite takes it over, to delete at its first checkpoint, instead of leaving it.
+  notes.clear();
+  CHECK(overwrite_run(dir, kNames, notes) == p);
+  CHECK(where(dir, "X") == p.string());
+  CHECK(notes.back().find("held no run; the run an --overwrite moved aside stays in '" + p.string()) !=
+        std::string::npos);
 }
 
 TEST_CASE("parked runs, property: random kills and leftovers over many --overwrite runs lose no finished run") {

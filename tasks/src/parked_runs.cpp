@@ -255,7 +255,9 @@ fs::path overwrite_run(const fs::path& dir, const std::vector<std::string>& run_
   std::vector<std::string> found;
   for (const std::string& f : run_files)
     if (present(dir / f)) found.push_back(f);
-  if (found.empty()) return {};
+  // Nothing here and nothing parked: a fresh folder. Nothing here but one parked run:
+  // an --overwrite stopped right after parking it, which this run takes over below.
+  if (found.empty() && kept.size() != 1) return {};
   static const char* kEarly[] = {"config.json", "metrics.jsonl", "data.json", "checkpoint.tmp", "checkpoint.trash"};
   const bool early = std::all_of(found.begin(), found.end(), [](const std::string& f) {
     return std::any_of(std::begin(kEarly), std::end(kEarly), [&](const char* e) { return f == e; });
@@ -275,9 +277,12 @@ fs::path overwrite_run(const fs::path& dir, const std::vector<std::string>& run_
       HKT_CHECK(!ec, "--overwrite: cannot delete '", (dir / f).string(), "': ", ec.message());
       step("discarded " + f);
     }
-    notes.push_back(str_cat("'", dir.string(), "' held only the start of a run stopped before its first checkpoint (",
-                           list(found), "), now deleted; the run it replaced stays in '", r.path.string(),
-                           "' until this run's first checkpoint, which deletes it"));
+    notes.push_back(str_cat("'", dir.string(), "' held ",
+                            found.empty() ? std::string("no run")
+                                          : "only the start of a run stopped before its first checkpoint (" +
+                                                list(found) + "), now deleted",
+                            "; the run an --overwrite moved aside stays in '", r.path.string(),
+                            "' until this run's first checkpoint, which deletes it"));
     return r.path;
   }
   const fs::path p = park_run(dir, found);

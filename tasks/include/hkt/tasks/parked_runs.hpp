@@ -55,9 +55,9 @@ void delete_parked_run(const std::filesystem::path& p);
 // --overwrite, once the folder is locked: `found` are the entries of the run in
 // `dir`. When they are only what a run writes before its first checkpoint
 // (config.json, metrics.jsonl, data.json, checkpoint.tmp/.trash: a replacement
-// that was stopped early) and exactly one run is parked, that run stays parked
-// and is taken over (the early files are deleted); otherwise the run in `dir` is
-// parked. Returns the parked folder the new run deletes at its first checkpoint;
+// that was stopped early), or there are none, and exactly one run is parked,
+// that run stays parked and is taken over (the early files are deleted);
+// otherwise the run in `dir` is parked (nothing, when there is none). Returns the parked folder the new run deletes at its first checkpoint;
 // notes as for tidy_parked_runs().
 std::filesystem::path overwrite_run(const std::filesystem::path& dir, const std::vector<std::string>& found,
                                     std::vector<std::string>& notes);
