@@ -8,7 +8,9 @@ Serves the files under ROOT (GET /a/b -> ROOT/a/b) on 127.0.0.1 and a free port
 "bytes=N-M": 206, or 416 past the end) and 404 for a missing file. One behaviour
 a test switches on per file: when FILE.drop holds a count K > 0, the next K
 responses for FILE send half of the body they announce and close the connection
-(the count goes down by one each time). Each request is appended to LOG as
+(the count goes down by one each time). When FILE.endless exists, FILE is answered
+with 200, no Content-Length and a body that never ends (zeros, for at most 30 s: a
+hostile server). Each request is appended to LOG as
 "GET /PATH RANGE" (RANGE: the header, or -). The server stops by itself after
 MAX_SECONDS (default 120), so a test that dies cannot leave it behind.
 """
@@ -17,6 +19,7 @@ import os
 import re
 import sys
 import threading
+import time
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -32,8 +35,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             log.write(f"GET {self.path} {rng or '-'}\n")
         rel = os.path.normpath(self.path.split("?")[0].lstrip("/"))
         path = os.path.join(self.root, rel)
-        if rel.startswith("..") or rel.endswith(".drop") or not os.path.isfile(path):
+        if rel.startswith("..") or rel.endswith((".drop", ".endless")) or not os.path.isfile(path):
             self.send_error(404, "not found")
+            return
+        if os.path.isfile(path + ".endless"):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.end_headers()
+            chunk = bytes(1 << 16)
+            deadline = time.monotonic() + 30
+            try:
+                while time.monotonic() < deadline:
+                    self.wfile.write(chunk)
+            except OSError:
+                pass
+            self.close_connection = True
             return
         with open(path, "rb") as f:
             data = f.read()

@@ -143,6 +143,16 @@ expect short 1 "imdb: the file downloaded from $base/short/aclImdb_v1.tar.gz has
 untrusted "$work/c2" short
 [[ ! -e "$work/c2/.downloads/aclImdb_v1.tar.gz.part" ]] || fail "short: kept the truncated file"
 
+# A server that never ends its response (issue 70: 141 MiB in 15 s for a 3 MiB file): stopped
+# at the catalogue's size while it streams, the part deleted, exit 1, in seconds.
+mkdir -p "$srv/endless"; cp "$arch" "$srv/endless/"; touch "$srv/endless/aclImdb_v1.tar.gz.endless"
+t0=$SECONDS
+run endless "$work/c2e" "$base/endless" "$work/catalog.sh" imdb
+expect endless 1 "imdb: .*/endless/aclImdb_v1.tar.gz sent more than the $size bytes the catalogue gives this file; it was stopped and the part deleted"
+untrusted "$work/c2e" endless
+[[ ! -e "$work/c2e/.downloads/aclImdb_v1.tar.gz.part" ]] || fail "endless: kept the part"
+((SECONDS - t0 < 30)) || fail "endless: took $((SECONDS - t0)) s"
+
 # A wrong checksum: refused, deleted, nothing extracted.
 run badsum "$work/c3" "$base/bad" "$work/catalog.sh" imdb
 expect badsum 1 "imdb: the file downloaded from .*/bad/aclImdb_v1.tar.gz has sha256 [0-9a-f]{64}, expected $sum, so it was deleted"

@@ -3,10 +3,14 @@
 # "Run folders"). One CTest test per mode:
 #   run_safety.sh lock      BIN_DIR  a second writer (train, resume, --overwrite) is refused, naming the holder's pid
 #   run_safety.sh overwrite BIN_DIR  a folder holding a run is refused without --overwrite; with it the old
-#                                    run waits in replaced/ until the new run's first checkpoint
+#                                    run waits in replaced.<pid>.<n>/ (its marker says so) until the new run's
+#                                    first checkpoint; a file named replaced and stale parked runs are kept
+#   run_safety.sh links     BIN_DIR  a link (in or out of the folder), FIFO or folder under a name a run or
+#                                    hkt-data writes: exit 2 naming it, nothing written through it
 #   run_safety.sh resume    BIN_DIR  --resume "" / a missing folder, a missing, partial, linked or corrupt
 #                                    checkpoint, a missing or wrong best.safetensors: exit 2 naming the file
-#   run_safety.sh json      BIN_DIR  JSON nested 100,000 deep into every reader: exit 2, a short message
+#   run_safety.sh json      BIN_DIR  JSON nested 100,000 deep into every reader: exit 2, a short message;
+#                                    experiment files in a reference cycle, keys sharing a run folder: exit 2
 #   run_safety.sh bounds    BIN_DIR  sizes over their limits, overflowing integers, levels > log2(T) + 1 and
 #                                    a step that does not fit in memory: exit 2 at once
 #   run_safety.sh append    BIN_DIR  a file size limit (ulimit -f) stops the run cleanly (exit 1), the last
@@ -16,6 +20,7 @@
 set -euo pipefail
 mode="$1"
 bin="$(realpath "$2")"
+here="$(dirname "$(realpath "$0")")"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -71,15 +76,89 @@ overwrite)
   # Refused settings with --overwrite leave the old run alone too.
   expect 2 "warmup" "$bin/hkt-train" "${small[@]}" --steps 4 --warmup 9 --run-dir R --overwrite
   cmp R/best.safetensors best.orig || { echo "FAILED: refused settings changed the run"; bad=1; }
-  # Stopped before its first checkpoint (SIGTERM), the new run leaves the old one in replaced/.
-  "$bin/hkt-train" "${small[@]}" --steps 100000 --run-dir R --overwrite & pid=$!
-  for _ in $(seq 100); do [[ -e R/replaced/summary.json ]] && break; sleep 0.1; done
+  # Stopped before its first checkpoint (SIGTERM), the new run leaves the old one parked in
+  # replaced.<pid>.<n>/ with its marker; a file named `replaced` (issue 70) is not taken for it.
+  echo "a user's file" >R/replaced
+  parked() { for d in "$1"/replaced.*; do [[ -e $d/HKT_REPLACED_RUN.json && -e $d/$2 ]] && echo "$d"; done; }
+  "$bin/hkt-train" "${small[@]}" --steps 100000 --run-dir R --overwrite 2>over.err & pid=$!
+  for _ in $(seq 100); do [[ -n $(parked R summary.json) && -e R/config.json ]] && break; sleep 0.1; done
   kill -TERM "$pid"; wait "$pid" || true
-  cmp R/replaced/best.safetensors best.orig || { echo "FAILED: the replaced run is not in replaced/"; bad=1; }
-  # A new run's first checkpoint removes it.
+  p1=$(parked R best.safetensors)
+  [[ -n $p1 ]] && cmp "$p1/best.safetensors" best.orig || { echo "FAILED: the replaced run is not parked"; bad=1; }
+  [[ $(cat R/replaced) == "a user's file" ]] || { echo "FAILED: R/replaced was touched"; bad=1; }
+  grep -q "is moved aside to '.*replaced\." over.err || { echo "FAILED: --overwrite did not say where"; bad=1; }
+  # --resume says what it found: the stopped replacement takes the parked run over.
+  cp -r R Rr; sed -i 's/"steps": 100000/"steps": 4/' Rr/config.json  # a short run to resume
+  expect 0 "replaced the run in '.*it is deleted at this run's first checkpoint" "$bin/hkt-train" --resume Rr
+  [[ -z $(parked Rr best.safetensors) ]] || { echo "FAILED: the resumed replacement kept the old run"; bad=1; }
+  # A stale parked run next to a newer finished run (issue 70: --overwrite deleted the newer run):
+  # the newer run is parked too, the stale one kept, and both said.
+  finished N; cp N/best.safetensors best.newer
+  cp -r "$p1" N/; stale=N/$(basename "$p1")
+  "$bin/hkt-train" "${small[@]}" --steps 100000 --run-dir N --overwrite 2>stale.err & pid=$!
+  for _ in $(seq 100); do [[ -e N/config.json && $(parked N best.safetensors | wc -l) == 2 ]] && break; sleep 0.1; done
+  kill -TERM "$pid"; wait "$pid" || true
+  cmp "$stale/best.safetensors" best.orig || { echo "FAILED: the stale parked run was lost"; bad=1; }
+  newer=$(parked N best.safetensors | grep -v "$stale")
+  [[ -n $newer ]] && cmp "$newer/best.safetensors" best.newer || { echo "FAILED: the newer finished run was lost"; bad=1; }
+  grep -q "$(basename "$p1")' holds a run .* it is kept" stale.err || { echo "FAILED: the stale run not reported"; cat stale.err; bad=1; }
+  # A new run's first checkpoint removes the run it parked (taken over), and nothing else.
   expect 0 "" "$bin/hkt-train" "${small[@]}" --steps 4 --checkpoint-every 2 --run-dir R --overwrite
-  [[ ! -e R/replaced && -e R/summary.json ]] || { echo "FAILED: replaced/ is still there"; bad=1; }
+  [[ -z $(parked R best.safetensors) && -e R/summary.json ]] || { echo "FAILED: the parked run is still there"; bad=1; }
   grep -q '"steps": 4' R/summary.json || { echo "FAILED: the new run did not finish"; bad=1; }
+  [[ $(cat R/replaced) == "a user's file" ]] || { echo "FAILED: R/replaced was touched"; bad=1; }
+  ;;
+links)
+  # No link followed (issue 70): a link (inside or outside the folder), a FIFO or a folder under a
+  # name a run writes is refused, exit 2, naming it, and nothing is written through it.
+  finished R
+  cp R/best.safetensors best.orig
+  echo "a user's notes" >notes.txt
+  kinds=(inside outside fifo folder)
+  plant() {  # plant KIND PATH
+    rm -rf "$2"
+    case $1 in
+      inside) ln -s best.safetensors "$2" ;;
+      outside) ln -s "$work/notes.txt" "$2" ;;
+      fifo) mkfifo "$2" ;;
+      folder) mkdir "$2" ;;
+    esac
+  }
+  what() { case $1 in inside | outside) echo "is a symbolic link" ;; fifo) echo "is a FIFO" ;; folder) echo "is a folder" ;; esac; }
+  intact() {
+    cmp -s "$1/best.safetensors" best.orig && [[ $(cat notes.txt) == "a user's notes" ]] ||
+      { echo "FAILED: $2 wrote through the $3"; bad=1; }
+  }
+  for k in "${kinds[@]}"; do
+    for f in lock metrics.jsonl summary.json.tmp data.json; do
+      d=$k-${f//./_}; cp -r R "$d"; plant "$k" "$d/$f"
+      expect 2 "$d/$f' $(what "$k")" timeout 60 "$bin/hkt-train" --resume "$d"
+      intact "$d" "--resume" "$k $f"
+    done
+    # A fresh run into a folder whose lock is planted.
+    d=new-$k; mkdir "$d"; plant "$k" "$d/lock"; [[ $k == inside ]] && cp best.orig "$d/best.safetensors"
+    expect 2 "$d/lock' $(what "$k")" timeout 60 "$bin/hkt-train" "${small[@]}" --steps 2 --run-dir "$d" --overwrite
+    [[ $k == inside ]] && intact "$d" "a fresh run" "$k lock"
+    [[ $(cat notes.txt) == "a user's notes" ]] || { echo "FAILED: a fresh run wrote through the $k lock"; bad=1; }
+  done
+  # hkt-plot's outputs (CSV files through write_file_atomic; the images gnuplot opens).
+  for f in run0.csv val_acc.png val_acc.tmp.png; do
+    rm -rf P; mkdir P; ln -s "$work/notes.txt" "P/$f"
+    expect 2 "P/$f' is a symbolic link" "$bin/hkt-plot" R --out P
+    [[ $(cat notes.txt) == "a user's notes" ]] || { echo "FAILED: hkt-plot wrote through P/$f"; bad=1; }
+  done
+  # The issue's case: the lock replaced by a link to best.safetensors after a stopped run.
+  "$bin/hkt-train" "${small[@]}" --steps 40 --checkpoint-every 5 --eval-every 10 --stop-after 20 --run-dir S >/dev/null
+  cp S/best.safetensors best.S; rm S/lock; ln -s best.safetensors S/lock
+  expect 2 "S/lock' is a symbolic link (to 'best.safetensors')" "$bin/hkt-train" --resume S
+  cmp S/best.safetensors best.S || { echo "FAILED: best.safetensors was written through the lock"; bad=1; }
+  # tools/hkt-data's cache: its lock and the files it downloads.
+  hkt_data="$here/../tools/hkt-data"
+  mkdir -p C EMPTY; ln -s "$work/notes.txt" C/.lock
+  expect 2 "C/.lock' is a symbolic link" env HKT_DATA="$work/C" "$hkt_data" --from "$work/EMPTY" imdb
+  [[ $(cat notes.txt) == "a user's notes" ]] || { echo "FAILED: hkt-data wrote through its lock"; bad=1; }
+  rm C/.lock; mkfifo C/.lock
+  expect 2 "C/.lock' is a FIFO" timeout 30 env HKT_DATA="$work/C" "$hkt_data" --from "$work/EMPTY" imdb
   ;;
 resume)
   expect 2 "empty" "$bin/hkt-train" --resume ""
@@ -148,6 +227,16 @@ json)
   grep -q "seed1/summary.json.*folder" err.txt && grep -q "seed2/summary.json.*nested more than" err.txt &&
     [[ $(grep -c "unreadable" out.txt) == 2 ]] ||
     { echo "FAILED: --list did not report the two summaries:"; cat out.txt err.txt; bad=1; }
+  # Experiment files that refer to each other (issue 70: SIGSEGV, endless recursion), and model
+  # keys that name one run folder (issue 70: mha-tiny's row showed hkt-tiny's numbers): exit 2.
+  g='"tasks": {"synthetic": {}}, "base": {"steps": 4}, "seeds": [1]'
+  echo "{\"name\": \"a\", \"out_dir\": \"EA\", $g, \"models\": {\"hkt-tiny\": {}}, \"tuning\": {\"experiment\": \"b.json\"}}" >a.json
+  echo "{\"name\": \"b\", \"out_dir\": \"EB\", $g, \"models\": {\"hkt-tiny\": {\"shared_with\": \"a.json\"}}}" >b.json
+  expect 2 'in a cycle: a.json -> ("tuning") b.json -> (model "hkt-tiny".s "shared_with") a.json' \
+    timeout 30 "$bin/hkt-experiment" a.json --list
+  echo "{\"name\": \"k\", \"out_dir\": \"EK\", $g, \"models\": {\"hkt\": {\"model\": \"hkt-tiny\"}, \"hkt/\": {\"model\": \"mha-tiny\"}}}" >k.json
+  expect 2 'model keys "hkt" and "hkt/") would share the run folder EK/synthetic/hkt/seed1' "$bin/hkt-experiment" k.json --list
+  [[ ! -e EA && ! -e EB && ! -e EK ]] || { echo "FAILED: a refused experiment left a folder"; bad=1; }
   ;;
 bounds)
   # Each refusal comes at once (timeout 30: nothing is allocated or generated first).
@@ -173,6 +262,18 @@ bounds)
   # The memory estimate: refused with the estimate and the available memory.
   t "a step needs about .* is available (MemAvailable" "$bin/hkt-train" "${b[@]}" --batch-size 4096 --seq-len 4096
   t "a step needs about .* is allowed (--max-memory)" "$bin/hkt-train" "${b[@]}" --max-memory 0.000001
+  # Under an address-space limit (issue 70: OpenBLAS retried its buffer allocation without end,
+  # 100% CPU, no output): the step is checked against what ulimit -v leaves, before the first
+  # BLAS call. The issue's command ends in seconds (trained, or refused naming the limit); a
+  # smaller limit is refused at once.
+  lo=(--task listops --train-size 2000 --val-size 200 --test-size 200 --seq-len 512 --batch-size 64 --steps 3
+      --quiet --run-dir LO)
+  st=0; timeout 60 bash -c 'ulimit -v 1200000; exec "$@"' - "$bin/hkt-train" "${lo[@]}" 2>err.txt || st=$?
+  [[ $st == 0 ]] || { [[ $st == 2 ]] && grep -q "address-space limit (ulimit -v" err.txt; } ||
+    { echo "FAILED: under ulimit -v 1200000 the issue's run gave exit $st:"; head -c 1000 err.txt; bad=1; }
+  rm -rf LO
+  t "but the address-space limit (ulimit -v, RLIMIT_AS) leaves" bash -c 'ulimit -v 500000; exec "$@"' - \
+    "$bin/hkt-train" "${lo[@]}"
   # A generated data set that cannot fit is refused before it is generated.
   t "data [0-9.]* GiB).* is available" "$bin/hkt-train" "${b[@]}" --train-size 2000000000 --seq-len 4096
   [[ ! -e B ]] || { echo "FAILED: a refused run left a run folder"; bad=1; }
@@ -181,8 +282,27 @@ bounds)
   # A checkpoint whose metadata says dim 1e9: refused before the model is built.
   header='{"__metadata__":{"hkt.model_config":"{\"dim\": 1000000000, \"vocab\": 4, \"classes\": 4}"}}'
   { u64le ${#header}; printf '%s' "$header"; } >huge.safetensors
-  t "dim must be <= 65536" "$bin/hkt-eval" huge.safetensors --task synthetic
-  t "dim must be <= 65536" "$bin/hkt-analyze" huge.safetensors --task synthetic
+  t "huge.safetensors': metadata \"hkt.model_config\": .*dim must be <= 65536" "$bin/hkt-eval" huge.safetensors --task synthetic
+  t "huge.safetensors': metadata \"hkt.model_config\": .*dim must be <= 65536" "$bin/hkt-analyze" huge.safetensors --task synthetic
+  # A trained model file whose metadata asks for dim 8192, 8 heads, 3 layers (every limit kept,
+  # about 13 GB; issue 70: 6 GB allocated in 50 s, --max-memory ignored): refused at once, before
+  # the model is built, naming the file, the field and the stored tensor that disagrees.
+  python3 - B/checkpoint/model.safetensors big.safetensors <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], 'rb').read()
+n = struct.unpack('<Q', b[:8])[0]
+h = json.loads(b[8:8 + n])
+mc = json.loads(h['__metadata__']['hkt.model_config'])
+mc.update({"dim": 8192, "heads": 8, "layers": 3})
+h['__metadata__']['hkt.model_config'] = json.dumps(mc)
+hb = json.dumps(h).encode()
+open(sys.argv[2], 'wb').write(struct.pack('<Q', len(hb)) + hb + b[8 + n:])
+PY
+  for tool in hkt-eval hkt-analyze; do
+    m=(); [[ $tool == hkt-eval ]] && m=(--max-memory 2)
+    t "big.safetensors': metadata \"hkt.model_config\": max_len 32 and dim 8192 give 'pos' the shape \[32, 8192\], but the file stores \[32, " \
+      bash -c 'ulimit -v 1000000; exec "$@"' - "$bin/$tool" big.safetensors --task synthetic "${m[@]}"
+  done
   ;;
 append)
   long=("${small[@]}" --steps 700 --log-every 1 --eval-every 100 --checkpoint-every 50)

@@ -487,11 +487,12 @@ TEST_CASE("safetensors: save is atomic") {
   CHECK(f.find("b")->to_vector<int64_t>() == std::vector<int64_t>{5});
   CHECK(f.metadata.at("v") == "2");
 
-  // The final rename fails (the target is a non-empty folder): the old folder
-  // stays and the temporary file is removed.
+  // The target is a non-empty folder: refused before anything is written (no link or
+  // folder is written over, hkt/core/safe_open.hpp); the folder stays, no temporary is left.
   const std::string folder = dir.str("taken");
   fs::create_directories(folder + "/inside");
-  check_error([&] { save_safetensors(folder, {{"a", zeros({2})}}); }, "save_safetensors '" + folder + "': cannot rename");
+  check_error([&] { save_safetensors(folder, {{"a", zeros({2})}}); },
+              "save_safetensors '" + folder + "': '" + folder + "' is a folder, not a regular file");
   CHECK(fs::is_directory(folder));
   CHECK(leftovers() == 0);
 }

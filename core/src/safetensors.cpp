@@ -1,5 +1,7 @@
 #include "hkt/core/safetensors.hpp"
 
+#include "hkt/core/safe_open.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -450,9 +452,9 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   const Prepared p = prepare(tensors, metadata, ctx);  // validates before any file is created
   const std::string tmp = str_cat(path, ".tmp.", static_cast<long>(::getpid()));
 
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw Error(str_cat(ctx, ": cannot create the temporary file ", quote(tmp), ": ", errno_str(errno)));
+  // No link is followed (hkt/core/safe_open.hpp): neither the file nor its temporary may be one.
+  refuse_non_regular(path, ctx);
+  const int fd = open_new_file(tmp, ctx);
   bool fd_open = true;
   try {
     write_all(tensors, p, [&](const char* d, size_t n) {

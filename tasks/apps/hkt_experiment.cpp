@@ -36,6 +36,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hkt/core/safe_open.hpp"
 #include "hkt/ops/threads.hpp"
 #include "hkt/tasks/distributed.hpp"
 #include "hkt/tasks/experiment.hpp"
@@ -89,7 +90,9 @@ pid_t spawn_child(const fs::path& exe, const std::vector<std::string>& args, con
   envp.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  // The log is never written through a link (hkt/core/safe_open.hpp): checked, and O_NOFOLLOW.
+  hkt::refuse_non_regular(log.string(), "hkt-experiment: the log");
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   pid_t pid = 0;
   const int rc = launcher.empty() ? posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), envp.data())

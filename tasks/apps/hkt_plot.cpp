@@ -18,6 +18,8 @@
 #include <stdexcept>
 
 #include "hkt/core/json_read.hpp"
+#include "hkt/core/safe_open.hpp"
+#include "hkt/tasks/files.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -54,14 +56,16 @@ json parse_text(const std::string& text, const std::string& what) {
   return json::parse(text, nullptr, false);
 }
 
+// All or nothing, and never through a link (hkt/tasks/files.hpp): a link, FIFO or
+// folder under the name is bad input (exit 2), any other failure a failure (exit 1).
 void write_text(const fs::path& p, const std::string& text) {
-  const fs::path tmp = p.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    if (!f.flush()) throw Fail("cannot write '" + tmp.string() + "'");
+  try {
+    hkt::tasks::write_file_atomic(p, text);
+  } catch (const hkt::UnsafeFileError& e) {
+    throw Bad(e.what());
+  } catch (const hkt::Error& e) {
+    throw Fail(e.what());
   }
-  fs::rename(tmp, p);
 }
 
 // A path inside a gnuplot single-quoted string.
@@ -83,6 +87,12 @@ class Plotter {
   void draw(const Figure& f) {
     const std::string ext = format_ == "svg" ? ".svg" : ".png";
     const fs::path img = out_ / (f.name + ext), tmp = out_ / (f.name + ".tmp" + ext), gp = out_ / (f.name + ".gp");
+    // gnuplot opens the image itself: its temporary and its name must not be links either.
+    for (const fs::path& p : {img, tmp}) {
+      if (const std::string what = hkt::non_regular_entry(p.string()); !what.empty())
+        throw Bad("'" + p.string() + "' is " + what + ", not a regular file; hkt-plot does not write through it");
+      if (p == tmp) fs::remove(tmp);  // a leftover of a killed run
+    }
     const std::string term = format_ == "svg" ? "set terminal svg size 800,500 dynamic enhanced font 'sans,11'\n"
                                               : "set terminal pngcairo size 800,500 enhanced font 'sans,10'\n";
     write_text(gp, term + "set output " + q(tmp) +

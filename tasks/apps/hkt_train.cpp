@@ -36,8 +36,9 @@ int main(int argc, char** argv) {
   int64_t stop_after = 0;
   app.add_option("--run-dir", run_dir, "run folder (default runs/<task>-<model>-s<seed>)");
   app.add_flag("--overwrite", overwrite,
-               "train even if RUN_DIR holds a run: its files move to RUN_DIR/replaced/ and are deleted once the new "
-               "run has written its first checkpoint (without the flag such a folder is refused)");
+               "train even if RUN_DIR holds a run: its files move to RUN_DIR/replaced.<pid>.<n>/ (with a marker file) "
+               "and are deleted once the new run has written its first checkpoint, kept if it stops before "
+               "(without the flag such a folder is refused)");
   app.add_option("--max-memory", max_memory_gib,
                  "GiB a training step (with the data set) may take; the estimate is checked before anything is "
                  "built (default 0: the available memory, MemAvailable of /proc/meminfo; a larger value overrides)")

@@ -1,5 +1,7 @@
 #include "hkt/tasks/experiment.hpp"
 
+#include "experiment_graph.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -461,6 +463,33 @@ std::string first_difference(const json& a, const json& b, const std::string& pa
   return a == b ? "" : (path.empty() ? "(the whole config)" : path);
 }
 
+// Every run has a folder of its own: two task or model keys that name the same
+// folder once normalised ("hkt" and "hkt/") would mix their runs' results; a key
+// that climbs out of out_dir ("..", an absolute path) is refused too.
+void check_run_folders(const Experiment& e) {
+  const auto check_key = [](const std::string& kind, const std::string& k) {
+    const fs::path p(k);
+    bool bad = k.empty() || p.is_absolute();
+    for (const fs::path& c : p) bad = bad || c == ".." || c == ".";
+    HKT_CHECK(!bad, "experiment: the ", kind, " key \"", k, "\" cannot name a run folder (empty, absolute, or with "
+              "\".\" or \"..\" in it)");
+  };
+  std::map<std::string, const ExperimentRun*> seen;
+  for (const ExperimentRun& r : e.runs) {
+    check_key("task", r.task);
+    check_key("model", r.model);
+    std::string key = fs::path(r.cfg.run_dir).lexically_normal().string();
+    while (key.size() > 1 && key.back() == '/') key.pop_back();
+    const auto [it, fresh] = seen.emplace(key, &r);
+    if (fresh) continue;
+    const ExperimentRun& o = *it->second;
+    throw Error(str_cat("experiment: runs ", o.task, "/", o.model, "/seed", o.seed, " and ", r.task, "/", r.model,
+                        "/seed", r.seed, " (", o.model == r.model ? "task keys \"" + o.task + "\" and \"" + r.task
+                                                                  : "model keys \"" + o.model + "\" and \"" + r.model,
+                        "\") would share the run folder ", key, "; give them keys that differ as folder names"));
+  }
+}
+
 }  // namespace
 
 Experiment Experiment::from_json(const std::string& text, const std::string& out_dir_override,
@@ -473,6 +502,9 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
     throw Error(str_cat("experiment: not valid JSON: ", excerpt(ex.what(), 240)));
   }
   HKT_CHECK(j.is_object(), "experiment: the file must hold a JSON object");
+  // Files that refer to each other are checked as one graph first (no endless recursion).
+  const detail::ExperimentDepth depth;
+  if (depth.outermost()) detail::check_reference_graph(j, "", base_dir);
   static const char* known[] = {"name", "description", "notes", "out_dir", "baseline", "compare", "base", "tasks",
                                 "models", "seeds", "order", "tuning", "launcher"};
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -660,6 +692,7 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
         e.runs.push_back(std::move(r));
       }
     }
+  check_run_folders(e);
   // Every seed a run uses, in first-seen order (the file's seeds first), for the training order.
   for (const ExperimentRun& r : e.runs)
     if (std::find(e.seeds.begin(), e.seeds.end(), r.seed) == e.seeds.end()) e.seeds.push_back(r.seed);
@@ -669,6 +702,17 @@ Experiment Experiment::from_json(const std::string& text, const std::string& out
 Experiment Experiment::from_file(const std::string& path, const std::string& out_dir_override) {
   const std::string text = read_text_file(path);  // names the file when it cannot be read
   try {
+    const detail::ExperimentDepth depth;
+    if (depth.outermost()) {
+      json j;
+      try {
+        check_json_text(text, path);
+        j = json::parse(text);
+      } catch (const std::exception&) {
+        j = json();  // from_json reports it
+      }
+      detail::check_reference_graph(j, path, fs::path(path).parent_path().string());
+    }
     return from_json(text, out_dir_override, fs::path(path).parent_path().string());
   } catch (const Error& ex) {
     throw Error(str_cat(path, ": ", ex.what()));

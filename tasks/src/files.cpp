@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "hkt/core/error.hpp"
+#include "hkt/core/safe_open.hpp"
 
 namespace hkt::tasks {
 
@@ -47,11 +48,11 @@ void write_file_atomic(const fs::path& path, std::string_view text, bool make_pa
   const fs::path tmp = path.string() + ".tmp";
   // The bytes reach the disk (fsync) before the rename, so that after a power
   // loss the path holds the old file or the whole new one, never an empty one.
+  // No link is followed: neither path nor its temporary may be one (UnsafeFileError, naming it).
+  refuse_non_regular(path.string(), "write_file_atomic");
   std::string why;
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    why = std::strerror(errno);
-  } else {
+  const int fd = open_new_file(tmp.string(), "write_file_atomic");
+  {
     size_t n = text.size();  // bytes not written
     why = write_all(fd, text, n);
     if (why.empty() && ::fsync(fd) != 0) why = std::string("fsync failed: ") + std::strerror(errno);
@@ -111,19 +112,23 @@ void append_file(const fs::path& path, std::string_view text) {
   sigemptyset(&ign.sa_mask);
   sigaction(SIGXFSZ, &ign, &old);
   std::string why;
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    why = std::strerror(errno);
-  } else {
+  int fd = -1;
+  try {  // no link followed, nothing but a regular file written (UnsafeFileError, naming it)
+    fd = open_file_nofollow(path.string(), O_WRONLY | O_CREAT | O_APPEND, "append");
+  } catch (...) {
+    sigaction(SIGXFSZ, &old, nullptr);
+    throw;
+  }
+  {
     size_t n = text.size();  // bytes not written
     why = write_all(fd, text, n);
-    if (::close(fd) != 0 && why.empty()) why = std::string("close failed: ") + std::strerror(errno);
     if (!why.empty() && n < text.size()) {
       // A line cut short is dropped, so that the file ends at a whole line.
       struct stat sb {};
-      if (::stat(path.c_str(), &sb) == 0 && sb.st_size >= static_cast<off_t>(text.size() - n))
-        (void)::truncate(path.c_str(), sb.st_size - static_cast<off_t>(text.size() - n));
+      if (::fstat(fd, &sb) == 0 && sb.st_size >= static_cast<off_t>(text.size() - n))
+        (void)::ftruncate(fd, sb.st_size - static_cast<off_t>(text.size() - n));
     }
+    if (::close(fd) != 0 && why.empty()) why = std::string("close failed: ") + std::strerror(errno);
   }
   sigaction(SIGXFSZ, &old, nullptr);
   HKT_CHECK(why.empty(), "cannot append to '", path.string(), "': ", why);
@@ -131,8 +136,8 @@ void append_file(const fs::path& path, std::string_view text) {
 
 FolderLock::FolderLock(const fs::path& dir, const char* name) {
   const fs::path file = dir / name;
-  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  HKT_CHECK(fd_ >= 0, "cannot open the lock file '", file.string(), "': ", std::strerror(errno));
+  // A link, FIFO or folder under the lock's name is refused, never written through.
+  fd_ = open_file_nofollow(file.string(), O_RDWR | O_CREAT, "the lock file");
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     char buf[32] = {};

@@ -1,10 +1,14 @@
 #include "hkt/tasks/memory.hpp"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "hkt/core/error.hpp"
+#include "hkt/ops/threads.hpp"
 
 namespace hkt::tasks {
 
@@ -75,7 +79,32 @@ double available_memory() {
   return 0;
 }
 
+double address_space_left() {
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 0;
+  double used = 0;  // VmSize of /proc/self/status, bytes
+  std::ifstream f("/proc/self/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("VmSize:", 0) == 0) {
+      std::istringstream in(line.substr(7));
+      double kb = 0;
+      if (in >> kb) used = kb * 1024.0;
+    }
+  // OpenBLAS maps a work buffer (32-64 MiB) per thread the first time it runs
+  // on it, and a failed map makes it retry without end instead of failing;
+  // oneTBB's workers need their stacks. Both are kept free.
+  const double threads = std::max(1, get_num_threads()), blas = std::max(1, get_blas_num_threads());
+  const double reserve = (blas + 1) * 64.0 * 1024 * 1024 + threads * 8.0 * 1024 * 1024;
+  return std::max(1.0, static_cast<double>(rl.rlim_cur) - used - reserve);
+}
+
 void check_memory(const StepMemory& m, double limit, const std::string& who) {
+  // The address-space limit (ulimit -v) is a hard one: a step over it would fail inside
+  // OpenBLAS or oneTBB, where a failed allocation is not an error that names the step.
+  if (const double as = address_space_left(); as > 0)
+    HKT_CHECK(m.total() <= as, who, ": a step needs about ", m.str(), " but the address-space limit (ulimit -v, ",
+              "RLIMIT_AS) leaves ", gib(as), " for it, after this process's own mappings and the buffers of "
+              "OpenBLAS and oneTBB; raise the limit, or use a smaller batch, sequence length, model or data set");
   const bool given = limit > 0;
   if (!given) limit = available_memory();
   if (limit <= 0) return;  // unknown: nothing to compare with

@@ -2,11 +2,14 @@
 // train.hpp): creating and locking it, metrics.jsonl, checkpoints written so
 // that a kill never leaves a partial one, resuming from them, data.json and
 // summary.json.
+#include <iostream>
 #include <sstream>
 
 #include "hkt/core/json_read.hpp"
+#include "hkt/core/safe_open.hpp"
 #include "hkt/models/checkpoint.hpp"
 #include "hkt/ops/threads.hpp"
+#include "hkt/tasks/parked_runs.hpp"
 #include "train_run.hpp"
 
 namespace hkt::tasks::detail {
@@ -105,8 +108,12 @@ void Run::save_folder() {
   fs::rename(tmp, cur, ec);
   HKT_CHECK(!ec, "train: cannot rename '", tmp.string(), "' to '", cur.string(), "': ", ec.message());
   discard(old);
-  // The run --overwrite replaced goes once this one has a checkpoint.
-  if (present(dir / kReplaced)) fs::remove_all(dir / kReplaced);
+  // The run --overwrite moved aside goes once this one has a checkpoint: the one
+  // this run moved (or took over), recognised by its marker, never by its name.
+  if (!parked.empty()) {
+    delete_parked_run(parked);
+    parked.clear();
+  }
 }
 
 // Restores model, optimizer, generator and the loop's state from the last checkpoint.
@@ -214,36 +221,52 @@ void Run::refuse_earlier_run() const {
 
 // A fresh run's folder, once setup() has checked the data and the settings (an
 // input error leaves an earlier run's folder as it was): created and locked;
-// an earlier run in it is refused, or with RunOptions::overwrite moved to
-// replaced/ (deleted at this run's first checkpoint); config.json written.
+// an earlier run in it is refused, or with RunOptions::overwrite moved aside
+// (hkt/tasks/parked_runs.hpp: deleted at this run's first checkpoint, kept if
+// it stops before); config.json written.
 void Run::start_folder() {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw InputError(str_cat("train: cannot create the run folder '", dir.string(), "': ", ec.message()));
   lock_folder();
-  refuse_earlier_run();  // again, now that the folder is ours
-  const std::vector<std::string> found = earlier_run();
-  if (found.empty()) {
-    write_file_atomic(dir / "config.json", cfg.to_json() + "\n");
-    return;
-  }
-  const fs::path rep = dir / kReplaced;
-  // replaced/ is only there while the run that replaced it has no checkpoint:
-  // that run's files go, the run it replaced stays in replaced/.
-  const bool keep_older = present(rep);
-  if (!keep_older) {
-    fs::create_directory(rep, ec);
-    if (ec) throw Error(str_cat("train: cannot create '", rep.string(), "': ", ec.message()));
-  }
-  for (const std::string& f : found) {
-    if (keep_older) {
-      fs::remove_all(dir / f, ec);
-    } else {
-      fs::rename(dir / f, rep / f, ec);
+  std::vector<std::string> notes;
+  if (!ropt.overwrite) {
+    (void)tidy_parked_runs(dir, notes);  // an interrupted --overwrite is put back (and then refused below)
+    say(notes);
+    refuse_earlier_run();  // again, now that the folder is ours
+  } else {
+    try {
+      parked = overwrite_run(dir, std::vector<std::string>(std::begin(kRunFiles), std::end(kRunFiles)), notes);
+    } catch (...) {
+      say(notes);
+      throw;
     }
-    if (ec) throw Error(str_cat("train: --overwrite: cannot move '", (dir / f).string(), "' aside: ", ec.message()));
+    say(notes);
   }
   write_file_atomic(dir / "config.json", cfg.to_json() + "\n");
+}
+
+// What tidy_parked_runs() and overwrite_run() found: on stderr, whatever --quiet says.
+void Run::say(const std::vector<std::string>& notes) const {
+  for (const std::string& n : notes) std::cerr << "note: " << n << "\n";
+  std::cerr.flush();
+}
+
+// --resume, once the folder is locked: an interrupted --overwrite is put back or
+// finished; a run that has no checkpoint yet next to exactly one parked run is the
+// run that replaced it, and deletes it at its first checkpoint (as it would have).
+void Run::tidy_for_resume() {
+  std::vector<std::string> notes;
+  const std::vector<ParkedRun> kept = tidy_parked_runs(dir, notes);
+  if (kept.size() == 1 && !present(dir / "checkpoint") && !present(dir / "checkpoint.old")) {
+    parked = kept[0].path;
+    const std::string kept_prefix = "'" + parked.string() + "' holds a run";
+    std::erase_if(notes, [&](const std::string& n) { return n.rfind(kept_prefix, 0) == 0; });
+    notes.push_back(str_cat("this run (no checkpoint yet) replaced the run in '", parked.string(),
+                            "' (moved aside by --overwrite, pid ", kept[0].by_pid, ", ", kept[0].at,
+                            "): it is deleted at this run's first checkpoint"));
+  }
+  say(notes);
 }
 
 void Run::lock_folder() {
@@ -251,6 +274,25 @@ void Run::lock_folder() {
     lock = std::make_unique<FolderLock>(dir);
   } catch (const Error& e) {
     throw InputError(str_cat("train: ", e.what()));
+  }
+}
+
+// Before a run writes into a folder it did not create: every file it writes
+// there (and the temporary each is written through) is missing or a regular
+// file; a link, FIFO or folder in its place is bad input (InputError, exit 2),
+// named, and nothing is written through it (the opens use O_NOFOLLOW too, for
+// what appears later).
+void Run::check_entries() const {
+  for (const char* f : kRunFiles) {
+    const std::string name = f;
+    if (name.rfind("checkpoint", 0) == 0) continue;  // folders, renamed whole, never written through
+    for (const std::string& p : {(dir / name).string(), (dir / name).string() + ".tmp"}) {
+      try {
+        refuse_non_regular(p, "train");
+      } catch (const Error& e) {
+        throw InputError(e.what());
+      }
+    }
   }
 }
 

@@ -17,8 +17,6 @@ inline constexpr const char* kRunFiles[] = {"config.json",      "metrics.jsonl",
                                             "checkpoint.tmp",   "checkpoint.old", "checkpoint.trash",
                                             "best.safetensors", "summary.json",   "data.json",
                                             kTestPredictionsFile};
-// Where --overwrite moves the run it replaces until the new run's first checkpoint.
-inline constexpr const char* kReplaced = "replaced";
 
 // Whether `p` is there in any form (a file, a folder, a dangling link).
 bool present(const std::filesystem::path& p);

@@ -267,7 +267,11 @@ TrainResult Run::go(bool resuming) {
   Console con(ropt);
   const StopSignals signals;
   if (!dir.empty() && !resuming && writer()) refuse_earlier_run();  // before the data is loaded: at once
-  if (!dir.empty() && resuming && writer()) lock_folder();
+  if (!dir.empty() && resuming && writer()) {
+    lock_folder();
+    check_entries();
+    tidy_for_resume();
+  }
   setup();
   if (!dir.empty() && !resuming && writer()) start_folder();
   // The other ranks read the checkpoint once rank 0 holds the folder.

@@ -120,6 +120,8 @@ struct Run {
   DataParallel dp;  // several ranks: the gradient reducer and this segment's time in all-reduces
   Clock::time_point seg_start = Clock::now();
   std::unique_ptr<FolderLock> lock;
+  // The run --overwrite moved aside (or this run took over), deleted at the first checkpoint.
+  std::filesystem::path parked;
 
   double wall() const { return prior_wall + std::chrono::duration<double>(Clock::now() - seg_start).count(); }
 
@@ -159,6 +161,9 @@ struct Run {
   void refuse_earlier_run() const;
   void start_folder();
   void lock_folder();
+  void check_entries() const;
+  void tidy_for_resume();
+  void say(const std::vector<std::string>& notes) const;  // no link, FIFO or folder under a name the run writes
   void describe_data(Console& con);
   void write_summary(const TrainResult& r, double train_s) const;
 };

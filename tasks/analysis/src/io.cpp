@@ -82,6 +82,36 @@ std::vector<std::pair<std::string, Tensor>> sample_tensors(const tasks::Dataset&
   return {{"inputs", b.inputs}, {"valid", b.valid}};
 }
 
+// The shapes the config gives the classifier's main tensors (hkt/models/classifier.hpp:
+// pos, the input map, every block's FFN, the head, the number of blocks) against
+// the tensors the file stores: hkt::Error naming the first that differs.
+static void check_stored_shapes(const nn::ClassifierConfig& c, const SafetensorsFile& f) {
+  const auto expect = [&](const std::string& name, const Shape& want, const char* fields) {
+    const Tensor* t = f.find(name);
+    HKT_CHECK(t != nullptr, "the file stores no tensor '", name, "'");
+    HKT_CHECK(t->shape() == want, fields, " give '", name, "' the shape ", shape_str(want), ", but the file stores ",
+              shape_str(t->shape()));
+  };
+  expect("pos", {c.max_len, c.dim}, str_cat("max_len ", c.max_len, " and dim ", c.dim).c_str());
+  if (c.vocab > 0) expect("embed.weight", {c.vocab, c.dim}, str_cat("vocab ", c.vocab, " and dim ", c.dim).c_str());
+  else expect("input_map.weight", {c.dim, c.input_features},
+              str_cat("input_features ", c.input_features, " and dim ", c.dim).c_str());
+  expect("head.weight", {c.classes, c.dim}, str_cat("classes ", c.classes, " and dim ", c.dim).c_str());
+  int64_t blocks = 0;
+  for (const auto& [name, t] : f.tensors) {
+    if (name.rfind("blocks.", 0) != 0) continue;
+    const size_t dot = name.find('.', 7);
+    try {
+      blocks = std::max<int64_t>(blocks, std::stoll(name.substr(7, dot - 7)) + 1);
+    } catch (const std::exception&) {
+    }
+  }
+  HKT_CHECK(blocks == c.layers, "layers ", c.layers, " but the file stores ", blocks, " blocks");
+  if (c.layers > 0)
+    expect("blocks.0.ffn.fc1.weight", {c.ffn_mult * c.dim, c.dim},
+           str_cat("ffn_mult ", c.ffn_mult, " and dim ", c.dim).c_str());
+}
+
 LoadedModel load_trained(const std::string& path, const std::string& weights) {
   HKT_CHECK(weights == "best" || weights == "final", "load_trained: weights must be \"best\" or \"final\", got '",
             weights, "'");
@@ -117,14 +147,19 @@ LoadedModel load_trained(const std::string& path, const std::string& weights) {
     }
   }
   lm.weights = file.string();
-  lm.metadata = load_safetensors(lm.weights).metadata;
+  const SafetensorsFile stored = load_safetensors(lm.weights);
+  lm.metadata = stored.metadata;
   auto mc = lm.metadata.find("hkt.model_config");
   HKT_CHECK(mc != lm.metadata.end(), "load_trained: '", lm.weights,
             "' has no \"hkt.model_config\" in its metadata (not written by hkt-train?)");
+  // Untrusted metadata: its limits, then its shapes against the tensors the file
+  // stores, before the model is built (a 23 KB file could otherwise ask for 13 GB).
   try {
     lm.config = nn::ClassifierConfig::from_json(mc->second);
+    lm.config.validate();
+    check_stored_shapes(lm.config, stored);
   } catch (const Error& e) {
-    throw Error(lm.weights + ": hkt.model_config: " + e.what());
+    throw Error("'" + lm.weights + "': metadata \"hkt.model_config\": " + e.what());
   }
   auto tc = lm.metadata.find("hkt.config");
   if (!lm.train && tc != lm.metadata.end()) lm.train = tasks::TrainConfig::from_json(tc->second);

@@ -6,6 +6,7 @@
 #include "hkt/tasks/distributed.hpp"
 #include "hkt/tasks/experiment.hpp"
 #include "hkt/tasks/files.hpp"
+#include "hkt/tasks/parked_runs.hpp"
 #include "hkt/tasks/images.hpp"
 #include "hkt/tasks/imdb.hpp"
 #include "hkt/tasks/listops.hpp"

@@ -32,7 +32,13 @@ StepMemory estimate_step_memory(const nn::ClassifierConfig& cfg, int64_t batch, 
 // MemAvailable of /proc/meminfo in bytes; 0 when it cannot be read.
 double available_memory();
 
+// What the address-space limit (RLIMIT_AS, ulimit -v) leaves for a step: the
+// limit less this process's mappings (VmSize) and a reserve for the work buffers
+// OpenBLAS maps per thread and oneTBB's stacks; 0 when there is no limit.
+double address_space_left();
+
 // Throws hkt::Error("<who>: a step needs about X ... but Y is available ...")
+// when m.total() exceeds address_space_left() (ulimit -v; always checked), or
 // when m.total() exceeds `limit` bytes (limit <= 0: available_memory(); no
 // check when that is unknown). The message names the override.
 void check_memory(const StepMemory& m, double limit, const std::string& who);

@@ -32,7 +32,8 @@
 //   test_predictions.csv  at the end: the best model's prediction for every test example
 //   lock               flock'ed by the one process writing the run (it holds its pid); a second
 //                      train() or resume() on the folder is refused at once (InputError)
-//   replaced/          with RunOptions::overwrite, the run it replaces, until this run's first checkpoint
+//   replaced.<pid>.<n>/ with RunOptions::overwrite, the run it replaces, until this run's first
+//                      checkpoint; its marker HKT_REPLACED_RUN.json says what it is (parked_runs.hpp)
 //
 // A non-finite loss or gradient norm throws hkt::Error naming the step and
 // the first non-finite parameter or gradient; so do a failed append to
@@ -153,9 +154,10 @@ struct RunOptions {
   // bucket is packed; false = blocking, one bucket after the other (to compare).
   bool overlap = true;
   // train() into a folder that holds a run (any file a run writes): false =
-  // refused (InputError); true = the old run's files are moved to
-  // RUN_DIR/replaced/ once the data and settings are checked, and deleted when
-  // the new run has written its first checkpoint.
+  // refused (InputError); true = the old run's files are moved aside to
+  // RUN_DIR/replaced.<pid>.<n>/ (with a marker; hkt/tasks/parked_runs.hpp) once the
+  // data and settings are checked, and deleted when the new run has written its
+  // first checkpoint; a stop or kill before that keeps it, and nothing is lost.
   bool overwrite = false;
   // The memory a step may take, in bytes (0: MemAvailable of /proc/meminfo).
   // Before the data is loaded and again before the model is built, the peak
