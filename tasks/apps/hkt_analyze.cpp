@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "analyze_common.hpp"
 #include "hkt/analysis/approx.hpp"
 #include "hkt/analysis/report.hpp"
 #include "hkt/tasks.hpp"
@@ -33,13 +34,6 @@ void add_sample_options(CLI::App& app, std::string& split, int64_t& samples, uin
 }
 
 namespace {
-
-std::string fmt(const nlohmann::json& v) {
-  if (!v.is_number()) return "n/a";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v.get<double>());
-  return buf;
-}
 
 void print_summary(const hkt::analysis::Report& r, const std::string& out) {
   const auto& j = r.json;

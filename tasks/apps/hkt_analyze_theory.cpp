@@ -7,22 +7,14 @@
 #include <filesystem>
 #include <iostream>
 
+#include "analyze_common.hpp"
 #include "hkt/analysis/levels_report.hpp"
 #include "hkt/tasks.hpp"
 #include "hkt/tasks/registry.hpp"
 
 namespace fs = std::filesystem;
 
-void add_sample_options(CLI::App& app, std::string& split, int64_t& samples, uint64_t& sample_seed);
-
 namespace {
-
-std::string fmt(const nlohmann::json& v) {
-  if (!v.is_number()) return "n/a";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v.get<double>());
-  return buf;
-}
 
 void print(const hkt::analysis::Report& r, const std::string& out) {
   const auto& j = r.json;
