@@ -66,6 +66,17 @@ expect_error "no text column 'text'" "$bin/hkt-predict" "$tmp/run" "$tmp/nocol.t
 "$bin/hkt-train" --task synthetic --model hkt-tiny --steps 2 --batch-size 8 --train-size 16 --val-size 8 \
   --test-size 8 --seq-len 8 --quiet --threads 1 --run-dir "$tmp/syn"
 expect_error "has no encoding.json" "$bin/hkt-predict" "$tmp/syn" "$ex/motif-new.tsv"
+# hkt-experiment takes the text task like the built-in ones ("data": {"text": {...}}).
+cat >"$tmp/exp.json" <<JSON
+{"name": "text-exp", "out_dir": "$tmp/exp",
+ "base": {"steps": 4, "batch_size": 16, "eval_every": 4, "log_every": 0,
+          "data": {"seq_len": 96, "text": {"train": "$ex/motif-train.tsv", "tokenizer": "chars"}}},
+ "tasks": {"motif": {"task": "text"}},
+ "models": {"hkt": {"model": "hkt-tiny"}, "mha": {"model": "mha-tiny"}},
+ "seeds": [1]}
+JSON
+"$bin/hkt-experiment" "$tmp/exp.json" --quiet >/dev/null 2>&1 || fail "hkt-experiment failed on a text-task grid"
+[[ -s "$tmp/exp/motif/hkt/seed1/encoding.json" && -s "$tmp/exp/results.md" ]] || fail "the text-task grid left no runs"
 # Resuming a finished text run reads the same files the same way.
 "$bin/hkt-train" --resume "$tmp/run" --quiet >/dev/null 2>&1 || fail "--resume of a finished text run failed"
 echo "text task test: OK"
