@@ -376,7 +376,7 @@ TEST_CASE("listops: TSV round trip and loading") {
   check_error([&] { write_listops_tsv(dir.str("w.tsv"), {{"[MIN 4 7 ]", 7}}); }, "evaluates to 4");
   check_error([&] { write_listops_tsv(dir.str("w.tsv"), {{"[MIN 4\t7 ]", 4}}); }, "tab or line break");
   check_error([&] { write_listops_tsv(dir.str("w.tsv"), {{"[MIN 4 7", 4}}); }, "never closed");
-  check_error([&] { write_listops_tsv(dir.str("nodir/w.tsv"), {{"[MIN 4 7 ]", 4}}); }, "cannot write");
+  check_error([&] { write_listops_tsv(dir.str("nodir/w.tsv"), {{"[MIN 4 7 ]", 4}}); }, "cannot create");
   CHECK(!fs::exists(dir.str("w.tsv")));
 }
 
