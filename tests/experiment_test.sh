@@ -29,7 +29,7 @@ grep -q "4 run(s) to train, 2 at a time" "$tmp/out" || fail "--jobs 2 did not sa
 [[ $(grep -c ": finished" "$tmp/out") -eq 4 ]] || fail "not every run reported finished"
 # Seed by seed: both models of seed 1 start before seed 2 (a stop leaves whole seeds).
 [[ "$(grep -o '^\[[0-9]/4\] [a-z/0-9]*' "$tmp/out" | head -2 | tr '\n' ' ')" == \
-   "[1/4] synthetic/hkt/seed1 [3/4] synthetic/mha/seed1 " ]] || fail "runs were not started seed by seed"
+   "[1/4] synthetic/hkt/seed1 [2/4] synthetic/mha/seed1 " ]] || fail "runs were not started seed by seed, numbered in that order"
 "$bin/hkt-experiment" "$tmp/par.json" --list >"$tmp/list"
 [[ $(grep -c "  done  " "$tmp/list") -eq 4 ]] || { cat "$tmp/list"; fail "--list does not show 4 finished runs"; }
 grep -q "^synthetic/hkt/seed1  done  .*  test [0-9.]*%, best val [0-9.]*% at step [36]$" "$tmp/list" ||

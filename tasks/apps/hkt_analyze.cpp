@@ -15,6 +15,7 @@
 #include "hkt/analysis/report.hpp"
 #include "hkt/tasks.hpp"
 #include "hkt/tasks/registry.hpp"
+#include "cli.hpp"
 
 namespace fs = std::filesystem;
 using hkt::analysis::AnalysisOptions;
@@ -99,11 +100,7 @@ int approx_main(int argc, char** argv) {
   add_sample_options(app, split, samples, sample_seed);
   app.add_option("--batch-size", batch_size, "examples per forward pass")->check(kPositive)->capture_default_str();
   app.add_option("--threads", threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)")->check(kNonNegative);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;
   try {
     if (threads > 0) hkt::set_num_threads(static_cast<int>(threads));
     for (const std::string& p : runs) HKT_CHECK(fs::exists(p), "'", p, "' not found");
@@ -230,11 +227,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--threads", threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)")
       ->check(kNonNegative);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;
   opt.cost = !no_cost;
   opt.full_row = !no_full_row;
 
@@ -264,7 +257,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     try {
-      hkt::tasks::check_task_name(task_name, "hkt-analyze: --task: ");
+      hkt::tasks::check_task_name(task_name, "hkt-analyze: error: --task: ");
     } catch (const hkt::Error& e) {
       std::cerr << e.what() << "\n";
       return 2;

@@ -66,7 +66,7 @@ nn::Metadata Run::metadata() const {
   return m;
 }
 
-void Run::save_folder() {
+void Run::save_folder(bool drop_replaced) {
   check_ranks_agree("before a checkpoint");
   if (dir.empty() || !writer()) return;
   const fs::path tmp = dir / "checkpoint.tmp", cur = dir / "checkpoint", old = dir / "checkpoint.old";
@@ -105,8 +105,9 @@ void Run::save_folder() {
   fs::rename(tmp, cur, ec);
   HKT_CHECK(!ec, "train: cannot rename '", tmp.string(), "' to '", cur.string(), "': ", ec.message());
   discard(old);
+  saved_step = step;
   // The run --overwrite replaced goes once this one has a checkpoint.
-  if (present(dir / kReplaced)) fs::remove_all(dir / kReplaced);
+  if (drop_replaced && present(dir / kReplaced)) fs::remove_all(dir / kReplaced);
 }
 
 // Restores model, optimizer, generator and the loop's state from the last checkpoint.
@@ -166,7 +167,9 @@ void Run::restore_from(const fs::path& ck) {
   best_step = metadata_int(need("hkt.train.best_step"), ck, "hkt.train.best_step");
   best_val = metadata_double(need("hkt.train.best_val_acc"), ck, "hkt.train.best_val_acc");
   HKT_CHECK(step <= total && best_step >= -1 && best_step <= step, "'", ck.string(), "': step ", step,
-            ", best step ", best_step, " do not fit a run of ", total, " steps");
+            ", best step ", best_step, " do not fit a run of ", total, " steps",
+            step > total ? " (--steps / --epochs can only lengthen a run)" : "");
+  saved_step = step;
   const fs::path sp = ck / "state.json";
   if (present(sp)) {
     const json st = parse_json(read_text_file(sp, 1 << 20), sp.string());
@@ -193,6 +196,17 @@ void Run::check_best() const {
   const int64_t bs = metadata_int(it->second, bp, "hkt.step");
   HKT_CHECK(bs == best_step || bs > step, "'", bp.string(), "' is the model of step ", bs,
             " but the checkpoint records the best model at step ", best_step);
+}
+
+// resume() to more steps: config.json records the new length (a later --resume continues to it);
+// summary.json and test_predictions.csv of the shorter run go, as it is no longer finished.
+void Run::lengthen(Console& con) {
+  write_file_atomic(dir / "config.json", cfg.to_json() + "\n");
+  std::error_code ec;
+  fs::remove(dir / "summary.json", ec);
+  fs::remove(dir / kTestPredictionsFile, ec);
+  con.line(str_cat("resume: training to step ", total, " (", sched.str(), ", the schedule of a run of ", total,
+                   " steps)"));
 }
 
 // The files of a run already in the folder (none: a fresh folder).

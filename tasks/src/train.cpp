@@ -119,9 +119,7 @@ TrainResult Run::loop(Console& con) {
   int64_t order_epoch = -1, seg_steps = 0;
   Window win;
   while (step < total) {
-    if (stop_signal() != 0)
-      throw Error(str_cat("train: stopped by signal ", stop_signal(), " (", strsignal(stop_signal()),
-                          ") after step ", step, ". ", kept_checkpoint()));
+    if (stop_signal() != 0) stop(con);
     if (ropt.stop_after > 0 && step >= ropt.stop_after) {
       con.end_bar();
       r.steps = step;
@@ -157,6 +155,21 @@ TrainResult Run::loop(Console& con) {
   r.completed = true;
   r.steps = step;
   return r;
+}
+
+// SIGINT / SIGTERM: a checkpoint of the step reached (one process: with several, the
+// ranks may stop at different steps, and the last periodic checkpoint stays), then Stopped.
+// An --overwrite run's replaced/ stays until a checkpoint the run reaches by itself.
+void Run::stop(Console& con) {
+  con.end_bar();
+  const int sig = stop_signal();
+  std::string saved;
+  if (W.size == 1 && !dir.empty() && saved_step != step) {
+    save_folder(false);
+    saved = str_cat("; the checkpoint of step ", step, " was written");
+  }
+  throw Stopped(sig, str_cat("train: stopped by signal ", sig, " (", strsignal(sig), ") after step ", step, saved,
+                             ". ", kept_checkpoint()));
 }
 
 // The progress bar after every step (terminals), and every log_every steps the
@@ -268,15 +281,21 @@ TrainResult Run::go(bool resuming) {
   const StopSignals signals;
   if (!dir.empty() && !resuming && writer()) refuse_earlier_run();  // before the data is loaded: at once
   if (!dir.empty() && resuming && writer()) lock_folder();
+  // Generating or reading a large data set takes a while: say so before, and how long after.
+  con.line("task " + cfg.task + ": preparing the data and the model ...");
+  const auto data_start = Clock::now();
   setup();
+  const double data_s = std::chrono::duration<double>(Clock::now() - data_start).count();
   if (!dir.empty() && !resuming && writer()) start_folder();
   // The other ranks read the checkpoint once rank 0 holds the folder.
   if (W.size > 1) barrier();
   if (!dir.empty() && resuming) restore(con);
+  if (!dir.empty() && lengthened && writer()) lengthen(con);
   const int64_t np = model->num_parameters();
   con.line("task " + cfg.task + ": train " + std::to_string(data.train.size()) + ", val " +
            std::to_string(data.val.size()) + ", test " + std::to_string(data.test.size()) + ", T " +
-           std::to_string(data.train.seq_len) + ", " + std::to_string(data.train.classes) + " classes");
+           std::to_string(data.train.seq_len) + ", " + std::to_string(data.train.classes) + " classes (ready in " +
+           fmt(data_s, 1) + " s)");
   describe_data(con);
   con.line("model " + cfg.model + " (" + mcfg.attention + ", dim " + std::to_string(mcfg.dim) + ", heads " +
            std::to_string(mcfg.heads) + ", layers " + std::to_string(mcfg.layers) +
@@ -335,7 +354,18 @@ TrainResult resume(const std::string& run_dir, const RunOptions& opt) {
     throw InputError(str_cat((dir / "config.json").string(), ": ", e.what()));
   }
   cfg.run_dir = run_dir;  // the folder may have moved
+  const bool longer = opt.steps > 0 || opt.epochs > 0;
+  if (longer) {  // a longer run: its schedule is that of the new length (setup())
+    cfg.steps = opt.steps;
+    if (opt.steps == 0) cfg.epochs = opt.epochs;
+    try {
+      cfg.validate();
+    } catch (const Error& e) {
+      throw InputError(str_cat("resume: --steps / --epochs: ", e.what()));
+    }
+  }
   detail::Run run;
+  run.lengthened = longer;
   run.cfg = cfg;
   run.ropt = opt;
   run.dir = dir;

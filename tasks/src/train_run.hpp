@@ -129,6 +129,8 @@ struct Run {
   void check_memory_before_data() const;
   StepMemory on_host(StepMemory m) const;
   TrainResult loop(Console& con);
+  [[noreturn]] void stop(Console& con);  // after a stop signal
+  int64_t saved_step = -1;               // the step of the checkpoint in the folder (-1: none yet)
   void report(Console& con, Window& win, double lr, int64_t seg_steps);
   TrainResult finish(Console& con, TrainResult r);
   [[noreturn]] void non_finite(const std::string& what, double v);
@@ -150,8 +152,10 @@ struct Run {
   void metric(const json& j);  // appends an event; a failed append stops the run
   std::string kept_checkpoint() const;  // what a stopped run leaves to --resume
   nn::Metadata metadata() const;
-  void save_folder();
+  void save_folder(bool drop_replaced = true);
   void restore(Console& con);
+  bool lengthened = false;   // resume() with RunOptions::steps / epochs
+  void lengthen(Console& con);  // config.json of the new length; the finished run's results go
   void restore_checkpoint(Console& con);
   void restore_from(const std::filesystem::path& ck);
   void check_best() const;
