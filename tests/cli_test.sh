@@ -8,6 +8,8 @@
 #   cli_test.sh longer  BIN_DIR  --resume RUN --steps N trains a finished run further: with a constant
 #                                schedule it equals a run of N steps from the start, bit for bit; a cosine
 #                                one ends at N with the schedule of N steps; a shorter N is refused
+#   cli_test.sh evaltest BIN_DIR  periodic evaluations score the validation set only; the test set once at
+#                                the end on the best checkpoint; --eval-test-every gives (marked) test points
 set -euo pipefail
 mode="$1"
 bin="$(realpath "$2")"
@@ -111,6 +113,21 @@ longer)
   expect 0 "" "$bin/hkt-train" --resume C --steps 30
   grep -q "resume: training to step 30 (.*cosine" out.txt || { fail "no line on the new schedule:"; cat out.txt; }
   grep -q '"steps": 30' C/summary.json || fail "C was not trained to 30 steps"
+  ;;
+evaltest)
+  "$bin/hkt-train" "${small[@]}" --steps 12 --eval-every 4 --quiet --run-dir V
+  [[ $(grep -c '"event":"eval"' V/metrics.jsonl) == 3 ]] || fail "not 3 evaluations"
+  grep '"event":"eval"' V/metrics.jsonl | grep -q test_ && fail "a periodic evaluation scored the test set"
+  [[ $(grep -c '"event":"test"' V/metrics.jsonl) == 1 ]] || fail "not one test event"
+  best=$(sed -n 's/^ *"best_step": \([0-9]*\).*/\1/p' V/summary.json)
+  grep -q "\"event\":\"test\",\"step\":$best," V/metrics.jsonl || fail "the test event is not of the best step $best"
+  "$bin/hkt-train" "${small[@]}" --steps 12 --eval-every 4 --eval-test-every 8 --quiet --run-dir W
+  [[ $(grep '"event":"eval"' W/metrics.jsonl | grep -c '"test_acc":.*"test_curve":true') == 1 ]] ||
+    { fail "--eval-test-every 8: not one marked test point"; cat W/metrics.jsonl; }
+  grep '"event":"eval","step":8,' W/metrics.jsonl | grep -q test_acc || fail "no test point at step 8"
+  # The model and its choice do not depend on the curve.
+  cmp V/best.safetensors W/best.safetensors || fail "--eval-test-every changed the best model"
+  cmp V/test_predictions.csv W/test_predictions.csv || fail "--eval-test-every changed the final test predictions"
   ;;
 *) echo "unknown mode $mode"; exit 2 ;;
 esac

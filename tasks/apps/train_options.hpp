@@ -90,8 +90,12 @@ class TrainOptions {
     flag(app, "--min-lr-factor", &C::min_lr_factor, "final learning rate as a fraction of --lr");
     flag(app, "--clip-norm", &C::clip_norm, "gradient clipping max norm (0 = off)");
     flag(app, "--log-every", &C::log_every, "steps between train-metric lines (0 = none)");
-    flag(app, "--eval-every", &C::eval_every, "steps between evaluations (0 = only at the end)");
+    flag(app, "--eval-every", &C::eval_every,
+         "steps between evaluations of the validation set, which picks the best checkpoint (0 = only at the end)");
     flag(app, "--eval-batches", &C::eval_batches, "batches per periodic evaluation (0 = all)");
+    flag(app, "--eval-test-every", &C::eval_test_every,
+         "steps between evaluations that also score the test set, for its curve (0 = the default: the test set is "
+         "scored once, at the end, on the best checkpoint by validation)");
     flag(app, "--checkpoint-every", &C::checkpoint_every, "steps between checkpoints (0 = only at the end)");
     flag(app, "--seed", &C::seed, "seed of initial values, data order and dropout");
     flag(app, "--threads", &C::threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)");

@@ -148,7 +148,8 @@ TrainResult Run::loop(Console& con) {
     r.last_loss = st.loss;
     win.add(st, n, dt);
     report(con, win, st.lr, seg_steps);
-    if ((cfg.eval_every > 0 && step % cfg.eval_every == 0) || step == total) evaluate_now(con);
+    const bool eval_test = cfg.eval_test_every > 0 && step % cfg.eval_test_every == 0;
+    if ((cfg.eval_every > 0 && step % cfg.eval_every == 0) || step == total || eval_test) evaluate_now(con, eval_test);
     if ((cfg.checkpoint_every > 0 && step % cfg.checkpoint_every == 0) || step == total) save_folder();
   }
   con.end_bar();

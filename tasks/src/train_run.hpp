@@ -145,8 +145,8 @@ struct Run {
                                 std::string(std::getenv("HKT_TEST_DIVERGE")) == "1";
   void nudge_first_weight();
 
-  // evaluation.cpp: validation and test accuracy now; best.safetensors when better.
-  void evaluate_now(Console& con);
+  // evaluation.cpp: validation accuracy now (and the test set's, with_test); best.safetensors when better.
+  void evaluate_now(Console& con, bool with_test);
 
   // run_files.cpp: the run folder.
   void metric(const json& j);  // appends an event; a failed append stops the run

@@ -76,6 +76,10 @@ struct TrainConfig {
   int64_t eval_batches = 0;            // validation/test batches per periodic eval (0 = all; else a fixed
                                        // seeded sample of that many batches' examples, see evaluate())
   int64_t checkpoint_every = 0;        // 0 = only at the end
+  // Steps between evaluations of the test set during training, for a user who wants its curve
+  // ("eval" events with test_acc; eval_batches applies). 0 (the default): the test set is scored
+  // once, at the end, on the best checkpoint by validation accuracy ("test" event, summary.json).
+  int64_t eval_test_every = 0;
   uint64_t seed = 0;
   int threads = 0;                     // 0 = the default (all cores or HKT_NUM_THREADS)
   std::string run_dir;                 // "" = write nothing
