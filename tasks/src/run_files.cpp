@@ -300,6 +300,10 @@ void Run::write_summary(const TrainResult& r, double train_s) const {
   s["wall_s"] = r.wall_s;
   s["train_s"] = train_s;
   s["s_per_step"] = r.s_per_step;
+  // The memory estimate the run was checked against and the process's measured peak
+  // (docs/tasks.md, "Memory"; on a GPU the estimate counts the host's share only).
+  s["memory_estimate_bytes"] = mem_estimate.total();
+  s["peak_rss_bytes"] = peak_rss();
   s["device"] = ropt.device.str();  // the time per step belongs to the device (the last segment's)
   // The CPU threads of the last segment: OpenBLAS's count changes the last bits of large
   // products (docs/design.md, "Determinism"), so repeating a run's bits needs it.

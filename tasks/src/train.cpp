@@ -54,10 +54,10 @@ void Run::setup() {
     mcfg.validate();
     const Dataset& d = data.train;
     const int64_t per_example = d.seq_len * (d.vocab > 0 ? 9 : 1 + 4 * d.features);  // ids or features + mask
-    check_memory(on_host(estimate_step_memory(mcfg, cfg.batch_size, d.seq_len,
-                                              data.train.size() + data.val.size() + data.test.size(), per_example,
-                                              true)),
-                 ropt.max_memory, "train");
+    mem_estimate = on_host(estimate_step_memory(mcfg, cfg.batch_size, d.seq_len,
+                                                data.train.size() + data.val.size() + data.test.size(), per_example,
+                                                true));
+    check_memory(mem_estimate, ropt.max_memory, "train");
   } catch (const Error& e) {
     throw InputError(e.what());
   } catch (const fs::filesystem_error& e) {  // a data folder that cannot be listed (a link loop, ...)

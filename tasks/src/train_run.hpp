@@ -112,6 +112,7 @@ struct Run {
   std::unique_ptr<nn::AdamW> opt;
   nn::LRSchedule sched;
   int64_t total = 0, per_epoch = 0;
+  StepMemory mem_estimate;  // of a step with the data set (setup(); summary.json)
   int64_t step = 0;  // completed steps
   int64_t best_step = -1;
   double best_val = -1.0, final_val = -1.0;
