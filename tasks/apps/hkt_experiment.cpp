@@ -41,6 +41,7 @@
 #include "hkt/tasks/experiment.hpp"
 #include "hkt/tasks/files.hpp"
 #include "build_guard.hpp"
+#include "grid_progress.hpp"
 #include "train_options.hpp"
 
 namespace {
@@ -343,6 +344,9 @@ int main(int argc, char** argv) {
       // [k/n]: the k-th run in the order the grid trains them (n: all the grid's runs).
       size_t started = 0;
       if ((jobs == 1 && e.launcher.empty()) || !launched_state.empty()) {
+        size_t to_train = 0;
+        for (const ExperimentRun& r : e.runs) to_train += selected(r) && run_state(r.cfg.run_dir) != RunState::Done;
+        hkt::apps::GridProgress progress(to_train, 1);
         for (const size_t i : order) {
           const ExperimentRun& r = e.runs[i];
           if (!selected(r)) continue;
@@ -356,10 +360,13 @@ int main(int argc, char** argv) {
           RunOptions opt;
           opt.quiet = quiet;
           opt.device = dev;
+          const auto t0 = std::chrono::steady_clock::now();
           if (st == RunState::Started)
             resume(r.cfg.run_dir, opt);
           else
             train(r.cfg, opt);
+          progress.ended(hkt::apps::seconds_since(t0));
+          if (launched_state.empty()) std::cout << "grid: " << progress.str() << std::endl;
           if (!no_report) write_file_atomic(results_md, report(e, file), true);  // after every run
         }
       } else {
@@ -374,6 +381,8 @@ int main(int argc, char** argv) {
         std::cout << pending.size() << " run(s) to train, " << jobs << " at a time with " << threads
                   << " thread(s) each; their output goes to " << logs.string() << "/" << std::endl;
         std::map<pid_t, size_t> running;
+        std::map<pid_t, std::chrono::steady_clock::time_point> began;
+        hkt::apps::GridProgress progress(to_train, jobs);
         const hkt::apps::BuildGuard guard;  // children start from these files: stop if they are rebuilt
         catch_stop_signals();
         while (!pending.empty() || !running.empty()) {
@@ -409,6 +418,7 @@ int main(int argc, char** argv) {
                       << state_name(run_state(r.cfg.run_dir)) << ", pid " << pid << ", log " << log.string()
                       << std::endl;
             running[pid] = pending.front();
+            began[pid] = std::chrono::steady_clock::now();
             pending.pop_front();
           }
           int status = 0;
@@ -423,7 +433,9 @@ int main(int argc, char** argv) {
           const ExperimentRun& r = e.runs[idx];
           running.erase(it);
           const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-          std::cout << run_id(r) << ": " << (ok ? "finished" : "FAILED (" + exit_text(status) + ")") << std::endl;
+          progress.ended(hkt::apps::seconds_since(began[pid]));
+          std::cout << run_id(r) << ": " << (ok ? "finished" : "FAILED (" + exit_text(status) + ")") << "; grid: "
+                    << progress.str() << std::endl;
           if (!ok) failed.push_back(idx);
           if (!no_report) write_file_atomic(results_md, report(e, file), true);
         }
