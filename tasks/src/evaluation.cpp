@@ -108,6 +108,12 @@ std::string predictions_csv(const EvalResult& r, const Dataset& d) {
 // Validation decides (the best model); the test set is scored here only when asked for
 // (eval_test_every: its curve, "test_acc" in the event), else once at the end (finish()).
 void Run::evaluate_now(Console& con, bool with_test) {
+  // A large evaluation takes a while: on a terminal the bar says what runs (replaced by the result).
+  if (con.tty())
+    con.bar(str_cat("eval  step ", step, "/", total, ": scoring ",
+                    cfg.eval_batches > 0 ? std::min(data.val.size(), cfg.eval_batches * cfg.batch_size) : data.val.size(),
+                    " validation examples", with_test ? " and the test set" : "", " ..."),
+            true);
   const EvalResult v = evaluate_split(*model, data.val, cfg.batch_size, cfg.eval_batches, true);
   EvalResult t;
   if (with_test) t = evaluate_split(*model, data.test, cfg.batch_size, cfg.eval_batches, true);

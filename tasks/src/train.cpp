@@ -254,6 +254,8 @@ TrainResult Run::finish(Console& con, TrainResult r) {
   r.final_val_acc = final_val;
   // The test accuracy of the best model (by validation accuracy), on the whole test set.
   if (best_step >= 0) {
+    con.line(str_cat("test: scoring the best model (step ", best_step, ", by validation) on the ", data.test.size(),
+                     " test examples ..."));
     Generator gen(cfg.seed);
     nn::SequenceClassifier best(mcfg, &gen);
     best.to(ropt.device);
