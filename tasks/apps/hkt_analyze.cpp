@@ -7,8 +7,10 @@
 //   hkt-analyze theory runs/listops-mha --ranks 1,4,8     # Proposition 4.5 and Theorem 4.3 (hkt_analyze_theory.cpp)
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 
 #include "hkt/analysis/approx.hpp"
@@ -266,6 +268,10 @@ int main(int argc, char** argv) {
     if (seq_len > 0) topts.seq_len = seq_len;
     // Data that cannot be read or does not fit the model is bad input too: exit 2.
     hkt::tasks::Dataset data;
+    // Progress: the data and the analysis can each take a while (a large task, the timed passes).
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto since = [&t0] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    std::cout << "hkt-analyze: reading the " << split << " split of task " << task_name << " ..." << std::endl;
     try {
       const hkt::tasks::Splits splits = hkt::tasks::load_task(task_name, topts);
       const hkt::tasks::Dataset& whole = split == "val" ? splits.val : split == "test" ? splits.test : splits.train;
@@ -287,7 +293,12 @@ int main(int argc, char** argv) {
       if (p.filename().empty()) p = p.parent_path();
       out = fs::is_directory(p) ? (p / "analysis").string() : p.string() + ".analysis";
     }
+    std::cout << "hkt-analyze: analysing " << data.size() << " examples (scores, kurtosis, spectra"
+              << (opt.cost ? ", timed passes" : "") << "); data ready after " << std::fixed << std::setprecision(1)
+              << since() << " s ..." << std::defaultfloat << std::endl;
     hkt::analysis::Report r = hkt::analysis::analyze(*lm.model, data, opt);
+    std::cout << "hkt-analyze: done after " << std::fixed << std::setprecision(1) << since() << " s"
+              << std::defaultfloat << std::endl;
     r.json["source"] = {{"path", path}, {"weights", lm.weights}, {"task", task_name}, {"split", split},
                         {"sample_seed", sample_seed}};
     if (auto it = lm.metadata.find("hkt.step"); it != lm.metadata.end()) r.json["source"]["step"] = it->second;
