@@ -7,7 +7,8 @@
 #                                reached; --resume then ends with an uninterrupted run's bytes
 #   cli_test.sh longer  BIN_DIR  --resume RUN --steps N trains a finished run further: with a constant
 #                                schedule it equals a run of N steps from the start, bit for bit; a cosine
-#                                one ends at N with the schedule of N steps; a shorter N is refused
+#                                one ends at N with the schedule of N steps; a shorter N is refused; --resume
+#                                of a finished run says so without loading the data
 #   cli_test.sh evaltest BIN_DIR  periodic evaluations score the validation set only; the test set once at
 #                                the end on the best checkpoint; --eval-test-every gives (marked) test points
 set -euo pipefail
@@ -99,8 +100,12 @@ longer)
   grep -q '"steps": 40' A/config.json && grep -q '"steps": 40' A/summary.json || fail "A was not trained to 40 steps"
   cmp A/checkpoint/model.safetensors B/checkpoint/model.safetensors && cmp A/best.safetensors B/best.safetensors &&
     cmp A/test_predictions.csv B/test_predictions.csv || fail "20 steps then --steps 40 differs from 40 steps"
-  "$bin/hkt-train" --resume A --quiet  # finished: nothing more to do
-  grep -q '"steps": 40' A/summary.json || fail "a second --resume changed the finished run"
+  # Finished: nothing more to do, said without loading the data; the run's files stay as they were.
+  cp A/summary.json A/metrics.jsonl .
+  "$bin/hkt-train" --resume A >again.txt || fail "--resume of a finished run"
+  grep -q "^resume: 'A' is finished (step 40 of 40" again.txt && ! grep -q "preparing the data" again.txt ||
+    { fail "--resume of a finished run did not say so at once:"; cat again.txt; }
+  cmp summary.json A/summary.json && cmp metrics.jsonl A/metrics.jsonl || fail "a second --resume changed the finished run"
   # --epochs too; a shorter run is refused and changes nothing.
   expect 0 "" "$bin/hkt-train" --resume A --epochs 6 --quiet
   grep -q '"steps": 48' A/summary.json || fail "--epochs 6 (8 steps each) did not give 48 steps"

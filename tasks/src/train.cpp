@@ -284,6 +284,7 @@ TrainResult Run::go(bool resuming) {
   const StopSignals signals;
   if (!dir.empty() && !resuming && writer()) refuse_earlier_run();  // before the data is loaded: at once
   if (!dir.empty() && resuming && writer()) lock_folder();
+  if (TrainResult done; resuming && !dir.empty() && finished_already(con, done)) return done;
   // Generating or reading a large data set takes a while: say so before, and how long after.
   con.line("task " + cfg.task + ": preparing the data and the model ...");
   const auto data_start = Clock::now();

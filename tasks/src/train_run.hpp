@@ -7,6 +7,7 @@
 //   evaluation.cpp    evaluate() and the run's evaluations (best.safetensors)
 //   run_files.cpp     the run folder: creating and locking it, metrics.jsonl,
 //                     checkpoints, resuming, data.json and summary.json
+//   run_finished.cpp  resume() of a finished run: checked, then its summary, no data loaded
 //   train_config.cpp  TrainConfig and its JSON
 #pragma once
 #include <chrono>
@@ -157,6 +158,9 @@ struct Run {
   void restore(Console& con);
   bool lengthened = false;   // resume() with RunOptions::steps / epochs
   void lengthen(Console& con);  // config.json of the new length; the finished run's results go
+  // run_finished.cpp: resume() of a finished run checks its checkpoint and returns its summary
+  // without loading the data (true), else leaves the run as it was (false).
+  bool finished_already(Console& con, TrainResult& out);
   void restore_checkpoint(Console& con);
   void restore_from(const std::filesystem::path& ck);
   void check_best() const;
