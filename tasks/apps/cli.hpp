@@ -12,17 +12,22 @@
 
 #include "hkt/core/names.hpp"
 #include "hkt/version.hpp"
-#include "hkt_build_info.hpp"  // generated (tools/cmake/build_info.cmake)
 
 namespace hkt::apps {
+
+// The build's git revision, type and backends (generated/hkt_build_info.cpp, written by
+// tools/cmake/build_info.cmake; the target hkt_build_info_obj).
+const char* build_git_revision();
+const char* build_type();
+const char* build_backends();
 
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 
 // "hkt-train 0.1.0 (git 1a2b3c4d5e6f, Release build; backends: cpu (OpenBLAS, oneTBB), mpi)".
 inline std::string version_text(const std::string& program) {
-  std::string s = program + " " HKT_VERSION_STRING " (git " HKT_GIT_REVISION ", " HKT_BUILD_TYPE
-                            " build; backends: " HKT_BACKENDS ")";
+  std::string s = program + " " HKT_VERSION_STRING " (git " + build_git_revision() + ", " + build_type() +
+                  " build; backends: " + build_backends() + ")";
   if (std::string(hkt::version()) != HKT_VERSION_STRING) s += "; linked to libhkt " + std::string(hkt::version());
   return s;
 }
