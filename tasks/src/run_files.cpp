@@ -122,14 +122,7 @@ void Run::restore_checkpoint(Console& con) {
   if (ck.empty()) {
     con.line("resume: no checkpoint in '" + dir.string() + "' yet (stopped before its first); starting from step 0");
   } else {
-    try {
-      restore_from(ck);
-      check_best();
-    } catch (const InputError&) {
-      throw;
-    } catch (const Error& e) {
-      throw InputError(str_cat("resume: ", e.what()));
-    }
+    restore_checked(ck);
   }
   // Events after the checkpoint will be logged again; lines that do not parse (a torn last line) go.
   if (writer() && present(dir / "metrics.jsonl")) {
@@ -152,6 +145,17 @@ void Run::restore_checkpoint(Console& con) {
     write_file_atomic(dir / "metrics.jsonl", kept);
   }
   if (!ck.empty()) con.line("resume: continuing from step " + std::to_string(step) + " (" + ck.string() + ")");
+}
+
+void Run::restore_checked(const fs::path& ck) {
+  try {
+    restore_from(ck);
+    check_best();
+  } catch (const InputError&) {
+    throw;
+  } catch (const Error& e) {
+    throw InputError(str_cat("resume: ", e.what()));
+  }
 }
 
 void Run::restore_from(const fs::path& ck) {

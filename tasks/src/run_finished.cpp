@@ -21,24 +21,18 @@ bool Run::finished_already(Console& con, TrainResult& out) {
     const auto it = f.metadata.find("hkt.model_config");
     if (it == f.metadata.end()) return false;  // the full path names what is missing
     mcfg = nn::ClassifierConfig::from_json(it->second);
-    // config.json must still describe this model (the fields the data fills in aside); if not,
-    // the full path says how they differ.
-    nn::ClassifierConfig want = cfg.model_config_unfilled();
-    want.vocab = mcfg.vocab, want.input_features = mcfg.input_features, want.classes = mcfg.classes;
-    want.max_len = mcfg.max_len;
-    if (want.to_json() != mcfg.to_json()) return false;
-    Generator gen(cfg.seed);
-    model = std::make_unique<nn::SequenceClassifier>(mcfg, &gen);
-    opt = std::make_unique<nn::AdamW>(nn::decay_groups(
-        *model, cfg.lr, cfg.weight_decay, cfg.decay == "matrices" ? nn::DecayRule::Matrices : nn::DecayRule::Weights));
-    total = cfg.steps;
-    restore_from(ck);
-    check_best();
-  } catch (const InputError&) {
-    throw;
   } catch (const Error& e) {
     throw InputError(str_cat("resume: ", e.what()));
   }
+  // config.json must still describe this model (the fields the data fills in aside); if not,
+  // the full path says how they differ.
+  nn::ClassifierConfig want = cfg.model_config_unfilled();
+  want.vocab = mcfg.vocab, want.input_features = mcfg.input_features, want.classes = mcfg.classes;
+  want.max_len = mcfg.max_len;
+  if (want.to_json() != mcfg.to_json()) return false;
+  build_model(Device::cpu());
+  total = cfg.steps;
+  restore_checked(ck);
   if (step != total) {  // not finished after all (a summary.json of an earlier length): the full path
     model.reset();
     opt.reset();

@@ -67,12 +67,7 @@ void Run::setup() {
       kind && kind->cpu_only && !ropt.device.is_cpu())
     throw InputError(str_cat("model ", cfg.model, ": the attention kind '", mcfg.attention,
                              "' has CPU kernels only; train it with --device cpu"));
-  Generator gen(cfg.seed);
-  model = std::make_unique<nn::SequenceClassifier>(mcfg, &gen);
-  model->train();
-  model->to(ropt.device);  // before the optimizer, whose state follows the parameters
-  opt = std::make_unique<nn::AdamW>(nn::decay_groups(
-      *model, cfg.lr, cfg.weight_decay, cfg.decay == "matrices" ? nn::DecayRule::Matrices : nn::DecayRule::Weights));
+  build_model(ropt.device);
   manual_seed(cfg.seed + 1);  // dropout
   per_epoch = (data.train.size() + cfg.batch_size - 1) / cfg.batch_size;
   total = cfg.steps > 0 ? cfg.steps : cfg.epochs * per_epoch;
@@ -90,6 +85,15 @@ void Run::setup() {
   if (cfg.schedule == "constant") sched = nn::LRSchedule::constant(cfg.warmup);
   else if (cfg.schedule == "cosine") sched = nn::LRSchedule::warmup_cosine(cfg.warmup, total, cfg.min_lr_factor);
   else sched = nn::LRSchedule::warmup_linear(cfg.warmup, total, cfg.min_lr_factor);
+}
+
+void Run::build_model(Device d) {
+  Generator gen(cfg.seed);
+  model = std::make_unique<nn::SequenceClassifier>(mcfg, &gen);
+  model->train();
+  model->to(d);  // before the optimizer, whose state follows the parameters
+  opt = std::make_unique<nn::AdamW>(nn::decay_groups(
+      *model, cfg.lr, cfg.weight_decay, cfg.decay == "matrices" ? nn::DecayRule::Matrices : nn::DecayRule::Weights));
 }
 
 // Before a data set is generated or read: the sizes the config gives (a task's

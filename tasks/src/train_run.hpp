@@ -129,6 +129,7 @@ struct Run {
   TrainResult go(bool resuming);
   void setup();
   void check_memory_before_data() const;
+  void build_model(Device d);  // mcfg's model with its initial values (Generator(seed)) on d, and its optimizer
   StepMemory on_host(StepMemory m) const;
   TrainResult loop(Console& con);
   [[noreturn]] void stop(Console& con);  // after a stop signal
@@ -163,6 +164,7 @@ struct Run {
   bool finished_already(Console& con, TrainResult& out);
   void restore_checkpoint(Console& con);
   void restore_from(const std::filesystem::path& ck);
+  void restore_checked(const std::filesystem::path& ck);  // restore_from + check_best; damage: InputError
   void check_best() const;
   std::vector<std::string> earlier_run() const;
   void refuse_earlier_run() const;
