@@ -69,13 +69,13 @@ version)
   "$bin/hkt-train" --version | grep -q "^hkt-train $want_version " || fail "hkt-train --version is not version $want_version"
   ;;
 signal)
-  # Stopped runs of 100,000 steps, resumed with --steps 200 (constant schedule): the bytes of a run of 200.
-  run=("${small[@]}" --schedule constant --warmup 0 --log-every 1 --eval-every 50 --checkpoint-every 1000 --quiet)
-  "$bin/hkt-train" "${run[@]}" --steps 200 --run-dir ref
+  # Stopped runs of 100,000 steps, resumed with --steps 1000 (constant schedule): the bytes of a run of 1000.
+  run=("${small[@]}" --schedule constant --warmup 0 --log-every 1 --eval-every 50 --checkpoint-every 5000 --quiet)
+  "$bin/hkt-train" "${run[@]}" --steps 1000 --run-dir ref
   for sig in INT TERM; do
     "$bin/hkt-train" "${run[@]}" --steps 100000 --run-dir "$sig" 2>"$sig.err" & pid=$!
     # Stop it after its 20th step (metrics.jsonl: one train event per step).
-    for _ in $(seq 600); do (( $(grep -c '"event":"train"' "$sig/metrics.jsonl" 2>/dev/null || echo 0) >= 20 )) && break; sleep 0.05; done
+    for _ in $(seq 3000); do (( $(grep -c '"event":"train"' "$sig/metrics.jsonl" 2>/dev/null || echo 0) >= 20 )) && break; sleep 0.01; done
     kill -"$sig" "$pid"
     st=0; wait "$pid" || st=$?
     want=$([[ $sig == INT ]] && echo 130 || echo 143)
@@ -84,9 +84,9 @@ signal)
     last=$(grep -o '"event":"train","step":[0-9]*' "$sig/metrics.jsonl" | tail -n1 | grep -o '[0-9]*$')
     [[ -n $last && $(ck_step "$sig") == "$last" ]] ||
       fail "SIG$sig: the checkpoint is of step $(ck_step "$sig"), the last step trained $last"
-    (( last >= 20 && last < 200 )) || fail "SIG$sig: stopped at step $last, not between 20 and 200"
+    (( last >= 20 && last < 1000 )) || fail "SIG$sig: stopped at step $last, not between 20 and 1000"
     grep -q "after step $last; the checkpoint of step $last was written" "$sig.err" || { fail "SIG$sig: the message does not say so"; cat "$sig.err"; }
-    "$bin/hkt-train" --resume "$sig" --steps 200 --quiet || fail "--resume after SIG$sig"
+    "$bin/hkt-train" --resume "$sig" --steps 1000 --quiet || fail "--resume after SIG$sig"
     cmp "$sig/checkpoint/model.safetensors" ref/checkpoint/model.safetensors &&
       cmp "$sig/best.safetensors" ref/best.safetensors || fail "SIG$sig then --resume differs from the uninterrupted run"
     echo "ok: SIG$sig at step $last: exit $st, checkpoint of step $last, resumed to the uninterrupted run's bytes"
