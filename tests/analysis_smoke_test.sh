@@ -54,6 +54,9 @@ grep -q "^1 |" "$tmp/theory-mha.txt" || fail "hkt-analyze theory printed no rank
 # hkt-eval on the run's own test split reproduces summary.json's test accuracy exactly.
 "$bin/hkt-eval" "$tmp/run" --json "$tmp/eval.json" >"$tmp/eval.txt"
 grep -q "confusion matrix" "$tmp/eval.txt" || fail "hkt-eval printed no confusion matrix"
+# Its columns are aligned: every row of the matrix (header included) has the same length.
+[[ $(sed -n '/^confusion matrix/,$p' "$tmp/eval.txt" | tail -n +2 | awk '{ print length($0) }' | sort -u | wc -l) == 1 ]] ||
+  { cat "$tmp/eval.txt"; fail "hkt-eval's confusion matrix is not aligned"; }
 want=$(grep -o '"test_acc": [0-9.e-]*' "$tmp/run/summary.json" | cut -d' ' -f2)
 got=$(grep -o '"accuracy": [0-9.e-]*' "$tmp/eval.json" | cut -d' ' -f2)
 [[ -n "$want" && "$want" == "$got" ]] || fail "hkt-eval accuracy $got differs from the run's test_acc $want"
@@ -117,6 +120,13 @@ if command -v gnuplot >/dev/null 2>&1; then
   for f in val_acc train_loss kurtosis directional_share frac_negative lambda eig_ms eig_combined cost kurtosis_dims; do
     [[ -s "$tmp/plots/$f.png" ]] || fail "plots/$f.png missing"
   done
+  # One x axis for both training figures (epochs by default), the loss drawn against the same column.
+  [[ "$(grep xlabel "$tmp/plots/val_acc.gp")" == "$(grep xlabel "$tmp/plots/train_loss.gp")" ]] ||
+    fail "val_acc.png and train_loss.png have different x axes"
+  grep -q "using 4:2" "$tmp/plots/train_loss.gp" || fail "train_loss.gp does not plot the loss against epochs"
+  "$bin/hkt-plot" "$tmp/run" --x step --out "$tmp/plots3" >/dev/null
+  grep -q "set xlabel 'step'" "$tmp/plots3/train_loss.gp" && grep -q "set xlabel 'step'" "$tmp/plots3/val_acc.gp" ||
+    fail "--x step did not put steps on both figures"
   "$bin/hkt-plot" "$tmp/approx" --out "$tmp/plots2" >/dev/null
   [[ -s "$tmp/plots2/approx.png" ]] || fail "plots2/approx.png missing"
 else

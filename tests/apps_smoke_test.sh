@@ -162,7 +162,7 @@ errors)
   expect_usage hkt-train "unknown key 'stepz'" --config "$work/bad.json" "${r[@]}"
   expect_usage hkt-train "invalid JSON" --config "$work/broken.json" "${r[@]}"
   expect_usage hkt-train "no config.json" --resume "$work/no-such-run"
-  expect_usage hkt-train "remove: --steps" --resume "$work/r" --steps 3
+  expect_usage hkt-train "remove: --lr" --resume "$work/r" --lr 3
   expect_usage hkt-train "warmup" --task synthetic --steps 2 --warmup 5 --run-dir "$work/w"
   [[ ! -e "$work/w" ]] || { echo "FAILED: refused settings left a run folder behind"; bad=1; }
   expect_usage hkt-train "seed" --task synthetic --seed -1 "${r[@]}"

@@ -27,9 +27,12 @@ grid "$tmp/seq" >"$tmp/seq.json"
 cat "$tmp/out"
 grep -q "4 run(s) to train, 2 at a time" "$tmp/out" || fail "--jobs 2 did not say what it schedules"
 [[ $(grep -c ": finished" "$tmp/out") -eq 4 ]] || fail "not every run reported finished"
+# How far the grid is: runs ended and the ETA of the rest, after each run.
+grep -q "; grid: 1/4 runs ended, about [0-9]*m[0-9]*s left for the grid$" "$tmp/out" &&
+  grep -q "; grid: 4/4 runs ended$" "$tmp/out" || fail "no grid progress (runs ended, ETA)"
 # Seed by seed: both models of seed 1 start before seed 2 (a stop leaves whole seeds).
 [[ "$(grep -o '^\[[0-9]/4\] [a-z/0-9]*' "$tmp/out" | head -2 | tr '\n' ' ')" == \
-   "[1/4] synthetic/hkt/seed1 [3/4] synthetic/mha/seed1 " ]] || fail "runs were not started seed by seed"
+   "[1/4] synthetic/hkt/seed1 [2/4] synthetic/mha/seed1 " ]] || fail "runs were not started seed by seed, numbered in that order"
 "$bin/hkt-experiment" "$tmp/par.json" --list >"$tmp/list"
 [[ $(grep -c "  done  " "$tmp/list") -eq 4 ]] || { cat "$tmp/list"; fail "--list does not show 4 finished runs"; }
 grep -q "^synthetic/hkt/seed1  done  .*  test [0-9.]*%, best val [0-9.]*% at step [36]$" "$tmp/list" ||

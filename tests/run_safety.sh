@@ -14,7 +14,7 @@
 #   run_safety.sh bounds    BIN_DIR  sizes over their limits, overflowing integers, levels > log2(T) + 1 and
 #                                    a step that does not fit in memory: exit 2 at once
 #   run_safety.sh append    BIN_DIR  a file size limit (ulimit -f) stops the run cleanly (exit 1), the last
-#                                    checkpoint kept, and --resume finishes it; SIGTERM is the same stop
+#                                    checkpoint kept, and --resume finishes it; SIGTERM stops cleanly (exit 143)
 #   run_safety.sh nonfinite BIN_DIR  NaN / Inf weights refused by hkt-eval, hkt-analyze and --resume (exit 2);
 #                                    hkt-eval of weights whose outputs overflow fails (exit 1)
 set -euo pipefail
@@ -53,7 +53,7 @@ lock)
   expect 2 "already holds a run" "$bin/hkt-train" "${small[@]}" --steps 3 --run-dir L
   kill -TERM "$pid"
   st=0; wait "$pid" || st=$?
-  [[ $st == 1 ]] || { echo "FAILED: the run stopped by SIGTERM exited $st, not 1"; bad=1; }
+  [[ $st == 143 ]] || { echo "FAILED: the run stopped by SIGTERM exited $st, not 143"; bad=1; }
   # The holder gone, the lock is free again.
   expect 0 "" "$bin/hkt-train" "${small[@]}" --steps 3 --run-dir L --overwrite
   # hkt-experiment's runs hold the lock too: a second hkt-experiment on the same grid is refused.
@@ -65,7 +65,7 @@ lock)
   expect 2 "pid $pid" "$bin/hkt-experiment" slow.json --no-report
   kill -TERM "$pid"
   st=0; wait "$pid" || st=$?
-  [[ $st == 1 ]] || { echo "FAILED: hkt-experiment stopped by SIGTERM exited $st, not 1"; bad=1; }
+  [[ $st == 143 ]] || { echo "FAILED: hkt-experiment stopped by SIGTERM exited $st, not 143"; bad=1; }
   ;;
 overwrite)
   finished R
@@ -325,7 +325,7 @@ append)
   for _ in $(seq 100); do [[ -e T/checkpoint/model.safetensors ]] && break; sleep 0.1; done
   kill -TERM "$pid"
   st=0; wait "$pid" || st=$?
-  [[ $st == 1 ]] && grep -q "stopped by signal 15.*T/checkpoint', is kept" T.err ||
+  [[ $st == 143 ]] && grep -q "stopped by signal 15.*T/checkpoint', is kept" T.err ||
     { echo "FAILED: SIGTERM gave exit $st:"; cat T.err; bad=1; }
   ;;
 nonfinite)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hkt/core/json_read.hpp"
+#include "hkt/core/names.hpp"
 #include "hkt/models/attention_kinds.hpp"
 #include "hkt/models/init.hpp"
 #include "hkt/ops/elementwise.hpp"
@@ -224,8 +225,12 @@ ClassifierConfig ClassifierConfig::preset(const std::string& name) {
     c.dropout = 0.0;
     c.levels = 3;
   } else {
-    throw Error(str_cat("ClassifierConfig::preset: unknown preset '", name,
-                        "' (known: hkt-small, mha-small, mha-matched, local-small, performer-small, htr-small, hkt-tiny, mha-tiny)"));
+    static const std::vector<std::string> known = {"hkt-small",       "mha-small", "mha-matched", "local-small",
+                                                   "performer-small", "htr-small", "hkt-tiny",    "mha-tiny"};
+    std::string list;
+    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+    throw Error(str_cat("ClassifierConfig::preset: unknown preset '", name, "'", did_you_mean(name, known),
+                        " (known: ", list, ")"));
   }
   c.attention = name == "mha-matched" ? "mha" : name == "htr-small" ? "htransformer" : name.substr(0, name.find('-'));
   return c;

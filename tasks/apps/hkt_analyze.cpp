@@ -7,8 +7,10 @@
 //   hkt-analyze theory runs/listops-mha --ranks 1,4,8     # Proposition 4.5 and Theorem 4.3 (hkt_analyze_theory.cpp)
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 
 #include "analyze_common.hpp"
@@ -16,6 +18,7 @@
 #include "hkt/analysis/report.hpp"
 #include "hkt/tasks.hpp"
 #include "hkt/tasks/registry.hpp"
+#include "cli.hpp"
 
 namespace fs = std::filesystem;
 using hkt::analysis::AnalysisOptions;
@@ -93,11 +96,7 @@ int approx_main(int argc, char** argv) {
   add_sample_options(app, split, samples, sample_seed);
   app.add_option("--batch-size", batch_size, "examples per forward pass")->check(kPositive)->capture_default_str();
   app.add_option("--threads", threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)")->check(kNonNegative);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;
   try {
     if (threads > 0) hkt::set_num_threads(static_cast<int>(threads));
     for (const std::string& p : runs) HKT_CHECK(fs::exists(p), "'", p, "' not found");
@@ -224,11 +223,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--threads", threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)")
       ->check(kNonNegative);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;
   opt.cost = !no_cost;
   opt.full_row = !no_full_row;
 
@@ -258,7 +253,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     try {
-      hkt::tasks::check_task_name(task_name, "hkt-analyze: --task: ");
+      hkt::tasks::check_task_name(task_name, "hkt-analyze: error: --task: ");
     } catch (const hkt::Error& e) {
       std::cerr << e.what() << "\n";
       return 2;
@@ -267,6 +262,10 @@ int main(int argc, char** argv) {
     if (seq_len > 0) topts.seq_len = seq_len;
     // Data that cannot be read or does not fit the model is bad input too: exit 2.
     hkt::tasks::Dataset data;
+    // Progress: the data and the analysis can each take a while (a large task, the timed passes).
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto since = [&t0] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    std::cout << "hkt-analyze: reading the " << split << " split of task " << task_name << " ..." << std::endl;
     try {
       const hkt::tasks::Splits splits = hkt::tasks::load_task(task_name, topts);
       const hkt::tasks::Dataset& whole = split == "val" ? splits.val : split == "test" ? splits.test : splits.train;
@@ -288,7 +287,12 @@ int main(int argc, char** argv) {
       if (p.filename().empty()) p = p.parent_path();
       out = fs::is_directory(p) ? (p / "analysis").string() : p.string() + ".analysis";
     }
+    std::cout << "hkt-analyze: analysing " << data.size() << " examples (scores, kurtosis, spectra"
+              << (opt.cost ? ", timed passes" : "") << "); data ready after " << std::fixed << std::setprecision(1)
+              << since() << " s ..." << std::defaultfloat << std::endl;
     hkt::analysis::Report r = hkt::analysis::analyze(*lm.model, data, opt);
+    std::cout << "hkt-analyze: done after " << std::fixed << std::setprecision(1) << since() << " s"
+              << std::defaultfloat << std::endl;
     r.json["source"] = {{"path", path}, {"weights", lm.weights}, {"task", task_name}, {"split", split},
                         {"sample_seed", sample_seed}};
     if (auto it = lm.metadata.find("hkt.step"); it != lm.metadata.end()) r.json["source"]["step"] = it->second;

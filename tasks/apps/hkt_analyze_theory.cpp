@@ -11,6 +11,7 @@
 #include "hkt/analysis/levels_report.hpp"
 #include "hkt/tasks.hpp"
 #include "hkt/tasks/registry.hpp"
+#include "cli.hpp"
 
 namespace fs = std::filesystem;
 
@@ -73,11 +74,7 @@ int theory_main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{2}, int64_t{4096}))
       ->capture_default_str();
   app.add_option("--threads", threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)")->check(CLI::NonNegativeNumber);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;
   try {
     if (threads > 0) hkt::set_num_threads(static_cast<int>(threads));
     HKT_CHECK(fs::exists(path), "'", path, "' not found");

@@ -115,6 +115,9 @@ int main(int argc, char** argv) {
     hkt::tasks::write_file_atomic(run_dir + "/results.md", doc.str());
     std::cout << "\n" << doc.str() << "\n(written to " << run_dir << "/results.md)\n";
     return 0;
+  } catch (const hkt::tasks::Stopped& e) {
+    std::cerr << "\nhkt-compare: " << e.what() << "\n";
+    return hkt::tasks::end_job(128 + e.signal);
   } catch (const hkt::tasks::InputError& e) {
     std::cerr << "hkt-compare: error: " << e.what() << "\n";
     return hkt::tasks::end_job(hkt::apps::kExitUsage);

@@ -11,6 +11,7 @@
 //
 // Under an MPI launcher the batches are split over the processes and the sums reduced
 // (evaluate_across_ranks, docs/distributed.md): the same figures; rank 0 prints and writes.
+#include <algorithm>
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -26,6 +27,7 @@
 #include "hkt/tasks/files.hpp"
 #include "hkt/tasks/memory.hpp"
 #include "hkt/tasks/registry.hpp"
+#include "cli.hpp"
 
 namespace fs = std::filesystem;
 
@@ -86,11 +88,7 @@ int main(int argc, char** argv) {
   app.add_option("--launcher", launcher,
                  "split the evaluation over several processes: start this command under the launcher, e.g. "
                  "--launcher \"mpirun -np 2\" (words split at spaces; docs/distributed.md)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;
   if (!launcher.empty()) {
     try {
       hkt::tasks::relaunch(hkt::tasks::launcher_words(launcher), argc, argv, "--launcher");
@@ -187,9 +185,22 @@ int main(int argc, char** argv) {
       per_class.push_back(row > 0 ? nlohmann::json(acc) : nlohmann::json(nullptr));
       std::cout << c << " | " << row << " | " << (row > 0 ? pct(acc) : "-") << "\n";
     }
-    std::cout << "confusion matrix (rows: label, columns: predicted):\n";
-    for (const auto& cr : confusion) {
-      for (size_t p = 0; p < cr.size(); ++p) std::cout << (p ? " " : "") << cr[p].get<int64_t>();
+    // Right-aligned columns as wide as the largest count or class number; the header row and
+    // column give the predicted class and the label.
+    int64_t widest = C > 0 ? C - 1 : 0;
+    for (const int64_t v : r.confusion) widest = std::max(widest, v);
+    const int w = static_cast<int>(std::to_string(widest).size());
+    const auto cell = [w](int64_t v) {
+      const std::string t = std::to_string(v);
+      return std::string(static_cast<size_t>(w) - std::min(t.size(), static_cast<size_t>(w)), ' ') + t;
+    };
+    std::cout << "confusion matrix (rows: label, columns: predicted):\n" << std::string(static_cast<size_t>(w), ' ')
+              << " |";
+    for (int64_t p = 0; p < C; ++p) std::cout << " " << cell(p);
+    std::cout << "\n" << std::string(static_cast<size_t>(w + 2 + C * (w + 1)), '-') << "\n";
+    for (int64_t c = 0; c < C; ++c) {
+      std::cout << cell(c) << " |";
+      for (int64_t p = 0; p < C; ++p) std::cout << " " << cell(r.confusion[static_cast<size_t>(c * C + p)]);
       std::cout << "\n";
     }
     if (!json_out.empty()) {

@@ -42,6 +42,7 @@
 #include "hkt/tasks/experiment.hpp"
 #include "hkt/tasks/files.hpp"
 #include "build_guard.hpp"
+#include "grid_progress.hpp"
 #include "train_options.hpp"
 
 namespace {
@@ -54,6 +55,11 @@ const char* state_name(RunState s) {
 }
 
 std::string run_id(const ExperimentRun& r) { return r.task + "/" + r.model + "/seed" + std::to_string(r.seed); }
+
+// A message that starts with the program's name.
+std::string with_program(const std::string& msg) {
+  return msg.rfind("hkt-experiment", 0) == 0 ? msg : "hkt-experiment: error: " + msg;
+}
 
 extern "C" char** environ;
 
@@ -254,7 +260,7 @@ int main(int argc, char** argv) {
                   " now asks for; delete that run folder to start it again");
       }
   } catch (const hkt::Error& ex) {
-    std::cerr << ex.what() << "\n";
+    std::cerr << with_program(ex.what()) << "\n";
     return hkt::apps::kExitUsage;
   }
   const fs::path self_exe = fs::canonical("/proc/self/exe"), self_dir = self_exe.parent_path();
@@ -338,23 +344,32 @@ int main(int argc, char** argv) {
   try {
     if (!report_only) {
       const hkt::Device dev = hkt::apps::device_from_flag(device);
+      // [k/n]: the k-th run in the order the grid trains them (n: all the grid's runs).
+      size_t started = 0;
       if ((jobs == 1 && e.launcher.empty()) || !launched_state.empty()) {
+        size_t to_train = 0;
+        for (const ExperimentRun& r : e.runs) to_train += selected(r) && run_state(r.cfg.run_dir) != RunState::Done;
+        hkt::apps::GridProgress progress(to_train, 1);
         for (const size_t i : order) {
           const ExperimentRun& r = e.runs[i];
           if (!selected(r)) continue;
+          ++started;
           const RunState st = launched_state.empty()     ? run_state(r.cfg.run_dir)
                               : launched_state == "new" ? RunState::New
                                                         : RunState::Started;
-          std::cout << "[" << i + 1 << "/" << e.runs.size() << "] " << run_id(r) << ": " << state_name(st)
+          std::cout << "[" << started << "/" << e.runs.size() << "] " << run_id(r) << ": " << state_name(st)
                     << std::endl;
           if (st == RunState::Done) continue;
           RunOptions opt;
           opt.quiet = quiet;
           opt.device = dev;
+          const auto t0 = std::chrono::steady_clock::now();
           if (st == RunState::Started)
             resume(r.cfg.run_dir, opt);
           else
             train(r.cfg, opt);
+          progress.ended(hkt::apps::seconds_since(t0));
+          if (launched_state.empty()) std::cout << "grid: " << progress.str() << std::endl;
           if (!no_report) write_file_atomic(results_md, report(e, file), true);  // after every run
         }
       } else {
@@ -365,9 +380,12 @@ int main(int argc, char** argv) {
         std::deque<size_t> pending;
         for (const size_t i : order)
           if (selected(e.runs[i]) && run_state(e.runs[i].cfg.run_dir) != RunState::Done) pending.push_back(i);
+        const size_t to_train = pending.size();
         std::cout << pending.size() << " run(s) to train, " << jobs << " at a time with " << threads
                   << " thread(s) each; their output goes to " << logs.string() << "/" << std::endl;
         std::map<pid_t, size_t> running;
+        std::map<pid_t, std::chrono::steady_clock::time_point> began;
+        hkt::apps::GridProgress progress(to_train, jobs);
         const hkt::apps::BuildGuard guard;  // children start from these files: stop if they are rebuilt
         catch_stop_signals();
         while (!pending.empty() || !running.empty()) {
@@ -399,10 +417,11 @@ int main(int argc, char** argv) {
               args.push_back(run_state(r.cfg.run_dir) == RunState::Started ? "started" : "new");
             }
             const pid_t pid = spawn_child(self_exe, args, log, threads, e.launcher);
-            std::cout << "[" << pending.front() + 1 << "/" << e.runs.size() << "] " << run_id(r) << ": "
+            std::cout << "[" << ++started << "/" << to_train << "] " << run_id(r) << ": "
                       << state_name(run_state(r.cfg.run_dir)) << ", pid " << pid << ", log " << log.string()
                       << std::endl;
             running[pid] = pending.front();
+            began[pid] = std::chrono::steady_clock::now();
             pending.pop_front();
           }
           int status = 0;
@@ -417,7 +436,9 @@ int main(int argc, char** argv) {
           const ExperimentRun& r = e.runs[idx];
           running.erase(it);
           const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-          std::cout << run_id(r) << ": " << (ok ? "finished" : "FAILED (" + exit_text(status) + ")") << std::endl;
+          progress.ended(hkt::apps::seconds_since(began[pid]));
+          std::cout << run_id(r) << ": " << (ok ? "finished" : "FAILED (" + exit_text(status) + ")") << "; grid: "
+                    << progress.str() << std::endl;
           if (!ok) failed.push_back(idx);
           if (!no_report) write_file_atomic(results_md, report(e, file), true);
         }
@@ -429,8 +450,12 @@ int main(int argc, char** argv) {
       plot(e, self_dir);
       std::cout << "\n" << results_markdown(e) << "\nwritten: " << results_md.string() << "\n";
     }
+  } catch (const hkt::tasks::Stopped& ex) {  // the run under way has a checkpoint of the step it reached
+    std::cerr << "\nhkt-experiment: " << hkt::tasks::rank_prefix() << ex.what()
+              << " Rerun the same command to resume the grid.\n";
+    return hkt::tasks::end_job(128 + ex.signal);
   } catch (const InputError& ex) {
-    std::cerr << hkt::tasks::rank_prefix() << ex.what() << "\n";
+    std::cerr << with_program(hkt::tasks::rank_prefix() + ex.what()) << "\n";
     return hkt::tasks::end_job(hkt::apps::kExitUsage);
   } catch (const std::exception& ex) {
     std::cerr << "hkt-experiment: " << hkt::tasks::rank_prefix() << ex.what() << "\n";

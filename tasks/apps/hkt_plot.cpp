@@ -9,6 +9,7 @@
 // files with the pngcairo (or svg) terminal.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include <stdexcept>
 
 #include "hkt/core/json_read.hpp"
+#include "cli.hpp"
 #include "hkt/core/safe_open.hpp"
 #include "hkt/tasks/files.hpp"
 
@@ -133,8 +135,9 @@ std::string run_label(const fs::path& run, const std::string& folder, std::strin
   }
 }
 
-// Training curves: one CSV per run (eval events: step, epoch, val_acc, val_loss, test_acc; train events
-// in train<i>.csv: step, loss, acc), then validation accuracy and training loss of every run on one plot.
+// Training curves: one CSV per run (eval events: step, epoch, val_acc, val_loss, test_acc, nan where the
+// evaluation did not score the test set; train events in train<i>.csv: step, loss, acc, epoch), then
+// validation accuracy and training loss of every run on one plot each, both against the same x axis.
 void plot_runs(const std::vector<fs::path>& runs, const fs::path& out, Plotter& plt, std::string x_axis) {
   bool all_epochs = true;
   std::vector<std::string> labels;
@@ -146,7 +149,9 @@ void plot_runs(const std::vector<fs::path>& runs, const fs::path& out, Plotter& 
     std::istringstream in(read_text(runs[r] / "metrics.jsonl"));
     std::ostringstream ev, tr;
     ev << "step,epoch,val_acc,val_loss,test_acc\n";
-    tr << "step,loss,acc\n";
+    tr << "step,loss,acc,epoch\n";
+    double steps_per_epoch = 0;  // from the eval events (epoch = step / steps per epoch)
+    std::vector<std::array<double, 3>> train_rows;
     std::string line;
     int64_t n_eval = 0, lineno = 0;
     while (std::getline(in, line)) {
@@ -163,15 +168,21 @@ void plot_runs(const std::vector<fs::path>& runs, const fs::path& out, Plotter& 
           ++n_eval;
           if (!j.contains("epoch")) all_epochs = false;
           ev << j.value("step", 0) << "," << (j.contains("epoch") ? j["epoch"].dump() : "nan") << ","
-             << j.value("val_acc", 0.0) << "," << j.value("val_loss", 0.0) << "," << j.value("test_acc", 0.0) << "\n";
+             << j.value("val_acc", 0.0) << "," << j.value("val_loss", 0.0) << ","
+             << (j.contains("test_acc") ? j["test_acc"].dump() : "nan") << "\n";
+          if (j.contains("epoch") && j["epoch"].get<double>() > 0)
+            steps_per_epoch = j.value("step", 0) / j["epoch"].get<double>();
         } else if (e == "train") {
-          tr << j.value("step", 0) << "," << j.value("loss", 0.0) << "," << j.value("acc", 0.0) << "\n";
+          train_rows.push_back({static_cast<double>(j.value("step", 0)), j.value("loss", 0.0), j.value("acc", 0.0)});
         }
       } catch (const json::exception& ex) {  // a field of the wrong type
         throw Bad((runs[r] / "metrics.jsonl").string() + ":" + std::to_string(lineno) + ": " + ex.what());
       }
     }
     if (n_eval == 0) throw Bad(runs[r].string() + ": metrics.jsonl has no evaluation yet (no \"eval\" event)");
+    for (const auto& [st, l, a] : train_rows)
+      tr << st << "," << l << "," << a << "," << (steps_per_epoch > 0 ? json(st / steps_per_epoch).dump() : "nan")
+         << "\n";
     write_text(out / ("run" + std::to_string(r) + ".csv"), ev.str());
     write_text(out / ("train" + std::to_string(r) + ".csv"), tr.str());
   }
@@ -183,11 +194,12 @@ void plot_runs(const std::vector<fs::path>& runs, const fs::path& out, Plotter& 
   acc << "set title 'Validation accuracy" << (task.empty() ? "" : " (" + task + ")") << "'\nset xlabel '" << x_axis
       << "'\nset ylabel 'validation accuracy'\nplot ";
   loss << "set title 'Training loss" << (task.empty() ? "" : " (" + task + ")")
-       << "'\nset xlabel 'step'\nset ylabel 'loss (mean over the log window)'\nplot ";
+       << "'\nset xlabel '" << x_axis << "'\nset ylabel 'loss (mean over the log window)'\nplot ";
   for (size_t r = 0; r < runs.size(); ++r) {
     acc << (r ? ", " : "") << q(out / ("run" + std::to_string(r) + ".csv")) << " skip 1 using " << col
         << ":3 with linespoints title " << q(labels[r]);
-    loss << (r ? ", " : "") << q(out / ("train" + std::to_string(r) + ".csv")) << " skip 1 using 1:2 with lines title "
+    loss << (r ? ", " : "") << q(out / ("train" + std::to_string(r) + ".csv")) << " skip 1 using "
+         << (x_axis == "epoch" ? 4 : 1) << ":2 with lines title "
          << q(labels[r]);
   }
   acc << "\n";
@@ -315,11 +327,7 @@ int main(int argc, char** argv) {
   app.add_option("--x", x_axis, "x axis of the training curves: epoch, step, or auto (epoch when every run has it)")
       ->check(CLI::IsMember({"auto", "epoch", "step"}))
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;
   try {
     std::vector<fs::path> runs, analyses;
     for (const std::string& f : folders) {

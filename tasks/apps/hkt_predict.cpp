@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli.hpp"
 #include "hkt/analysis/report.hpp"
 #include "hkt/tasks.hpp"
 #include "hkt/tasks/files.hpp"
@@ -87,11 +88,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   app.add_option("--threads", threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)")->check(CLI::NonNegativeNumber);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (const int status = hkt::apps::parse_command_line(app, argc, argv); status >= 0) return status;
   hkt::analysis::LoadedModel lm;
   Inputs in;
   try {

@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1e9));
   CLI::Option* resume_opt = app.add_option("--resume", resume_dir,
                  "continue the run in RUN_DIR from its last checkpoint, with its config.json (only --threads, --quiet, "
-                 "--device, --max-memory, --no-overlap and --stop-after may be given with it)");
+                 "--device, --max-memory, --no-overlap, --stop-after, and --steps / --epochs to train a run further, "
+                 "may be given with it)");
   app.add_flag("--no-overlap", no_overlap,
                "with several processes (mpirun): reduce the gradient buckets with blocking all-reduces, one after "
                "the other, instead of non-blocking ones started as each bucket is packed (docs/distributed.md)");
@@ -70,7 +71,19 @@ int main(int argc, char** argv) {
     ropt.overlap = !no_overlap;
     ropt.stop_after = stop_after;
     if (!resume_dir.empty()) {
-      std::vector<std::string> extra = topts.given();
+      // --steps / --epochs lengthen the run (docs/tasks.md, "Longer runs"); no other training option.
+      std::vector<std::string> extra;
+      for (const std::string& g : topts.given())
+        if (g != "--steps" && g != "--epochs") extra.push_back(g);
+      if (topts.is_given("--steps") || topts.is_given("--epochs")) {
+        const hkt::tasks::TrainConfig longer = topts.resolve(false);
+        ropt.steps = topts.is_given("--steps") ? longer.steps : 0;
+        ropt.epochs = topts.is_given("--epochs") ? longer.epochs : 0;
+        if (ropt.steps <= 0 && ropt.epochs <= 0) {
+          std::cerr << "hkt-train: error: --resume with --steps / --epochs: give a number of steps or epochs > 0\n";
+          return hkt::apps::kExitUsage;
+        }
+      }
       if (!run_dir.empty()) extra.push_back("--run-dir");
       if (print_config) extra.push_back("--print-config");
       if (overwrite) extra.push_back("--overwrite");
@@ -99,6 +112,9 @@ int main(int argc, char** argv) {
     }
     hkt::tasks::train(cfg, ropt);
     return 0;
+  } catch (const hkt::tasks::Stopped& e) {  // Ctrl-C / SIGTERM: a checkpoint of the step reached
+    std::cerr << "\nhkt-train: " << hkt::tasks::rank_prefix() << e.what() << "\n";
+    return end(128 + e.signal);
   } catch (const hkt::tasks::InputError& e) {
     std::cerr << "hkt-train: error: " << hkt::tasks::rank_prefix() << e.what() << "\n";
     return end(hkt::apps::kExitUsage);

@@ -15,26 +15,9 @@
 #include "hkt/core/error.hpp"
 #include "hkt/kernels/cuda.hpp"
 #include "hkt/tasks/train.hpp"
+#include "cli.hpp"
 
 namespace hkt::apps {
-
-// Exit statuses of hkt-train and hkt-compare: 0 done, 1 failed while running,
-// 2 bad command line, config or input files (nothing was trained).
-inline constexpr int kExitFailure = 1;
-inline constexpr int kExitUsage = 2;
-
-// Parses the command line. Returns -1 to go on, else the status to exit with:
-// 0 after --help, kExitUsage (with CLI11's message) for an unknown option, a
-// value that does not convert, a missing --config file, ...
-inline int parse_command_line(CLI::App& app, int argc, char** argv) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int status = app.exit(e);  // prints the help or the message
-    return status == 0 ? 0 : kExitUsage;
-  }
-  return -1;
-}
 
 // The device named by a --device value ("cpu" or "cuda"); throws
 // tasks::InputError (exit status 2) when CUDA is asked for but not available
@@ -128,8 +111,12 @@ class TrainOptions {
     flag(app, "--min-lr-factor", &C::min_lr_factor, "final learning rate as a fraction of --lr");
     flag(app, "--clip-norm", &C::clip_norm, "gradient clipping max norm (0 = off)");
     flag(app, "--log-every", &C::log_every, "steps between train-metric lines (0 = none)");
-    flag(app, "--eval-every", &C::eval_every, "steps between evaluations (0 = only at the end)");
+    flag(app, "--eval-every", &C::eval_every,
+         "steps between evaluations of the validation set, which picks the best checkpoint (0 = only at the end)");
     flag(app, "--eval-batches", &C::eval_batches, "batches per periodic evaluation (0 = all)");
+    flag(app, "--eval-test-every", &C::eval_test_every,
+         "steps between evaluations that also score the test set, for its curve (0 = the default: the test set is "
+         "scored once, at the end, on the best checkpoint by validation)");
     flag(app, "--checkpoint-every", &C::checkpoint_every, "steps between checkpoints (0 = only at the end)");
     flag(app, "--seed", &C::seed, "seed of initial values, data order and dropout");
     flag(app, "--threads", &C::threads, "CPU threads (0 = all cores or HKT_NUM_THREADS)");
@@ -178,6 +165,11 @@ class TrainOptions {
     for (const auto& [opt, apply] : setters_)
       if (opt->count() > 0 && opt->get_name() != "--threads") out.push_back(opt->get_name());
     return out;
+  }
+  bool is_given(const std::string& name) const {
+    for (const auto& [opt, apply] : setters_)
+      if (opt->get_name() == name && opt->count() > 0) return true;
+    return false;
   }
   bool threads_given() const {
     for (const auto& [opt, apply] : setters_)

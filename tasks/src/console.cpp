@@ -61,13 +61,23 @@ void Console::end_bar() {
   bar_shown_ = false;
 }
 
+// The speed of a window of steps, readable at any pace: examples per second with three
+// significant digits, and the seconds per step too when a step takes a second or more
+// (a bar that said "0 ex/s" for slow steps said nothing).
+std::string speed(const Window& w, double eps) {
+  const double per_step = w.steps > 0 ? w.time / static_cast<double>(w.steps) : 0.0;
+  std::string s = (eps >= 100 ? fmt(eps, 0) : short_num(eps)) + " ex/s";
+  if (per_step >= 1.0) s = fmt(per_step, per_step >= 10 ? 0 : 1) + " s/step, " + s;
+  return s;
+}
+
 std::string progress_bar(int64_t step, int64_t total, int64_t per_epoch, const Window& w, double eps, double eta) {
   const int64_t width = 24, fill = width * step / total;
   std::ostringstream bar;
   bar << '[';
   for (int64_t i = 0; i < width; ++i) bar << (i < fill ? '#' : '.');
   bar << "] step " << step << '/' << total << " ep " << step / per_epoch << " loss " << fmt(w.mean_loss())
-      << " acc " << fmt(w.accuracy(), 3) << ' ' << fmt(eps, 0) << " ex/s ETA " << duration(eta);
+      << " acc " << fmt(w.accuracy(), 3) << ' ' << speed(w, eps) << " ETA " << duration(eta);
   return bar.str();
 }
 
@@ -75,7 +85,7 @@ std::string log_line(int64_t step, int64_t total, int64_t per_epoch, const Windo
                      double eta) {
   return "step " + std::to_string(step) + "/" + std::to_string(total) + "  epoch " +
          std::to_string((step - 1) / per_epoch) + "  loss " + fmt(w.mean_loss()) + "  acc " + fmt(w.accuracy()) +
-         "  lr " + short_num(lr) + "  " + fmt(eps, 0) + " ex/s  ETA " + duration(eta);
+         "  lr " + short_num(lr) + "  " + speed(w, eps) + "  ETA " + duration(eta);
 }
 
 }  // namespace hkt::tasks::detail

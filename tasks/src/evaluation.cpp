@@ -105,9 +105,18 @@ std::string predictions_csv(const EvalResult& r, const Dataset& d) {
   return out;
 }
 
-void Run::evaluate_now(Console& con) {
+// Validation decides (the best model); the test set is scored here only when asked for
+// (eval_test_every: its curve, "test_acc" in the event), else once at the end (finish()).
+void Run::evaluate_now(Console& con, bool with_test) {
+  // A large evaluation takes a while: on a terminal the bar says what runs (replaced by the result).
+  if (con.tty())
+    con.bar(str_cat("eval  step ", step, "/", total, ": scoring ",
+                    cfg.eval_batches > 0 ? std::min(data.val.size(), cfg.eval_batches * cfg.batch_size) : data.val.size(),
+                    " validation examples", with_test ? " and the test set" : "", " ..."),
+            true);
   const EvalResult v = evaluate_split(*model, data.val, cfg.batch_size, cfg.eval_batches, true);
-  const EvalResult t = evaluate_split(*model, data.test, cfg.batch_size, cfg.eval_batches, true);
+  EvalResult t;
+  if (with_test) t = evaluate_split(*model, data.test, cfg.batch_size, cfg.eval_batches, true);
   final_val = v.accuracy;
   const bool better = v.accuracy > best_val;
   if (better) {
@@ -119,11 +128,14 @@ void Run::evaluate_now(Console& con) {
                       {"hkt.model_config", mcfg.to_json()}});
   }
   // epoch: training epochs completed, fractional (for the curves of hkt-plot).
-  metric(json{{"event", "eval"},       {"step", step},          {"epoch", static_cast<double>(step) / per_epoch},
-              {"val_loss", v.loss},    {"val_acc", v.accuracy}, {"test_loss", t.loss},   {"test_acc", t.accuracy},
-              {"best_step", best_step}, {"best_val_acc", best_val}});
+  json ev{{"event", "eval"}, {"step", step}, {"epoch", static_cast<double>(step) / per_epoch},
+          {"val_loss", v.loss}, {"val_acc", v.accuracy}};
+  if (with_test) ev.update(json{{"test_loss", t.loss}, {"test_acc", t.accuracy}, {"test_curve", true}});
+  ev.update(json{{"best_step", best_step}, {"best_val_acc", best_val}});
+  metric(ev);
   con.line("eval  step " + std::to_string(step) + "/" + std::to_string(total) + "  val loss " + fmt(v.loss) +
-           " acc " + fmt(v.accuracy) + "  test loss " + fmt(t.loss) + " acc " + fmt(t.accuracy) +
+           " acc " + fmt(v.accuracy) +
+           (with_test ? "  test loss " + fmt(t.loss) + " acc " + fmt(t.accuracy) + " (curve)" : std::string()) +
            (better ? "  (best)" : ""));
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "hkt/core/error.hpp"
+#include "hkt/core/names.hpp"
 #include "hkt/core/random.hpp"
 
 #include "hkt/tasks/images.hpp"
@@ -85,7 +86,7 @@ void check_task_name(const std::string& name, const std::string& who) {
   if (std::find(names.begin(), names.end(), name) != names.end()) return;
   std::string known;
   for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-  throw Error(str_cat(who, "unknown task '", name, "' (known: ", known, ")"));
+  throw Error(str_cat(who, "unknown task '", name, "'", did_you_mean(name, names), " (known: ", known, ")"));
 }
 
 Splits make_synthetic(int64_t train_size, int64_t val_size, int64_t test_size, int64_t seq_len, uint64_t seed) {

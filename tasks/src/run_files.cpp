@@ -69,7 +69,7 @@ nn::Metadata Run::metadata() const {
   return m;
 }
 
-void Run::save_folder() {
+void Run::save_folder(bool drop_replaced) {
   check_ranks_agree("before a checkpoint");
   if (dir.empty() || !writer()) return;
   const fs::path tmp = dir / "checkpoint.tmp", cur = dir / "checkpoint", old = dir / "checkpoint.old";
@@ -108,9 +108,11 @@ void Run::save_folder() {
   fs::rename(tmp, cur, ec);
   HKT_CHECK(!ec, "train: cannot rename '", tmp.string(), "' to '", cur.string(), "': ", ec.message());
   discard(old);
-  // The run --overwrite moved aside goes once this one has a checkpoint: the one
-  // this run moved (or took over), recognised by its marker, never by its name.
-  if (!parked.empty()) {
+  saved_step = step;
+  // The run --overwrite moved aside goes once this one has a checkpoint it reached by itself (not
+  // the one a stop writes): the one this run moved (or took over), recognised by its marker, never
+  // by its name.
+  if (drop_replaced && !parked.empty()) {
     delete_parked_run(parked);
     parked.clear();
   }
@@ -128,14 +130,7 @@ void Run::restore_checkpoint(Console& con) {
   if (ck.empty()) {
     con.line("resume: no checkpoint in '" + dir.string() + "' yet (stopped before its first); starting from step 0");
   } else {
-    try {
-      restore_from(ck);
-      check_best();
-    } catch (const InputError&) {
-      throw;
-    } catch (const Error& e) {
-      throw InputError(str_cat("resume: ", e.what()));
-    }
+    restore_checked(ck);
   }
   // Events after the checkpoint will be logged again; lines that do not parse (a torn last line) go.
   if (writer() && present(dir / "metrics.jsonl")) {
@@ -160,6 +155,17 @@ void Run::restore_checkpoint(Console& con) {
   if (!ck.empty()) con.line("resume: continuing from step " + std::to_string(step) + " (" + ck.string() + ")");
 }
 
+void Run::restore_checked(const fs::path& ck) {
+  try {
+    restore_from(ck);
+    check_best();
+  } catch (const InputError&) {
+    throw;
+  } catch (const Error& e) {
+    throw InputError(str_cat("resume: ", e.what()));
+  }
+}
+
 void Run::restore_from(const fs::path& ck) {
   const nn::Metadata md = nn::load_checkpoint(ck.string(), *model, *opt);
   auto need = [&](const std::string& k) -> const std::string& {
@@ -173,7 +179,9 @@ void Run::restore_from(const fs::path& ck) {
   best_step = metadata_int(need("hkt.train.best_step"), ck, "hkt.train.best_step");
   best_val = metadata_double(need("hkt.train.best_val_acc"), ck, "hkt.train.best_val_acc");
   HKT_CHECK(step <= total && best_step >= -1 && best_step <= step, "'", ck.string(), "': step ", step,
-            ", best step ", best_step, " do not fit a run of ", total, " steps");
+            ", best step ", best_step, " do not fit a run of ", total, " steps",
+            step > total ? " (--steps / --epochs can only lengthen a run)" : "");
+  saved_step = step;
   const fs::path sp = ck / "state.json";
   if (present(sp)) {
     const json st = parse_json(read_text_file(sp, 1 << 20), sp.string());
@@ -200,6 +208,17 @@ void Run::check_best() const {
   const int64_t bs = metadata_int(it->second, bp, "hkt.step");
   HKT_CHECK(bs == best_step || bs > step, "'", bp.string(), "' is the model of step ", bs,
             " but the checkpoint records the best model at step ", best_step);
+}
+
+// resume() to more steps: config.json records the new length (a later --resume continues to it);
+// summary.json and test_predictions.csv of the shorter run go, as it is no longer finished.
+void Run::lengthen(Console& con) {
+  write_file_atomic(dir / "config.json", cfg.to_json() + "\n");
+  std::error_code ec;
+  fs::remove(dir / "summary.json", ec);
+  fs::remove(dir / kTestPredictionsFile, ec);
+  con.line(str_cat("resume: training to step ", total, " (", sched.str(), ", the schedule of a run of ", total,
+                   " steps)"));
 }
 
 // The files of a run already in the folder (none: a fresh folder).
@@ -331,6 +350,10 @@ void Run::write_summary(const TrainResult& r, double train_s) const {
   s["wall_s"] = r.wall_s;
   s["train_s"] = train_s;
   s["s_per_step"] = r.s_per_step;
+  // The memory estimate the run was checked against and the process's measured peak
+  // (docs/tasks.md, "Memory"; on a GPU the estimate counts the host's share only).
+  s["memory_estimate_bytes"] = mem_estimate.total();
+  s["peak_rss_bytes"] = peak_rss();
   s["device"] = ropt.device.str();  // the time per step belongs to the device (the last segment's)
   // The CPU threads of the last segment: OpenBLAS's count changes the last bits of large
   // products (docs/design.md, "Determinism"), so repeating a run's bits needs it.

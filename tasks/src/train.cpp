@@ -54,10 +54,10 @@ void Run::setup() {
     mcfg.validate();
     const Dataset& d = data.train;
     const int64_t per_example = d.seq_len * (d.vocab > 0 ? 9 : 1 + 4 * d.features);  // ids or features + mask
-    check_memory(on_host(estimate_step_memory(mcfg, cfg.batch_size, d.seq_len,
-                                              data.train.size() + data.val.size() + data.test.size(), per_example,
-                                              true)),
-                 ropt.max_memory, "train");
+    mem_estimate = on_host(estimate_step_memory(mcfg, cfg.batch_size, d.seq_len,
+                                                data.train.size() + data.val.size() + data.test.size(), per_example,
+                                                true));
+    check_memory(mem_estimate, ropt.max_memory, "train");
   } catch (const Error& e) {
     throw InputError(e.what());
   } catch (const fs::filesystem_error& e) {  // a data folder that cannot be listed (a link loop, ...)
@@ -67,12 +67,7 @@ void Run::setup() {
       kind && kind->cpu_only && !ropt.device.is_cpu())
     throw InputError(str_cat("model ", cfg.model, ": the attention kind '", mcfg.attention,
                              "' has CPU kernels only; train it with --device cpu"));
-  Generator gen(cfg.seed);
-  model = std::make_unique<nn::SequenceClassifier>(mcfg, &gen);
-  model->train();
-  model->to(ropt.device);  // before the optimizer, whose state follows the parameters
-  opt = std::make_unique<nn::AdamW>(nn::decay_groups(
-      *model, cfg.lr, cfg.weight_decay, cfg.decay == "matrices" ? nn::DecayRule::Matrices : nn::DecayRule::Weights));
+  build_model(ropt.device);
   manual_seed(cfg.seed + 1);  // dropout
   per_epoch = (data.train.size() + cfg.batch_size - 1) / cfg.batch_size;
   total = cfg.steps > 0 ? cfg.steps : cfg.epochs * per_epoch;
@@ -90,6 +85,15 @@ void Run::setup() {
   if (cfg.schedule == "constant") sched = nn::LRSchedule::constant(cfg.warmup);
   else if (cfg.schedule == "cosine") sched = nn::LRSchedule::warmup_cosine(cfg.warmup, total, cfg.min_lr_factor);
   else sched = nn::LRSchedule::warmup_linear(cfg.warmup, total, cfg.min_lr_factor);
+}
+
+void Run::build_model(Device d) {
+  Generator gen(cfg.seed);
+  model = std::make_unique<nn::SequenceClassifier>(mcfg, &gen);
+  model->train();
+  model->to(d);  // before the optimizer, whose state follows the parameters
+  opt = std::make_unique<nn::AdamW>(nn::decay_groups(
+      *model, cfg.lr, cfg.weight_decay, cfg.decay == "matrices" ? nn::DecayRule::Matrices : nn::DecayRule::Weights));
 }
 
 // Before a data set is generated or read: the sizes the config gives (a task's
@@ -119,9 +123,7 @@ TrainResult Run::loop(Console& con) {
   int64_t order_epoch = -1, seg_steps = 0;
   Window win;
   while (step < total) {
-    if (stop_signal() != 0)
-      throw Error(str_cat("train: stopped by signal ", stop_signal(), " (", strsignal(stop_signal()),
-                          ") after step ", step, ". ", kept_checkpoint()));
+    if (stop_signal() != 0) stop(con);
     if (ropt.stop_after > 0 && step >= ropt.stop_after) {
       con.end_bar();
       r.steps = step;
@@ -150,13 +152,29 @@ TrainResult Run::loop(Console& con) {
     r.last_loss = st.loss;
     win.add(st, n, dt);
     report(con, win, st.lr, seg_steps);
-    if ((cfg.eval_every > 0 && step % cfg.eval_every == 0) || step == total) evaluate_now(con);
+    const bool eval_test = cfg.eval_test_every > 0 && step % cfg.eval_test_every == 0;
+    if ((cfg.eval_every > 0 && step % cfg.eval_every == 0) || step == total || eval_test) evaluate_now(con, eval_test);
     if ((cfg.checkpoint_every > 0 && step % cfg.checkpoint_every == 0) || step == total) save_folder();
   }
   con.end_bar();
   r.completed = true;
   r.steps = step;
   return r;
+}
+
+// SIGINT / SIGTERM: a checkpoint of the step reached (one process: with several, the
+// ranks may stop at different steps, and the last periodic checkpoint stays), then Stopped.
+// An --overwrite run's replaced/ stays until a checkpoint the run reaches by itself.
+void Run::stop(Console& con) {
+  con.end_bar();
+  const int sig = stop_signal();
+  std::string saved;
+  if (W.size == 1 && !dir.empty() && saved_step != step) {
+    save_folder(false);
+    saved = str_cat("; the checkpoint of step ", step, " was written");
+  }
+  throw Stopped(sig, str_cat("train: stopped by signal ", sig, " (", strsignal(sig), ") after step ", step, saved,
+                             ". ", kept_checkpoint()));
 }
 
 // The progress bar after every step (terminals), and every log_every steps the
@@ -240,6 +258,8 @@ TrainResult Run::finish(Console& con, TrainResult r) {
   r.final_val_acc = final_val;
   // The test accuracy of the best model (by validation accuracy), on the whole test set.
   if (best_step >= 0) {
+    con.line(str_cat("test: scoring the best model (step ", best_step, ", by validation) on the ", data.test.size(),
+                     " test examples ..."));
     Generator gen(cfg.seed);
     nn::SequenceClassifier best(mcfg, &gen);
     best.to(ropt.device);
@@ -272,15 +292,22 @@ TrainResult Run::go(bool resuming) {
     check_entries();
     tidy_for_resume();
   }
+  if (TrainResult done; resuming && !dir.empty() && finished_already(con, done)) return done;
+  // Generating or reading a large data set takes a while: say so before, and how long after.
+  con.line("task " + cfg.task + ": preparing the data and the model ...");
+  const auto data_start = Clock::now();
   setup();
+  const double data_s = std::chrono::duration<double>(Clock::now() - data_start).count();
   if (!dir.empty() && !resuming && writer()) start_folder();
   // The other ranks read the checkpoint once rank 0 holds the folder.
   if (W.size > 1) barrier();
   if (!dir.empty() && resuming) restore(con);
+  if (!dir.empty() && lengthened && writer()) lengthen(con);
   const int64_t np = model->num_parameters();
   con.line("task " + cfg.task + ": train " + std::to_string(data.train.size()) + ", val " +
            std::to_string(data.val.size()) + ", test " + std::to_string(data.test.size()) + ", T " +
-           std::to_string(data.train.seq_len) + ", " + std::to_string(data.train.classes) + " classes");
+           std::to_string(data.train.seq_len) + ", " + std::to_string(data.train.classes) + " classes (ready in " +
+           fmt(data_s, 1) + " s)");
   describe_data(con);
   con.line("model " + cfg.model + " (" + mcfg.attention + ", dim " + std::to_string(mcfg.dim) + ", heads " +
            std::to_string(mcfg.heads) + ", layers " + std::to_string(mcfg.layers) +
@@ -339,7 +366,18 @@ TrainResult resume(const std::string& run_dir, const RunOptions& opt) {
     throw InputError(str_cat((dir / "config.json").string(), ": ", e.what()));
   }
   cfg.run_dir = run_dir;  // the folder may have moved
+  const bool longer = opt.steps > 0 || opt.epochs > 0;
+  if (longer) {  // a longer run: its schedule is that of the new length (setup())
+    cfg.steps = opt.steps;
+    if (opt.steps == 0) cfg.epochs = opt.epochs;
+    try {
+      cfg.validate();
+    } catch (const Error& e) {
+      throw InputError(str_cat("resume: --steps / --epochs: ", e.what()));
+    }
+  }
   detail::Run run;
+  run.lengthened = longer;
   run.cfg = cfg;
   run.ropt = opt;
   run.dir = dir;

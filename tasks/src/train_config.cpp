@@ -116,6 +116,7 @@ json config_json(const TrainConfig& c) {
   j["eval_every"] = c.eval_every;
   j["eval_batches"] = c.eval_batches;
   j["checkpoint_every"] = c.checkpoint_every;
+  if (c.eval_test_every != 0) j["eval_test_every"] = c.eval_test_every;  // absent: the files of earlier runs
   j["seed"] = c.seed;
   j["threads"] = c.threads;
   j["run_dir"] = c.run_dir;
@@ -163,6 +164,7 @@ void TrainConfig::validate() const {
   HKT_CHECK(log_every >= 0, kCfg, "log_every must be >= 0, got ", log_every);
   HKT_CHECK(eval_every >= 0, kCfg, "eval_every must be >= 0, got ", eval_every);
   HKT_CHECK(eval_batches >= 0, kCfg, "eval_batches must be >= 0, got ", eval_batches);
+  HKT_CHECK(eval_test_every >= 0, kCfg, "eval_test_every must be >= 0, got ", eval_test_every);
   HKT_CHECK(checkpoint_every >= 0, kCfg, "checkpoint_every must be >= 0, got ", checkpoint_every);
   HKT_CHECK(threads >= 0, kCfg, "threads must be >= 0, got ", threads);
   HKT_CHECK(data.seq_len >= 0 && data.train_size >= 0 && data.val_size >= 0 && data.test_size >= 0 &&
@@ -247,6 +249,7 @@ TrainConfig TrainConfig::from_json_unvalidated(const std::string& text) {
     else if (k == "eval_every") get(v, key, c.eval_every);
     else if (k == "eval_batches") get(v, key, c.eval_batches);
     else if (k == "checkpoint_every") get(v, key, c.checkpoint_every);
+    else if (k == "eval_test_every") get(v, key, c.eval_test_every);
     else if (k == "seed") get(v, key, c.seed);
     else if (k == "threads") get(v, key, c.threads);
     else if (k == "run_dir") get(v, key, c.run_dir);

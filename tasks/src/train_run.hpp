@@ -7,6 +7,7 @@
 //   evaluation.cpp    evaluate() and the run's evaluations (best.safetensors)
 //   run_files.cpp     the run folder: creating and locking it, metrics.jsonl,
 //                     checkpoints, resuming, data.json and summary.json
+//   run_finished.cpp  resume() of a finished run: checked, then its summary, no data loaded
 //   train_config.cpp  TrainConfig and its JSON
 #pragma once
 #include <chrono>
@@ -112,6 +113,7 @@ struct Run {
   std::unique_ptr<nn::AdamW> opt;
   nn::LRSchedule sched;
   int64_t total = 0, per_epoch = 0;
+  StepMemory mem_estimate;  // of a step with the data set (setup(); summary.json)
   int64_t step = 0;  // completed steps
   int64_t best_step = -1;
   double best_val = -1.0, final_val = -1.0;
@@ -129,8 +131,11 @@ struct Run {
   TrainResult go(bool resuming);
   void setup();
   void check_memory_before_data() const;
+  void build_model(Device d);  // mcfg's model with its initial values (Generator(seed)) on d, and its optimizer
   StepMemory on_host(StepMemory m) const;
   TrainResult loop(Console& con);
+  [[noreturn]] void stop(Console& con);  // after a stop signal
+  int64_t saved_step = -1;               // the step of the checkpoint in the folder (-1: none yet)
   void report(Console& con, Window& win, double lr, int64_t seg_steps);
   TrainResult finish(Console& con, TrainResult r);
   [[noreturn]] void non_finite(const std::string& what, double v);
@@ -145,17 +150,23 @@ struct Run {
                                 std::string(std::getenv("HKT_TEST_DIVERGE")) == "1";
   void nudge_first_weight();
 
-  // evaluation.cpp: validation and test accuracy now; best.safetensors when better.
-  void evaluate_now(Console& con);
+  // evaluation.cpp: validation accuracy now (and the test set's, with_test); best.safetensors when better.
+  void evaluate_now(Console& con, bool with_test);
 
   // run_files.cpp: the run folder.
   void metric(const json& j);  // appends an event; a failed append stops the run
   std::string kept_checkpoint() const;  // what a stopped run leaves to --resume
   nn::Metadata metadata() const;
-  void save_folder();
+  void save_folder(bool drop_replaced = true);
   void restore(Console& con);
+  bool lengthened = false;   // resume() with RunOptions::steps / epochs
+  void lengthen(Console& con);  // config.json of the new length; the finished run's results go
+  // run_finished.cpp: resume() of a finished run checks its checkpoint and returns its summary
+  // without loading the data (true), else leaves the run as it was (false).
+  bool finished_already(Console& con, TrainResult& out);
   void restore_checkpoint(Console& con);
   void restore_from(const std::filesystem::path& ck);
+  void restore_checked(const std::filesystem::path& ck);  // restore_from + check_best; damage: InputError
   void check_best() const;
   std::vector<std::string> earlier_run() const;
   void refuse_earlier_run() const;

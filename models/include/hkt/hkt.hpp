@@ -11,6 +11,7 @@
 #include "hkt/core/grad_hook.hpp"
 #include "hkt/core/grad_mode.hpp"
 #include "hkt/core/json_read.hpp"
+#include "hkt/core/names.hpp"
 #include "hkt/core/kernel_table.hpp"
 #include "hkt/core/profiler.hpp"
 #include "hkt/core/random.hpp"

@@ -17,14 +17,16 @@ struct StepMemory {
   double weights = 0;      // the parameters
   double optimizer = 0;    // training: gradients and AdamW's two moments
   double activations = 0;  // per-token values of every layer (kept for the backward pass when training)
-  double attention = 0;    // score and probability matrices [B, H, T_l, T_l] of every level (and layer)
+  double attention = 0;    // the attention kind's own working set (no kind keeps a T x T map)
   double data = 0;         // the data set in memory (examples x bytes_per_example)
-  double total() const { return weights + optimizer + activations + attention + data; }
-  std::string str() const;  // "12.3 GiB (weights 1.0 GiB, optimizer ..., ...)"
+  double runtime = 0;      // the process itself (code, libraries, threads), about 16 MiB
+  double total() const { return weights + optimizer + activations + attention + data + runtime; }
+  std::string str() const;  // "12.3 GiB (weights 1.0 GiB, optimizer ..., ..., data ...)"
 };
 
-// An estimate for batches of `batch` sequences of length T (an upper bound in
-// spirit: a factor of two rather than a miss). training = false: a forward
+// An estimate for batches of `batch` sequences of length T, from per-token costs
+// measured against the peak RSS of training steps (memory.cpp; within 1.0-1.5x of the
+// measured peak on the tested grid, never below it). training = false: a forward
 // pass without gradients (evaluation), only one layer's values alive at once.
 StepMemory estimate_step_memory(const nn::ClassifierConfig& cfg, int64_t batch, int64_t T, int64_t examples,
                                 int64_t bytes_per_example, bool training);
@@ -36,6 +38,8 @@ double available_memory();
 // limit less this process's mappings (VmSize) and a reserve for the work buffers
 // OpenBLAS maps per thread and oneTBB's stacks; 0 when there is no limit.
 double address_space_left();
+// The peak resident set size of this process so far, in bytes (getrusage).
+double peak_rss();
 
 // Throws hkt::Error("<who>: a step needs about X ... but Y is available ...")
 // when m.total() exceeds address_space_left() (ulimit -v; always checked), or

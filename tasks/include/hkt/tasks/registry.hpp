@@ -50,7 +50,7 @@ struct TaskOptions {
 std::string default_data_dir();
 // Every name load_task accepts.
 const std::vector<std::string>& task_names();
-// Throws hkt::Error "<who>unknown task 'NAME' (known: a, b, ...)" unless
+// Throws hkt::Error "<who>unknown task 'NAME'; did you mean 'X'? (known: a, b, ...)" unless
 // `name` is one of task_names().
 void check_task_name(const std::string& name, const std::string& who);
 // Loads (or generates) and validates the three splits. Throws hkt::Error for

@@ -36,10 +36,11 @@
 //                      checkpoint; its marker HKT_REPLACED_RUN.json says what it is (parked_runs.hpp)
 //
 // A non-finite loss or gradient norm throws hkt::Error naming the step and
-// the first non-finite parameter or gradient; so do a failed append to
-// metrics.jsonl and SIGINT / SIGTERM (checked after each step; SIGXFSZ is
-// ignored while a run writes, so a file size limit is a failed write). In
-// every case the last checkpoint is left as it was, for resume().
+// the first non-finite parameter or gradient; so does a failed append to
+// metrics.jsonl (SIGXFSZ is ignored while a run writes, so a file size limit
+// is a failed write). In every case the last checkpoint is left as it was, for
+// resume(). SIGINT / SIGTERM (checked after each step) write a checkpoint of
+// the step reached and throw Stopped (exit status 128 + the signal).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -76,6 +77,10 @@ struct TrainConfig {
   int64_t eval_batches = 0;            // validation/test batches per periodic eval (0 = all; else a fixed
                                        // seeded sample of that many batches' examples, see evaluate())
   int64_t checkpoint_every = 0;        // 0 = only at the end
+  // Steps between evaluations of the test set during training, for a user who wants its curve
+  // ("eval" events with test_acc; eval_batches applies). 0 (the default): the test set is scored
+  // once, at the end, on the best checkpoint by validation accuracy ("test" event, summary.json).
+  int64_t eval_test_every = 0;
   uint64_t seed = 0;
   int threads = 0;                     // 0 = the default (all cores or HKT_NUM_THREADS)
   std::string run_dir;                 // "" = write nothing
@@ -142,8 +147,21 @@ class InputError : public Error {
   using Error::Error;
 };
 
+// SIGINT or SIGTERM stopped the run after the step under way, and a checkpoint of
+// that step was written (with one process; several ranks keep their last periodic
+// checkpoint): resume() continues from it. Programs exit with 128 + signal (130, 143).
+class Stopped : public Error {
+ public:
+  Stopped(int sig, const std::string& what) : Error(what), signal(sig) {}
+  int signal;
+};
+
 struct RunOptions {
   bool quiet = false;            // no console output
+  // resume() only, > 0: train to this many steps (or epochs, when steps is 0) instead of
+  // the config's: a finished run continues, and config.json records the new length. The
+  // learning-rate schedule is that of a run of the new length (docs/tasks.md, "Longer runs").
+  int64_t steps = 0, epochs = 0;
   int64_t stop_after = 0;        // > 0: return after this step, as if killed (tests)
   std::ostream* out = nullptr;   // console (default std::cout)
   // Where the model and the batches live (not part of the config, so a run

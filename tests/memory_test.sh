@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The memory estimate (tasks/memory.hpp) against the measured peak RSS of training runs
+# (summary.json's memory_estimate_bytes and peak_rss_bytes): over T = 1,024 to 16,384,
+# B = 1 and 4, hkt-tiny with every attention kind and the -small presets, the estimate is
+# never below the measured peak and at most 1.5x above it. And the run of issue 72
+# (hkt-tiny, T = 16,384, B = 4, measured near 0.3 GiB) is not refused under --max-memory 1.
+#   tests/memory_test.sh BIN_DIR
+set -uo pipefail
+bin="$(realpath "$1")"
+work="$(mktemp -d "${TMPDIR:-/tmp}/hkt-memory.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+bad=0 n=0
+num() { sed -n "s/^ *\"$1\": \([0-9.e+]*\),*$/\1/p" "$2"; }
+check() {  # check MODEL T B [flags...]
+  local m=$1 T=$2 b=$3; shift 3
+  rm -rf r
+  if ! "$bin/hkt-train" --task synthetic --model "$m" --seq-len "$T" --batch-size "$b" --train-size 16 --val-size 8 \
+      --test-size 8 --steps 1 --threads 2 --quiet --max-memory 1 --run-dir r "$@" 2>err.txt; then
+    echo "FAILED: $m T=$T B=$b $*: $(head -c 400 err.txt)"; bad=1; return
+  fi
+  local est rss
+  est=$(num memory_estimate_bytes r/summary.json) rss=$(num peak_rss_bytes r/summary.json)
+  local verdict
+  verdict=$(awk -v e="$est" -v r="$rss" 'BEGIN { q = e / r; printf "%s %.2f", (q >= 1 && q <= 1.5) ? "ok" : "FAILED", q }')
+  [[ $verdict == ok* ]] || bad=1
+  n=$((n + 1))
+  printf '%s: %-15s %-13s T=%-5s B=%s estimate %6.1f MiB, peak RSS %6.1f MiB, ratio %s\n' "${verdict%% *}" "$m" \
+    "${*:---}" "$T" "$b" "$(awk -v x="$est" 'BEGIN{print x/1048576}')" "$(awk -v x="$rss" 'BEGIN{print x/1048576}')" \
+    "${verdict#* }"
+}
+for T in 1024 4096; do
+  for b in 1 4; do
+    for k in hkt mha local performer htransformer; do check hkt-tiny "$T" "$b" --attention "$k"; done
+  done
+done
+for b in 1 4; do
+  for m in hkt-small mha-small local-small performer-small htr-small; do check "$m" 1024 "$b"; done
+done
+check hkt-small 2048 4
+check performer-small 4096 1
+check hkt-tiny 16384 1 --attention htransformer
+check hkt-tiny 16384 4  # issue 72: refused before at "about 29.12 GiB"; fits in --max-memory 1
+echo "$n runs checked"
+exit "$bad"
