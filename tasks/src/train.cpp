@@ -164,12 +164,14 @@ TrainResult Run::loop(Console& con) {
 
 // SIGINT / SIGTERM: a checkpoint of the step reached (one process: with several, the
 // ranks may stop at different steps, and the last periodic checkpoint stays), then Stopped.
-// An --overwrite run's replaced/ stays until a checkpoint the run reaches by itself.
+// A run that replaces a parked run (--overwrite) and has not reached its first checkpoint
+// writes none: the parked run stays the folder's last good state, and --resume takes it over
+// as the run that replaced it (a checkpoint here would hide which run the parked one is).
 void Run::stop(Console& con) {
   con.end_bar();
   const int sig = stop_signal();
   std::string saved;
-  if (W.size == 1 && !dir.empty() && saved_step != step) {
+  if (W.size == 1 && !dir.empty() && saved_step != step && parked.empty()) {
     save_folder(false);
     saved = str_cat("; the checkpoint of step ", step, " was written");
   }
