@@ -109,6 +109,14 @@ Report theory_report(nn::SequenceClassifier& model, const tasks::Dataset& data, 
           std::vector<double> S(static_cast<size_t>(n * n));
           for (int64_t i = 0; i < n; ++i)
             for (int64_t j = 0; j < n; ++j) S[i * n + j] = m[i * T + j];
+          // The row-centred target's squared norm: what every residual of this matrix is relative to.
+          double norm_sq = 0;
+          for (int64_t i = 0; i < n; ++i) {
+            double m = 0;
+            for (int64_t j = 0; j < n; ++j) m += S[i * n + j];
+            m /= static_cast<double>(n);
+            for (int64_t j = 0; j < n; ++j) norm_sq += (S[i * n + j] - m) * (S[i * n + j] - m);
+          }
           for (int64_t r = 0; r < R; ++r) {
             const std::vector<LevelFit> fits =
                 fit_levels(S, n, {.max_levels = opt.max_levels, .rank = opt.ranks[r], .row_offsets = true,
@@ -116,8 +124,7 @@ Report theory_report(nn::SequenceClassifier& model, const tasks::Dataset& data, 
             for (int64_t L = 0; L < opt.max_levels; ++L) {
               const LevelFit& f = fits[L];
               sums.res[sums.at(layer, h, r, L)] += f.residual * f.residual;
-              const double base = f.rel_residual > 0 ? f.residual / f.rel_residual : 0.0;
-              sums.norm[sums.at(layer, h, r, L)] += base * base;
+              sums.norm[sums.at(layer, h, r, L)] += norm_sq;
             }
           }
         }
