@@ -116,6 +116,13 @@ TEST_CASE("text encodings: bytes, chars (UTF-8), a vocabulary file; classes sort
     o.vocab_file = "";
     CHECK_THROWS_WITH(fit_encoding(t, o), doctest::Contains("needs a vocabulary file"));
   }
+  SUBCASE("labels must be valid UTF-8 (encoding.json is JSON; found by fuzz_text)") {
+    const TextTable bad = parse_text_table("text\tlabel\na\tok\nb\tbad\x8c\n", "lab.tsv", tsv(), true);
+    CHECK_THROWS_WITH(fit_encoding(bad, {}), doctest::Contains("lab.tsv:3: the label 'bad"));
+    EncodingOptions o;
+    o.classes = {"a", "\xff"};
+    CHECK_THROWS_WITH(fit_encoding(t, o), doctest::Contains("the class name"));
+  }
   SUBCASE("class order given; too few classes; unknown names") {
     EncodingOptions o;
     o.classes = {"b", "a", "c"};

@@ -138,6 +138,21 @@ std::string next_char(const std::string& s, size_t& i, const std::string& where)
   return out;
 }
 
+// Checks that s is valid UTF-8 (JSON, which encoding.json is, holds nothing else): an error names
+// `where`, `what` and the byte.
+void check_utf8(const std::string& s, const std::string& where, const char* what) {
+  try {
+    for (size_t i = 0; i < s.size();) next_char(s, i, where);
+  } catch (const Error&) {
+    size_t i = 0;
+    try {
+      while (i < s.size()) next_char(s, i, where);
+    } catch (const Error&) {
+    }
+    throw Error(str_cat(where, ": the ", what, " '", s.substr(0, 40), "' is not valid UTF-8 (byte ", i + 1, ")"));
+  }
+}
+
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
 std::vector<std::string> words(const std::string& s) {
@@ -193,7 +208,11 @@ int64_t TextEncoding::vocab_size() const {
 std::string TextEncoding::to_json() const {
   nlohmann::json j = {{"tokenizer", tokenizer}, {"truncate", truncate}, {"classes", classes},
                       {"vocab_size", vocab_size()}, {"vocabulary", vocabulary}};
-  return j.dump(2) + "\n";
+  try {
+    return j.dump(2) + "\n";
+  } catch (const nlohmann::json::exception& e) {  // fit_encoding checks what it makes; an encoding built by hand
+    throw Error(str_cat("text encoding: a name or token is not valid UTF-8 (", e.what(), ")"));
+  }
 }
 
 TextEncoding TextEncoding::from_json(const std::string& text, const std::string& what) {
@@ -259,6 +278,8 @@ TextEncoding fit_encoding(const TextTable& train, const EncodingOptions& opt) {
     }
     HKT_CHECK(!e.vocabulary.empty(), "'", opt.vocab_file, "': the vocabulary file has no words");
   }
+  for (int64_t r = 0; r < train.size(); ++r) check_utf8(train.labels[r], str_cat(train.path, ":", train.lines[r]), "label");
+  for (const std::string& c : opt.classes) check_utf8(c, "text", "class name");
   if (opt.classes.empty()) {
     std::set<std::string> labels(train.labels.begin(), train.labels.end());
     e.classes.assign(labels.begin(), labels.end());

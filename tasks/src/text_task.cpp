@@ -93,7 +93,11 @@ Splits load_text(const TextTaskOptions& t, int64_t seq_len, int64_t train_size, 
   j["seq_len"] = seq_len;
   j["splits"] = counts;
   j["format"] = {{"text_column", t.text_column}, {"label_column", t.label_column}, {"header", t.header}};
-  s.encoding = j.dump(2) + "\n";
+  try {
+    s.encoding = j.dump(2) + "\n";
+  } catch (const nlohmann::json::exception& e) {  // a column name given on the command line
+    throw Error(str_cat("text: a column or file name is not valid UTF-8 (", e.what(), ")"));
+  }
   return s;
 }
 
