@@ -15,6 +15,7 @@
 #include "hkt/core/kernel_table.hpp"
 #include "hkt/core/profiler.hpp"
 #include "hkt/core/random.hpp"
+#include "hkt/core/safe_open.hpp"
 #include "hkt/core/safetensors.hpp"
 #include "hkt/core/shape.hpp"
 #include "hkt/core/storage.hpp"

@@ -13,4 +13,5 @@
 #include "hkt/tasks/memory.hpp"
 #include "hkt/tasks/registry.hpp"
 #include "hkt/tasks/stats.hpp"
+#include "hkt/tasks/text_data.hpp"
 #include "hkt/tasks/train.hpp"
