@@ -17,6 +17,7 @@
 
 using namespace hkt;
 using namespace hkt::tasks;
+using hkt::test::error_of;
 using hkt::test::TempDir;
 namespace fs = std::filesystem;
 
@@ -38,14 +39,6 @@ std::string write_exp(const fs::path& dir, const std::string& name, const std::v
   return (dir / (name + ".json")).string();
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 

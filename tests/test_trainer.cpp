@@ -16,6 +16,7 @@
 
 using namespace hkt;
 using namespace hkt::tasks;
+using hkt::test::error_of;
 using hkt::test::TempDir;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -78,14 +79,6 @@ void check_same_tensors(const std::string& a, const std::string& b) {
   }
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 
