@@ -7,14 +7,9 @@
 #   tests/memory_test.sh BIN_DIR
 set -uo pipefail
 bin="$(realpath "$1")"
-# The per-token costs were measured with the CPU build. A build with the CUDA backend links the GPU
-# libraries, whose relocated pages alone put over 150 MB into every process's RSS (about 220 MB
-# for hkt-train --help on the project's machine, 10 MB without them), which the step estimate
-# does not model: the comparison is made where it means something, and said here.
-if ldd "$bin/hkt-train" | grep -qE 'cublas|cudart'; then
-  echo "SKIPPED: $bin links the GPU libraries (a CUDA build); the estimate is checked against peak RSS in a CPU build (HKT_CUDA=OFF)"
-  exit 77
-fi
+# In a build with the CUDA backend the GPU libraries put 150-220 MiB of relocated pages into every
+# process's RSS before anything runs; the estimate counts the process's own RSS before its data
+# (tasks/memory.hpp, process_baseline), so the same bounds hold in both builds.
 work="$(mktemp -d "${TMPDIR:-/tmp}/hkt-memory.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cd "$work"

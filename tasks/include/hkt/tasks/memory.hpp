@@ -19,7 +19,7 @@ struct StepMemory {
   double activations = 0;  // per-token values of every layer (kept for the backward pass when training)
   double attention = 0;    // the attention kind's own working set (no kind keeps a T x T map)
   double data = 0;         // the data set in memory (examples x bytes_per_example)
-  double runtime = 0;      // the process itself (code, libraries, threads), about 16 MiB
+  double runtime = 0;      // the process itself (code, libraries, threads): 17 MiB, or its RSS before any data
   double total() const { return weights + optimizer + activations + attention + data + runtime; }
   std::string str() const;  // "12.3 GiB (weights 1.0 GiB, optimizer ..., ..., data ...)"
 };
@@ -38,6 +38,13 @@ double available_memory();
 // limit less this process's mappings (VmSize) and a reserve for the work buffers
 // OpenBLAS maps per thread and oneTBB's stacks; 0 when there is no limit.
 double address_space_left();
+// The resident set size of this process now (VmRSS of /proc/self/status), in
+// bytes; 0 when it cannot be read.
+double resident_now();
+// resident_now() as it was the first time this was called (the estimate's first
+// call, before a data set is read or a model built): the process's own share of
+// every step's memory, its code and libraries.
+double process_baseline();
 // The peak resident set size of this process so far, in bytes (getrusage).
 double peak_rss();
 
