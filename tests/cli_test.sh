@@ -9,6 +9,8 @@
 #                                schedule it equals a run of N steps from the start, bit for bit; a cosine
 #                                one ends at N with the schedule of N steps; a shorter N is refused; --resume
 #                                of a finished run says so without loading the data
+#   cli_test.sh progress BIN_DIR  on a terminal (a pty from script(1)) generating ListOps and an evaluation
+#                                show a percentage that ends at 100%; hkt-eval shows it on stderr only
 #   cli_test.sh evaltest BIN_DIR  periodic evaluations score the validation set only; the test set once at
 #                                the end on the best checkpoint; --eval-test-every gives (marked) test points
 set -euo pipefail
@@ -133,6 +135,26 @@ evaltest)
   # The model and its choice do not depend on the curve.
   cmp V/best.safetensors W/best.safetensors || fail "--eval-test-every changed the best model"
   cmp V/test_predictions.csv W/test_predictions.csv || fail "--eval-test-every changed the final test predictions"
+  ;;
+progress)
+  # Sizes that take a few seconds here; a line appears once a loop has run a second.
+  lo=(--task listops --train-size 100000 --val-size 3000 --test-size 200 --model hkt-tiny --steps 1 --threads 1)
+  script -qec "$bin/hkt-train ${lo[*]} --eval-every 1 --batch-size 8 --run-dir P" tty.txt >/dev/null ||
+    fail "hkt-train in a pty: exit $?"
+  tr '\r' '\n' <tty.txt >lines.txt
+  grep -qE '^.*listops: generating [0-9,]+ of 103,200 \([0-9]+%\)' lines.txt || { fail "no ListOps progress"; head -c 2000 lines.txt; }
+  grep -qE 'scoring listops/val [0-9,]+ of 3,000 \([0-9]+%\)' lines.txt || { fail "no evaluation progress"; head -c 2000 lines.txt; }
+  grep -q 'scoring listops/val 3,000 of 3,000 (100%)' lines.txt || fail "the evaluation's progress does not end at 100%"
+  # hkt-eval: stdout to a file, stderr the terminal: the progress is in the terminal's text only.
+  script -qec "$bin/hkt-eval P --split val --batch-size 4 --threads 1 >out.txt" tty2.txt >/dev/null ||
+    fail "hkt-eval in a pty: exit $?"
+  grep -qaE 'hkt-eval: scoring listops/val [0-9,]+ of 3,000' tty2.txt || { fail "hkt-eval: no progress on stderr"; head -c 1000 tty2.txt; }
+  grep -q 'accuracy' out.txt || fail "hkt-eval: no result on stdout"
+  ! grep -q 'scoring' out.txt || fail "hkt-eval: progress on stdout"
+  # Not a terminal: no progress lines in what a log or a pipe receives.
+  "$bin/hkt-eval" P --split val --threads 1 >out.txt 2>err.txt || fail "hkt-eval: exit $?"
+  ! grep -q 'scoring' out.txt err.txt || fail "progress written where no terminal is"
+  echo "ok: progress on a terminal, none in a pipe"
   ;;
 *) echo "unknown mode $mode"; exit 2 ;;
 esac

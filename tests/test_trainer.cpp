@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "helpers/temp_dir.hpp"
 #include "helpers/check.hpp"
@@ -522,4 +523,36 @@ TEST_CASE("the decay rule: weights (default) spares the positional table and the
   CHECK(TrainConfig::from_json(c.to_json()).decay == "matrices");
   c.decay = "all";
   hkt::test::check_error([&] { c.validate(); }, "decay must be \"weights\" or \"matrices\"");
+}
+
+TEST_CASE("progress: the library's long loops report through the installed sink, not before a second") {
+  CHECK(progress_line("listops: generating", 41280, 96000, 0) == "listops: generating 41,280 of 96,000 (43%)");
+  CHECK(progress_line("scoring x", 25, 100, 3.0) == "scoring x 25 of 100 (25%), about 9 s left");
+  CHECK(progress_line("scoring x", 1, 100, 60.0) == "scoring x 1 of 100 (1%), about 99 min left");
+  std::vector<std::pair<std::string, bool>> seen;
+  {
+    Progress silent("nobody listens", 10);
+    silent.set(5);  // no sink: nothing, no crash
+  }
+  {
+    const ProgressSink sink([&](const std::string& s, bool done) { seen.emplace_back(s, done); });
+    {
+      Progress p("work", 100);
+      p.set(10);  // within the first second: silent
+      CHECK(seen.empty());
+      std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+      p.set(50);
+      REQUIRE(seen.size() == 1);
+      CHECK(seen[0].first.rfind("work 50 of 100 (50%), about ", 0) == 0);
+      CHECK_FALSE(seen[0].second);
+      p.set(60);  // within 0.2 s of the last line: silent
+      CHECK(seen.size() == 1);
+    }
+    REQUIRE(seen.size() == 2);  // the end, since a line was shown
+    CHECK(seen[1] == std::make_pair(std::string("work 100 of 100 (100%)"), true));
+  }
+  Progress after("sink gone", 10);  // the sink's scope ended: the previous (none) is back
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  after.set(5);
+  CHECK(seen.size() == 2);
 }

@@ -18,8 +18,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <unistd.h>
 
 #include "hkt/analysis/report.hpp"
 #include "hkt/tasks.hpp"
@@ -40,6 +42,12 @@ std::string pct(double x) {
 }
 
 }  // namespace
+
+// On a terminal, the data's generation and the evaluation redraw a line on stderr (stdout
+// keeps the results only); it is cleared when each ends.
+void show_progress(const std::string& line, bool done) {
+  std::cerr << "\r\033[K" << (done ? std::string() : "hkt-eval: " + line) << std::flush;
+}
 
 int main(int argc, char** argv) {
   CLI::App app{"hkt-eval: evaluate a trained classifier on a split of its task: loss, accuracy (with a 95% "
@@ -103,6 +111,8 @@ int main(int argc, char** argv) {
   hkt::tasks::Dataset data;
   std::string task_name = task;
   bool writer = true;  // rank 0 of a job of several processes prints and writes
+  std::optional<hkt::tasks::ProgressSink> progress;
+  if (isatty(STDERR_FILENO) && hkt::tasks::world().rank == 0) progress.emplace(show_progress);
   try {
     const hkt::tasks::World& w = hkt::tasks::world();
     writer = w.rank == 0;

@@ -8,6 +8,7 @@
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/nn.hpp"
+#include "hkt/tasks/progress.hpp"
 #include "train_run.hpp"
 
 namespace hkt::tasks {
@@ -61,6 +62,7 @@ EvalResult evaluate_split(nn::SequenceClassifier& model, const Dataset& data, in
   const int ranks = split ? w.size : 1, rank = split ? w.rank : 0;
   const int64_t nb = (m + batch_size - 1) / batch_size;
   const int64_t first = std::min(m, nb * rank / ranks * batch_size), last = std::min(m, nb * (rank + 1) / ranks * batch_size);
+  Progress progress("scoring " + data.name, last - first);
   for (int64_t lo = first; lo < last; lo += batch_size) {
     const int64_t hi = std::min(lo + batch_size, m);
     const std::vector<int64_t> idx(order.begin() + lo, order.begin() + hi);
@@ -72,6 +74,7 @@ EvalResult evaluate_split(nn::SequenceClassifier& model, const Dataset& data, in
     loss_sum += cross_entropy(logits, b.labels, -100, Reduction::Sum).item_double();
     correct += count_correct(logits, hb.labels.to_vector<int64_t>(), &r.confusion, &r.predicted);
     r.examples += hi - lo;
+    progress.set(r.examples);
   }
   model.train(was_training);
   if (ranks > 1) {

@@ -10,6 +10,7 @@
 #include "hkt/core/error.hpp"
 #include "hkt/core/random.hpp"
 #include "hkt/tasks/files.hpp"
+#include "hkt/tasks/progress.hpp"
 
 namespace hkt::tasks {
 
@@ -229,6 +230,7 @@ std::vector<std::vector<int64_t>> generate_all(const ListOpsOptions& o) {
   const uint64_t stale_limit = std::max<uint64_t>(1000000, 100 * static_cast<uint64_t>(total));
   uint64_t attempt = 0, last_new = 0;
   std::string key;
+  Progress progress("listops: generating", total);
   while (static_cast<int64_t>(res.size()) < total) {
     HKT_CHECK(attempt - last_new < stale_limit, "listops: only ", res.size(), " of ", total,
               " distinct expressions found after ", attempt, " attempts (none new in the last ", stale_limit,
@@ -241,6 +243,7 @@ std::vector<std::vector<int64_t>> generate_all(const ListOpsOptions& o) {
     if (!seen.insert(key).second) continue;
     last_new = attempt;
     res.push_back(std::move(ids));
+    progress.set(static_cast<int64_t>(res.size()));
   }
   return res;
 }

@@ -15,6 +15,7 @@
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/threads.hpp"
+#include "hkt/tasks/progress.hpp"
 #include "train_run.hpp"
 
 namespace hkt::tasks {
@@ -287,6 +288,9 @@ TrainResult Run::finish(Console& con, TrainResult r) {
 TrainResult Run::go(bool resuming) {
   if (!writer()) ropt.quiet = true;  // rank 0 speaks for the job
   Console con(ropt);
+  // The library's long loops (generating ListOps, an evaluation) redraw the bar on a terminal;
+  // the next line replaces it.
+  const ProgressSink progress([&con](const std::string& s, bool done) { con.bar(s, done); });
   const StopSignals signals;
   if (!dir.empty() && !resuming && writer()) refuse_earlier_run();  // before the data is loaded: at once
   if (!dir.empty() && resuming && writer()) {
