@@ -2,7 +2,8 @@
 # The memory estimate (tasks/memory.hpp) against the measured peak RSS of training runs
 # (summary.json's memory_estimate_bytes and peak_rss_bytes): over T = 1,024 to 16,384,
 # B = 1 and 4, hkt-tiny with every attention kind and the -small presets, the estimate is
-# never below the measured peak and at most 1.5x above it. And the run of issue 72
+# never below the measured peak and at most 1.5x above it; the same for evaluations (hkt-eval,
+# a forward pass without gradients) over every kind and preset, T = 1,024 to 16,384. And the run of issue 72
 # (hkt-tiny, T = 16,384, B = 4, measured near 0.3 GiB) is not refused under --max-memory 1.
 #   tests/memory_test.sh BIN_DIR
 set -uo pipefail
@@ -44,5 +45,28 @@ check hkt-small 2048 4
 check performer-small 4096 1
 check hkt-tiny 16384 1 --attention htransformer
 check hkt-tiny 16384 4  # issue 72: refused before at "about 29.12 GiB"; fits in --max-memory 1
+# Evaluation (a forward pass without gradients, hkt-eval's estimate): the same bounds, on runs
+# trained above at one step (hkt-eval --json has the estimate and the peak RSS).
+check_eval() {  # check_eval MODEL T B [flags...]
+  local m=$1 T=$2 b=$3; shift 3
+  rm -rf e e.json
+  if ! "$bin/hkt-train" --task synthetic --model "$m" --seq-len "$T" --batch-size 1 --train-size 16 --val-size 8 \
+      --test-size "$((4 * b))" --steps 1 --threads 2 --quiet --run-dir e "$@" 2>err.txt ||
+     ! "$bin/hkt-eval" e --batch-size "$b" --threads 2 --json e.json >/dev/null 2>err.txt; then
+    echo "FAILED: eval $m T=$T B=$b $*: $(head -c 400 err.txt)"; bad=1; return
+  fi
+  local est rss verdict
+  est=$(num memory_estimate_bytes e.json) rss=$(num peak_rss_bytes e.json)
+  verdict=$(awk -v e="$est" -v r="$rss" 'BEGIN { q = e / r; printf "%s %.2f", (q >= 1 && q <= 1.5) ? "ok" : "FAILED", q }')
+  [[ $verdict == ok* ]] || bad=1
+  n=$((n + 1))
+  printf '%s: eval %-10s %-13s T=%-5s B=%s estimate %6.1f MiB, peak RSS %6.1f MiB, ratio %s\n' "${verdict%% *}" "$m" \
+    "${*:---}" "$T" "$b" "$(awk -v x="$est" 'BEGIN{print x/1048576}')" "$(awk -v x="$rss" 'BEGIN{print x/1048576}')" \
+    "${verdict#* }"
+}
+for k in hkt mha local performer htransformer; do check_eval hkt-tiny 4096 8 --attention "$k"; done
+for m in hkt-small mha-small; do check_eval "$m" 1024 8; check_eval "$m" 4096 4; done
+for m in mha-matched local-small performer-small htr-small; do check_eval "$m" 2048 8; done
+check_eval hkt-tiny 16384 2
 echo "$n runs checked"
 exit "$bad"

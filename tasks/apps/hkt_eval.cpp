@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
   hkt::tasks::Dataset data;
   std::string task_name = task;
   bool writer = true;  // rank 0 of a job of several processes prints and writes
+  double estimate = 0;  // bytes, of the evaluation on the CPU (the --json file has it beside the peak)
   std::optional<hkt::tasks::ProgressSink> progress;
   if (isatty(STDERR_FILENO) && hkt::tasks::world().rank == 0) progress.emplace(show_progress);
   try {
@@ -152,9 +153,10 @@ int main(int argc, char** argv) {
               mc.input_features, ", max_len ", mc.max_len, ", classes ", mc.classes, ")");
     if (device == "cpu") {
       const int64_t per_example = data.seq_len * (data.vocab > 0 ? 9 : 1 + 4 * data.features);
-      hkt::tasks::check_memory(
-          hkt::tasks::estimate_step_memory(mc, batch_size, data.seq_len, data.size(), per_example, false),
-          max_memory_gib * 1024.0 * 1024.0 * 1024.0, "evaluation");
+      const hkt::tasks::StepMemory m =
+          hkt::tasks::estimate_step_memory(mc, batch_size, data.seq_len, data.size(), per_example, false);
+      estimate = m.total();
+      hkt::tasks::check_memory(m, max_memory_gib * 1024.0 * 1024.0 * 1024.0, "evaluation");
     }
   } catch (const std::exception& e) {
     std::cerr << "hkt-eval: error: " << e.what() << "\n";
@@ -218,7 +220,9 @@ int main(int argc, char** argv) {
                           {"task", task_name},      {"split", split},         {"data", data.name},
                           {"examples", n},          {"loss", r.loss},         {"accuracy", r.accuracy},
                           {"accuracy_ci95", half},  {"per_class_accuracy", per_class},
-                          {"confusion", confusion},  {"ranks", hkt::tasks::world().size}};
+                          {"confusion", confusion},  {"ranks", hkt::tasks::world().size},
+                          {"peak_rss_bytes", hkt::tasks::peak_rss()}};
+      if (estimate > 0) j["memory_estimate_bytes"] = estimate;
       hkt::tasks::write_file_atomic(json_out, j.dump(2) + "\n", true);
     }
     return 0;

@@ -61,7 +61,11 @@ StepMemory estimate_step_memory(const nn::ClassifierConfig& c, int64_t batch, in
   // without gradients): layer norms, projections, the FFN's hidden values, dropout masks,
   // and per head the attention's row statistics and packed tiles.
   const double layers = training ? N : 1.0;
-  const double per_token = (11.84 + 3.375 * F + 77.9 * c.dropout) * D + 192.1 * H;
+  // A forward pass without gradients keeps no dropout masks or row statistics: the block's
+  // transient values, the FFN's hidden ones the most (fitted to hkt-eval's peak RSS the same
+  // way, over T = 1,024 and 4,096 and every kind; tests/memory_test.sh).
+  const double per_token =
+      training ? (11.84 + 3.375 * F + 77.9 * c.dropout) * D + 192.1 * H : (13.0 + 2.0 * F) * D;
   m.activations = B * t * layers * per_token * s * kMargin;
   // The attention kinds' own working sets, per token and layer (HKT: its levels' Q, K and
   // statistics; Performer: the m features of q and k and their running products), and per
@@ -70,7 +74,9 @@ StepMemory estimate_step_memory(const nn::ClassifierConfig& c, int64_t batch, in
   if (hkt) att = B * t * (2.95 * D + 66.7 * H) * L / 3.0 + t * 8.8 * D;
   else if (c.attention == "performer") att = B * t * 15.15 * H * static_cast<double>(c.features);
   else if (c.attention == "htransformer") att = B * t * 0.64 * D + t * 8.8 * D;
-  m.attention = att * layers * s * kMargin;
+  // Without gradients a kind keeps about a third of its training working set (no
+  // statistics for the backward pass).
+  m.attention = att * layers * s * kMargin * (training ? 1.0 : 0.35);
   // H-Transformer-1D's level buffers grow faster than B x T at one sequence per batch: about
   // 1,000 bytes per position and layer more (T = 16,384, B = 1 measured 5 KiB a token).
   if (c.attention == "htransformer") m.attention += t * 1000.0 * layers * kMargin;

@@ -27,7 +27,8 @@ struct StepMemory {
 // An estimate for batches of `batch` sequences of length T, from per-token costs
 // measured against the peak RSS of training steps (memory.cpp; within 1.0-1.5x of the
 // measured peak on the tested grid, never below it). training = false: a forward
-// pass without gradients (evaluation), only one layer's values alive at once.
+// pass without gradients (evaluation), only one layer's values alive at once, fitted
+// against hkt-eval's peak RSS the same way.
 StepMemory estimate_step_memory(const nn::ClassifierConfig& cfg, int64_t batch, int64_t T, int64_t examples,
                                 int64_t bytes_per_example, bool training);
 
