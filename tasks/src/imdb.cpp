@@ -10,6 +10,7 @@
 
 #include "hkt/core/error.hpp"
 #include "hkt/core/random.hpp"
+#include "hkt/tasks/progress.hpp"
 
 namespace hkt::tasks {
 
@@ -129,8 +130,15 @@ Dataset read_split(const fs::path& root, const std::string& split, int64_t seq_l
   d.labels.reserve(total);
   std::vector<int64_t> ids;
   std::string buf;
-  for (int64_t i : take_pos) add_review(pos[i], 1, d, ids, buf);
-  for (int64_t i : take_neg) add_review(neg[i], 0, d, ids, buf);
+  Progress progress("imdb: reading " + split, static_cast<int64_t>(total));
+  for (int64_t i : take_pos) {
+    add_review(pos[i], 1, d, ids, buf);
+    progress.set(d.size());
+  }
+  for (int64_t i : take_neg) {
+    add_review(neg[i], 0, d, ids, buf);
+    progress.set(d.size());
+  }
   d.validate();
   return d;
 }
