@@ -1,8 +1,8 @@
-// NCCL all-reduces of device buffers (nccl_comm.hpp). The real implementation
+// NCCL all-reduces of device buffers (<hkt/kernels/device_comm.hpp>). The real implementation
 // needs HKT_WITH_NCCL (CMake's HKT_NCCL); the tests' emulated backend
 // (tests/cuda_emu) and a build without NCCL get the fallback at the end, which
 // says that there is no NCCL.
-#include "kernels/cuda/nccl_comm.hpp"
+#include "hkt/kernels/device_comm.hpp"
 
 #if defined(HKT_WITH_NCCL)  // only the library target defines it; the emulator (kernels/cuda_emu) never does
 #include <nccl.h>

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "hkt/kernels/device_comm.hpp"
+
 namespace hkt::cuda {
 
 // Number of usable CUDA devices (0 when there is no GPU or no driver);
@@ -16,12 +18,10 @@ std::string no_device_reason();
 // Throws hkt::Error with a clear message unless device `index` exists.
 void require_device(int index, const char* what);
 
-// Copies of nbytes between a host buffer and a device buffer (or two device
-// buffers) of device 0, ordered on the backend's stream; they return once the
-// copy is complete (host memory may be reused right away).
-void copy_host_to_device(void* dst, const void* src, size_t nbytes);
+// A copy of nbytes from a buffer of device 0 to a host buffer, ordered on the
+// backend's stream; it returns once the copy is complete. The host-to-device and
+// device-to-device copies are declared in <hkt/kernels/device_comm.hpp>.
 void copy_device_to_host(void* dst, const void* src, size_t nbytes);
-void copy_device_to_device(void* dst, const void* src, size_t nbytes);
 // Waits for all work queued on the backend's stream.
 void synchronize();
 

@@ -1,6 +1,6 @@
 // The MPI job (distributed.hpp) and the collectives of data-parallel training
 // (comm.hpp). Every MPI call of hkt is in this file; the NCCL calls (gradients
-// on GPUs) are in kernels/cuda/nccl_comm.cu.
+// on GPUs) are in kernels/cuda/nccl_comm.cu, reached through <hkt/kernels/device_comm.hpp>.
 #include <unistd.h>
 
 #include <chrono>
@@ -14,6 +14,7 @@
 
 #include "comm.hpp"
 #include "hkt/core/error.hpp"
+#include "hkt/kernels/device_comm.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/tasks/distributed.hpp"
 #ifndef HKT_WITH_MPI
@@ -24,10 +25,6 @@
 #endif
 #ifndef HKT_WITH_CUDA
 #define HKT_WITH_CUDA 0
-#endif
-#if HKT_WITH_CUDA
-#include "kernels/cuda/nccl_comm.hpp"
-#include "kernels/cuda/runtime.hpp"
 #endif
 
 namespace hkt::tasks {

@@ -1,13 +1,24 @@
-// NCCL all-reduces of device buffers, for data-parallel training on GPUs
-// (tasks/src/distributed.cpp, docs/distributed.md). Plain C++: no CUDA or NCCL
-// header is needed to include this one. Implemented in nccl_comm.cu; in a build
-// without NCCL (HKT_NCCL=OFF) and in the tests' emulated backend, available()
-// is false and the rest throws hkt::Error saying so.
-// Internal: included as "kernels/cuda/nccl_comm.hpp" by the library's sources.
+// The device side of data-parallel training on GPUs, for the trainer (tasks/):
+// NCCL all-reduces of device buffers and raw copies of device memory. Plain C++:
+// no CUDA or NCCL header is needed to include this one. Implemented by the CUDA
+// backend (kernels/cuda/nccl_comm.cu, runtime.cu); in a build without NCCL
+// (HKT_NCCL=OFF) and in the tests' emulated backend, nccl::available() is false
+// and the rest of nccl:: throws hkt::Error saying so. A build without the CUDA
+// backend has no device memory: the trainer calls none of these there.
 #pragma once
 #include <cstddef>
 #include <memory>
 #include <string>
+
+namespace hkt::cuda {
+
+// Copies of nbytes from a host buffer to a buffer of device 0, and between two
+// buffers of device 0, ordered on the backend's stream; they return once the copy
+// is complete (host memory may be reused right away).
+void copy_host_to_device(void* dst, const void* src, size_t nbytes);
+void copy_device_to_device(void* dst, const void* src, size_t nbytes);
+
+}  // namespace hkt::cuda
 
 namespace hkt::cuda::nccl {
 
