@@ -7,7 +7,7 @@
 #
 # With a GPU:
 #   - world size 1: hkt-train --device cuda trains; under `mpirun -np 1` it ends with the same bytes;
-#     with HKT_TEST_NCCL_ONE_RANK=1 its gradient buckets go through the device path (packed into
+#     hkt-train-faults with HKT_TEST_NCCL_ONE_RANK=1: its gradient buckets go through the device path (packed into
 #     device buffers, summed by a one-rank NCCL communicator on its own stream, unpacked) and the
 #     run ends with the same bytes as without (a sum over one rank changes nothing)
 #   - 2 ranks: with 2 GPUs or more, 2 ranks (global batch 16) against 1 rank: relative L2
@@ -42,7 +42,7 @@ echo "world size 1 on the GPU: trained"
 "${mpi[@]}" -np 1 "$bin/hkt-train" "${args[@]}" --run-dir "$work/np1" || fail "mpirun -np 1 --device cuda"
 same "$work/one" "$work/np1" "mpirun -np 1"
 
-HKT_TEST_NCCL_ONE_RANK=1 "$bin/hkt-train" "${args[@]}" --run-dir "$work/nccl1" 2>"$work/err" ||
+HKT_TEST_NCCL_ONE_RANK=1 "$bin/hkt-train-faults" "${args[@]}" --run-dir "$work/nccl1" 2>"$work/err" ||
   { cat "$work/err"; fail "HKT_TEST_NCCL_ONE_RANK=1 --device cuda"; }
 cat "$work/err"
 grep -q "summed by a communicator of one rank" "$work/err" ||

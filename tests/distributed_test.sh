@@ -127,7 +127,8 @@ PY
     ;;
   diverge)
     rc=0
-    HKT_TEST_DIVERGE=1 "${mpi[@]}" -np 2 "$train" "${args[@]}" --run-dir "$work/d" 2>"$work/err" || rc=$?
+    # hkt-train with the fault injected from outside the library (tests/helpers/train_faults.cpp).
+    HKT_TEST_DIVERGE=1 "${mpi[@]}" -np 2 "$bin/hkt-train-faults" "${args[@]}" --run-dir "$work/d" 2>"$work/err" || rc=$?
     cat "$work/err" >&2
     ((rc != 0)) || fail "diverged ranks: the run ended with status 0"
     grep -q "the ranks diverged" "$work/err" || fail "no divergence error"

@@ -198,7 +198,7 @@ cuda::nccl::Comm& device_comm() {
     if (world().size > 1)
       check_mpi(MPI_Bcast(id, static_cast<int>(cuda::nccl::kIdBytes), MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
     else
-      std::cerr << "HKT_TEST_NCCL_ONE_RANK: the gradient buckets are summed by a communicator of one rank ("
+      std::cerr << "sum_buckets_alone_with_nccl: the gradient buckets are summed by a communicator of one rank ("
                 << cuda::nccl::describe() << ")\n";
     return new cuda::nccl::Comm(id, world().size, world().rank);
   }();
@@ -207,18 +207,24 @@ cuda::nccl::Comm& device_comm() {
 }  // namespace
 #endif
 
-// Test hook (tests/distributed_gpu_test.sh): HKT_TEST_NCCL_ONE_RANK=1 makes a process alone on a
-// GPU sum its buckets with a one-rank NCCL communicator, so that the device path (packing,
-// ncclAllReduce, unpacking) runs on one GPU; a sum over one rank must leave every bit as it was.
-bool nccl_alone_for_test(const Device& d) {
+namespace {
+bool nccl_alone = false;  // sum_buckets_alone_with_nccl
+
+bool nccl_alone_active(const Device& d) {
 #if HKT_WITH_CUDA && HKT_WITH_MPI
-  const char* v = std::getenv("HKT_TEST_NCCL_ONE_RANK");
-  return !d.is_cpu() && world().size == 1 && v && std::string(v) == "1" && cuda::nccl::available();
+  return nccl_alone && !d.is_cpu() && world().size == 1 && cuda::nccl::available();
 #else
   (void)d;
   return false;
 #endif
 }
+}  // namespace
+
+}  // namespace detail
+
+void sum_buckets_alone_with_nccl(bool on) { detail::nccl_alone = on; }
+
+namespace detail {
 
 void prepare_device(const Device& device) {
   if (device.is_cpu() || world().size <= 1) return;
@@ -359,7 +365,7 @@ int64_t GradReducer::buckets() const { return s_->nb; }
 
 void GradReducer::begin(const std::vector<Tensor>& params) {
   State& s = *s_;
-  s.active = world().size > 1 || (!params.empty() && nccl_alone_for_test(params.front().device()));
+  s.active = world().size > 1 || (!params.empty() && nccl_alone_active(params.front().device()));
   if (!s.active) return;
 #if HKT_WITH_MPI
   s.params.assign(params.rbegin(), params.rend());

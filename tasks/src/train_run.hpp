@@ -143,12 +143,6 @@ struct Run {
   // compared before each checkpoint, every kChecksumEvery steps and at the end.
   static constexpr int64_t kChecksumEvery = 50;
   void check_ranks_agree(const char* when);
-  // Fault injection for tests/distributed_test.sh (diverge): HKT_TEST_DIVERGE=1 in the
-  // environment of a job of several ranks changes one bit of rank 1's first weight after step 1,
-  // which the next check must catch.
-  const bool diverge_for_test = W.size > 1 && W.rank == 1 && std::getenv("HKT_TEST_DIVERGE") &&
-                                std::string(std::getenv("HKT_TEST_DIVERGE")) == "1";
-  void nudge_first_weight();
 
   // evaluation.cpp: validation accuracy now (and the test set's, with_test); best.safetensors when better.
   void evaluate_now(Console& con, bool with_test);

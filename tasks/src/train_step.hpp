@@ -49,7 +49,7 @@ struct StepContext {
   // Stops the run (throws) at a non-finite loss or gradient norm, before the weights change.
   std::function<void(const std::string& what, double value)> non_finite;
   // One process: its backward still goes through the reducer, a no-op except for the test hook
-  // HKT_TEST_NCCL_ONE_RANK (distributed.cpp), which sums the buckets with a one-rank NCCL communicator.
+  // sum_buckets_alone_with_nccl (distributed.hpp), which sums the buckets with a one-rank NCCL communicator.
   GradReducer* alone = nullptr;
 };
 

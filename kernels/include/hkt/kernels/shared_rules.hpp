@@ -44,7 +44,8 @@ HKT_SHARED_HD int64_t layer_norm_chunks(int64_t rows, int64_t D) { return row_ch
 HKT_SHARED_HD int64_t conv_grad_chunks(int64_t rows, int64_t C, int64_t k) { return row_chunks(rows, (k + 1) * C); }
 
 // hkt_attention: level l of a sequence of T positions has ceil(T / 2^l) rows.
-HKT_SHARED_HD int64_t attn_level_len(int64_t T, int64_t l) { return (T + (int64_t{1} << l) - 1) >> l; }
+// The one definition of T_l = ceil(T / 2^l); ops/attention.hpp's hkt_level_len is this.
+HKT_SHARED_HD constexpr int64_t attn_level_len(int64_t T, int64_t l) { return (T + (int64_t{1} << l) - 1) >> l; }
 
 // Random tensors: element i of a draw that reserved counters from `first` uses
 // Philox counter first + i (key: the generator's seed).

@@ -5,12 +5,13 @@
 #include <vector>
 
 #include "hkt/core/tensor.hpp"
+#include "hkt/kernels/shared_rules.hpp"
 
 namespace hkt {
 
 // T_l = ceil(T / 2^l), the length of level l of a length-T sequence (the
 // shape of q[l] and k[l] below; the downsampling convolution's output length).
-constexpr int64_t hkt_level_len(int64_t T, int64_t l) { return (T + (int64_t{1} << l) - 1) >> l; }
+constexpr int64_t hkt_level_len(int64_t T, int64_t l) { return rules::attn_level_len(T, l); }
 
 // Fused multi-scale attention, per batch b and head h:
 //   O = softmax( sum_l lambda[h, l] * Up_l(Q_l K_l^T * scale) + mask ) V

@@ -35,6 +35,12 @@ bool built_with_mpi();
 // with `status` (the others may wait in a collective); alone, it returns `status`.
 int end_job(int status);
 
+// Testing the GPU path on one GPU: on a CUDA device, a process alone (a world of one) sums its
+// gradient buckets with a one-rank NCCL communicator, so that packing, ncclAllReduce and
+// unpacking run; a sum over one rank leaves every bit as it was (tests/distributed_gpu_test.sh,
+// through tests/helpers/train_faults.cpp). No effect without NCCL or on the CPU.
+void sum_buckets_alone_with_nccl(bool on);
+
 // "rank R of N: " in a world of more than one process, else "" (for messages).
 std::string rank_prefix();
 

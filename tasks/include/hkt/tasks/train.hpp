@@ -182,6 +182,10 @@ struct RunOptions {
   // memory of a step and the data set is estimated (tasks/memory.hpp); a run
   // that does not fit is refused (InputError) with the estimate and the limit.
   double max_memory = 0;
+  // Called on every rank after each optimizer step (step: the steps done so far), before the
+  // step's checks, log line and checkpoint: a place for a user's own per-step code, and the
+  // seam through which tests inject faults (tests/helpers/train_faults.cpp).
+  std::function<void(int64_t step, nn::SequenceClassifier& model)> after_step;
 };
 
 // A fresh run (a folder holding a run is refused unless opt.overwrite).
