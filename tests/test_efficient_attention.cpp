@@ -415,7 +415,11 @@ TEST_CASE("classifier: local-small and performer-small are within 2% of hkt-smal
       CAPTURE(name);
       CAPTURE(s.max_len);
       CHECK(std::abs(static_cast<double>(n[1] - n[0])) / static_cast<double>(n[0]) < 0.02);
-      CHECK(n[1] == n[2]);  // the attention projections of MHA, the FFN of mha-matched
+      // The attention projections of MHA, the FFN of mha-matched; htr-small adds its relative-position
+      // bias, heads x (4 Nr - 1) per layer.
+      const ClassifierConfig c = ClassifierConfig::preset(name);
+      const int64_t extra = c.attention == "htransformer" ? c.layers * c.heads * (4 * c.block - 1) : 0;
+      CHECK(n[1] == n[2] + extra);
     }
 }
 
@@ -449,20 +453,24 @@ TEST_CASE("model_flops: htransformer") {
   CHECK(h.attention == "htransformer");
   h.vocab = 16;
   h.max_len = 4096;
-  // T = 64, N = 16: L = 3 levels, T' = 64; pairs 64 * 16 (blocks) + 64 * 16 / 1 + 64 * 16 / 2 (coarse queries).
+  // T = 64, Nr = 16: L = 2 levels; 4 ANCHOR blocks, level 0: 3 LEFT + 3 RIGHT, level 1: 1 + 1,
+  // each 16 x 16 (the published layout, docs/htransformer.md).
   const ModelFlops f = model_flops(h, 1, 64);
-  CHECK(f.scores == doctest::Approx(2 * 2.0 * (1024 + 1024 + 512) * 128));
+  CHECK(f.scores == doctest::Approx(2 * 2.0 * (4 + 6 + 2) * 256 * 128));
   CHECK(f.values == f.scores);
-  // Causal: fine queries on the coarse levels, half of them: 64 * 16 + 2 * 64 * 16 / 2.
+  // Causal: no RIGHT blocks.
   h.causal = true;
-  CHECK(model_flops(h, 1, 64).scores == doctest::Approx(2 * 2.0 * (1024 + 1024) * 128));
-  // T = 50 pads to T' = 64 (N 2^(L-1) = 64); one level: block-diagonal only.
+  CHECK(model_flops(h, 1, 64).scores == doctest::Approx(2 * 2.0 * (4 + 3 + 1) * 256 * 128));
+  // T = 512: 37,376 scores per head (tests/reference/h1d_published.py --score-count 512 16).
   h.causal = false;
+  CHECK(model_flops(h, 1, 512).scores == doctest::Approx(2 * 2.0 * 37376 * 128));
+  // T = 50 pads to T' = 64 = Nr 2^2.
   CHECK(model_flops(h, 1, 50).scores == doctest::Approx(model_flops(h, 1, 64).scores));
   h.htr_levels = 1;
-  CHECK(model_flops(h, 1, 64).scores == doctest::Approx(2 * 2.0 * 1024 * 128));
-  h.block = 0;
-  check_error([&] { h.validate(); }, "block must be >= 1");
+  check_error([&] { h.validate(); }, "htr_levels must be 0");
+  h.htr_levels = 0;
+  h.block = 3;
+  check_error([&] { h.validate(); }, "block must be even and >= 2");
 }
 
 TEST_CASE("model_flops: local and performer") {

@@ -57,6 +57,7 @@ const std::vector<Field>& fields() {
       {"redraw_interval", &ClassifierConfig::redraw_interval},
       {"block", &ClassifierConfig::block},
       {"htr_levels", &ClassifierConfig::htr_levels},
+      {"htr_bias", &ClassifierConfig::htr_bias},
       {"dtype", &ClassifierConfig::dtype},
   };
   return f;
@@ -123,8 +124,11 @@ void ClassifierConfig::validate() const {
   HKT_CHECK(features >= 1, who, "features must be >= 1 (Performer's features per head), got ", features);
   HKT_CHECK(feature_map == "favor+" || feature_map == "elu+1", who,
             "feature_map must be \"favor+\" or \"elu+1\", got \"", feature_map, "\"");
-  HKT_CHECK(block >= 1, who, "block must be >= 1 (H-Transformer-1D's block), got ", block);
-  HKT_CHECK(htr_levels >= 0, who, "htr_levels must be >= 0 (0: as many as the length needs), got ", htr_levels);
+  HKT_CHECK(block >= 2 && block % 2 == 0, who, "block must be even and >= 2 (H-Transformer-1D's block size Nr), got ",
+            block);
+  HKT_CHECK(htr_levels == 0, who,
+            "htr_levels must be 0 (H-Transformer-1D uses every level, as published; the key is kept for archived "
+            "configs), got ", htr_levels);
   HKT_CHECK(redraw_interval >= 0, who, "redraw_interval must be >= 0 (0: never redraw), got ", redraw_interval);
   HKT_CHECK(is_floating(dtype), who, "dtype must be float32 or float64, got ", dtype);
   // Sizes are bounded before anything is allocated (a config or a checkpoint's metadata may say anything).

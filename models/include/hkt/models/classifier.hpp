@@ -57,10 +57,13 @@ struct ClassifierConfig {
   int64_t features = 64;
   std::string feature_map = "favor+";
   int64_t redraw_interval = 1000;
-  // H-Transformer-1D options (attention "htransformer"): the block N (the paper's Nr), and the
-  // levels used (0: as many as the length needs; hkt/models/htransformer.hpp).
+  // H-Transformer-1D options (attention "htransformer", hkt/models/htransformer.hpp): `block`
+  // is the paper's block size Nr (HTransformerConfig::block_size; the JSON key stays "block" so
+  // archived configs still parse); htr_levels must be 0 (all levels, the published algorithm;
+  // the key is kept for archived configs); htr_bias: the learned relative-position bias.
   int64_t block = 16;
   int64_t htr_levels = 0;
+  bool htr_bias = true;
   DType dtype = DType::Float32;
 
   // Throws hkt::Error naming the first invalid field. Sizes have stated
