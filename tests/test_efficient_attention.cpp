@@ -448,6 +448,22 @@ TEST_CASE("classifier: local, performer and htransformer train a step, and check
   }
 }
 
+TEST_CASE("ClassifierConfig: htr_bias is written only when off (archived configs still compare equal)") {
+  ClassifierConfig c = ClassifierConfig::preset("htr-small");
+  c.vocab = 16;
+  CHECK(c.htr_bias);
+  CHECK(c.to_json().find("htr_bias") == std::string::npos);
+  c.htr_bias = false;
+  CHECK(c.to_json().find("\"htr_bias\": false") != std::string::npos);
+  CHECK(ClassifierConfig::from_json(c.to_json()) == c);
+  CHECK(SequenceClassifier(c).num_parameters() ==
+        [&] {
+          ClassifierConfig on = c;
+          on.htr_bias = true;
+          return SequenceClassifier(on).num_parameters() - on.layers * on.heads * (4 * on.block - 1);
+        }());
+}
+
 TEST_CASE("model_flops: htransformer") {
   ClassifierConfig h = ClassifierConfig::preset("htr-small");
   CHECK(h.attention == "htransformer");

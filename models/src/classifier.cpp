@@ -30,6 +30,10 @@ using FieldPtr = std::variant<std::string ClassifierConfig::*, int64_t Classifie
 struct Field {
   const char* key;
   FieldPtr ptr;
+  // Written only when it differs from the default: a key added after runs were archived, so
+  // that their configs (and checkpoints' hkt.model_config, compared as text on resume) still
+  // equal what to_json writes for the same model.
+  bool only_if_changed = false;
 };
 const std::vector<Field>& fields() {
   static const std::vector<Field> f = {
@@ -57,7 +61,7 @@ const std::vector<Field>& fields() {
       {"redraw_interval", &ClassifierConfig::redraw_interval},
       {"block", &ClassifierConfig::block},
       {"htr_levels", &ClassifierConfig::htr_levels},
-      {"htr_bias", &ClassifierConfig::htr_bias},
+      {"htr_bias", &ClassifierConfig::htr_bias, true},
       {"dtype", &ClassifierConfig::dtype},
   };
   return f;
@@ -164,10 +168,12 @@ void ClassifierConfig::validate() const {
 
 std::string ClassifierConfig::to_json() const {
   ordered_json j = ordered_json::object();
+  static const ClassifierConfig defaults;
   for (const Field& f : fields()) {
     std::visit(
         [&](auto ptr) {
           using T = std::remove_cvref_t<decltype(this->*ptr)>;
+          if (f.only_if_changed && this->*ptr == defaults.*ptr) return;
           if constexpr (std::is_same_v<T, DType>)
             j[f.key] = dtype_name(this->*ptr);
           else
