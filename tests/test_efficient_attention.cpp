@@ -368,8 +368,11 @@ TEST_CASE("PerformerAttention: bad configurations") {
   p.feature_map = "relu";
   check_error([&] { PerformerAttention a(p); }, "feature_map must be \"favor+\" or \"elu+1\", got \"relu\"");
   p.feature_map = "favor+";
-  p.redraw_interval = -1;
-  check_error([&] { PerformerAttention a(p); }, "redraw_interval must be >= 0, got -1");
+  p.redraw_interval = -2;
+  check_error([&] { PerformerAttention a(p); }, "redraw_interval must be >= 0, or -1 (every call), got -2");
+  p.redraw_interval = 1;
+  p.epsilon = -1e-6;
+  check_error([&] { PerformerAttention a(p); }, "epsilon must be finite and >= 0");
 }
 
 TEST_CASE("classifier: local and performer kinds, config fields and their errors") {
@@ -507,8 +510,9 @@ TEST_CASE("model_flops: local and performer") {
   p.vocab = 16;
   p.max_len = 4096;
   const ModelFlops f = model_flops(p, 1, 4096);
-  CHECK(f.scores == doctest::Approx(2 * 2 * 2.0 * 4096 * 64 * 128));
-  CHECK(f.values == doctest::Approx(2 * 2 * 2.0 * 4096 * 64 * 128));
+  CHECK(p.features == 256);
+  CHECK(f.scores == doctest::Approx(2 * 2 * 2.0 * 4096 * 256 * 128));
+  CHECK(f.values == doctest::Approx(2 * 2 * 2.0 * 4096 * 256 * 128));
   // Linear in T.
   CHECK(model_flops(p, 1, 2048).total() == doctest::Approx(model_flops(p, 1, 4096).total() / 2).epsilon(0.01));
 }

@@ -133,7 +133,8 @@ void ClassifierConfig::validate() const {
   HKT_CHECK(htr_levels == 0, who,
             "htr_levels must be 0 (H-Transformer-1D uses every level, as published; the key is kept for archived "
             "configs), got ", htr_levels);
-  HKT_CHECK(redraw_interval >= 0, who, "redraw_interval must be >= 0 (0: never redraw), got ", redraw_interval);
+  HKT_CHECK(redraw_interval >= -1, who,
+            "redraw_interval must be >= 0 (0: never redraw) or -1 (every call), got ", redraw_interval);
   HKT_CHECK(is_floating(dtype), who, "dtype must be float32 or float64, got ", dtype);
   // Sizes are bounded before anything is allocated (a config or a checkpoint's metadata may say anything).
   const auto limit = [&](const char* name, int64_t v, int64_t max) {
@@ -219,8 +220,9 @@ ClassifierConfig ClassifierConfig::preset(const std::string& name) {
     // gate, so that the parameter count is within 1% of hkt-small's on every task
     // (the embeddings are the same size in both; docs/models.md). The efficient
     // attentions have the same projections (Performer's features are a buffer, not
-    // parameters), so the same count; their options keep the defaults (window 64,
-    // features 64, block 16).
+    // parameters; H-Transformer-1D adds its relative-position bias, 4 x 63 per block),
+    // so the same count; window 64, block size 16, and Performer's m = 256 features
+    // (google-research/performer's default, which LRA ran).
     c.dim = 128;
     c.heads = 4;
     c.layers = 2;
@@ -243,6 +245,7 @@ ClassifierConfig ClassifierConfig::preset(const std::string& name) {
                         " (known: ", list, ")"));
   }
   c.attention = name == "mha-matched" ? "mha" : name == "htr-small" ? "htransformer" : name.substr(0, name.find('-'));
+  if (name == "performer-small") c.features = 256;
   return c;
 }
 

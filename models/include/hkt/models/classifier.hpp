@@ -53,7 +53,11 @@ struct ClassifierConfig {
   // Local options (attention "local"): the half-width w of the window.
   int64_t window = 64;
   // Performer options (attention "performer"): m features per head, the map
-  // ("favor+" or "elu+1") and FAVOR+'s redraw interval in training forwards (0: never).
+  // ("favor+" or "elu+1") and FAVOR+'s redraw interval in training forwards (0: never; -1:
+  // every call, as LRA's JAX code; hkt/models/efficient_attention.hpp). The default m here
+  // stays 64 because every archived config (of every kind) holds it and the "finished" check
+  // of resumed runs compares configs rebuilt from these defaults; the performer-small preset
+  // sets the Performer default, 256 (PerformerConfig::features says why).
   int64_t features = 64;
   std::string feature_map = "favor+";
   int64_t redraw_interval = 1000;
@@ -83,8 +87,8 @@ struct ClassifierConfig {
   //
   // Named presets: "hkt-small", "mha-small", "mha-matched" (mha-small with a
   // 7D FFN, parameter-matched to hkt-small), "local-small" (window 64) and
-  // "performer-small" (64 FAVOR+ features) and "htr-small" (H-Transformer-1D,
-  // block 16), matched the same way (a 7D FFN),
+  // "performer-small" (256 FAVOR+ features) and "htr-small" (H-Transformer-1D,
+  // block size 16, the relative-position bias), matched the same way (a 7D FFN),
   // "hkt-tiny", "mha-tiny" (see
   // docs/models.md for their parameter counts). The task fills in vocab or
   // input_features, classes and max_len.
