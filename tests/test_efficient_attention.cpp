@@ -368,8 +368,11 @@ TEST_CASE("PerformerAttention: bad configurations") {
   p.feature_map = "relu";
   check_error([&] { PerformerAttention a(p); }, "feature_map must be \"favor+\" or \"elu+1\", got \"relu\"");
   p.feature_map = "favor+";
-  p.redraw_interval = -1;
-  check_error([&] { PerformerAttention a(p); }, "redraw_interval must be >= 0, got -1");
+  p.redraw_interval = -2;
+  check_error([&] { PerformerAttention a(p); }, "redraw_interval must be >= 0, or -1 (every call), got -2");
+  p.redraw_interval = 1;
+  p.epsilon = -1e-6;
+  check_error([&] { PerformerAttention a(p); }, "epsilon must be finite and >= 0");
 }
 
 TEST_CASE("classifier: local and performer kinds, config fields and their errors") {
@@ -415,7 +418,11 @@ TEST_CASE("classifier: local-small and performer-small are within 2% of hkt-smal
       CAPTURE(name);
       CAPTURE(s.max_len);
       CHECK(std::abs(static_cast<double>(n[1] - n[0])) / static_cast<double>(n[0]) < 0.02);
-      CHECK(n[1] == n[2]);  // the attention projections of MHA, the FFN of mha-matched
+      // The attention projections of MHA, the FFN of mha-matched; htr-small adds its relative-position
+      // bias, heads x (4 Nr - 1) per layer.
+      const ClassifierConfig c = ClassifierConfig::preset(name);
+      const int64_t extra = c.attention == "htransformer" ? c.layers * c.heads * (4 * c.block - 1) : 0;
+      CHECK(n[1] == n[2] + extra);
     }
 }
 
@@ -444,25 +451,45 @@ TEST_CASE("classifier: local, performer and htransformer train a step, and check
   }
 }
 
+TEST_CASE("ClassifierConfig: htr_bias is written only when off (archived configs still compare equal)") {
+  ClassifierConfig c = ClassifierConfig::preset("htr-small");
+  c.vocab = 16;
+  CHECK(c.htr_bias);
+  CHECK(c.to_json().find("htr_bias") == std::string::npos);
+  c.htr_bias = false;
+  CHECK(c.to_json().find("\"htr_bias\": false") != std::string::npos);
+  CHECK(ClassifierConfig::from_json(c.to_json()) == c);
+  CHECK(SequenceClassifier(c).num_parameters() ==
+        [&] {
+          ClassifierConfig on = c;
+          on.htr_bias = true;
+          return SequenceClassifier(on).num_parameters() - on.layers * on.heads * (4 * on.block - 1);
+        }());
+}
+
 TEST_CASE("model_flops: htransformer") {
   ClassifierConfig h = ClassifierConfig::preset("htr-small");
   CHECK(h.attention == "htransformer");
   h.vocab = 16;
   h.max_len = 4096;
-  // T = 64, N = 16: L = 3 levels, T' = 64; pairs 64 * 16 (blocks) + 64 * 16 / 1 + 64 * 16 / 2 (coarse queries).
+  // T = 64, Nr = 16: L = 2 levels; 4 ANCHOR blocks, level 0: 3 LEFT + 3 RIGHT, level 1: 1 + 1,
+  // each 16 x 16 (the published layout, docs/htransformer.md).
   const ModelFlops f = model_flops(h, 1, 64);
-  CHECK(f.scores == doctest::Approx(2 * 2.0 * (1024 + 1024 + 512) * 128));
+  CHECK(f.scores == doctest::Approx(2 * 2.0 * (4 + 6 + 2) * 256 * 128));
   CHECK(f.values == f.scores);
-  // Causal: fine queries on the coarse levels, half of them: 64 * 16 + 2 * 64 * 16 / 2.
+  // Causal: no RIGHT blocks.
   h.causal = true;
-  CHECK(model_flops(h, 1, 64).scores == doctest::Approx(2 * 2.0 * (1024 + 1024) * 128));
-  // T = 50 pads to T' = 64 (N 2^(L-1) = 64); one level: block-diagonal only.
+  CHECK(model_flops(h, 1, 64).scores == doctest::Approx(2 * 2.0 * (4 + 3 + 1) * 256 * 128));
+  // T = 512: 37,376 scores per head (tests/reference/h1d_published.py --score-count 512 16).
   h.causal = false;
+  CHECK(model_flops(h, 1, 512).scores == doctest::Approx(2 * 2.0 * 37376 * 128));
+  // T = 50 pads to T' = 64 = Nr 2^2.
   CHECK(model_flops(h, 1, 50).scores == doctest::Approx(model_flops(h, 1, 64).scores));
   h.htr_levels = 1;
-  CHECK(model_flops(h, 1, 64).scores == doctest::Approx(2 * 2.0 * 1024 * 128));
-  h.block = 0;
-  check_error([&] { h.validate(); }, "block must be >= 1");
+  check_error([&] { h.validate(); }, "htr_levels must be 0");
+  h.htr_levels = 0;
+  h.block = 3;
+  check_error([&] { h.validate(); }, "block must be even and >= 2");
 }
 
 TEST_CASE("model_flops: local and performer") {
@@ -483,8 +510,9 @@ TEST_CASE("model_flops: local and performer") {
   p.vocab = 16;
   p.max_len = 4096;
   const ModelFlops f = model_flops(p, 1, 4096);
-  CHECK(f.scores == doctest::Approx(2 * 2 * 2.0 * 4096 * 64 * 128));
-  CHECK(f.values == doctest::Approx(2 * 2 * 2.0 * 4096 * 64 * 128));
+  CHECK(p.features == 256);
+  CHECK(f.scores == doctest::Approx(2 * 2 * 2.0 * 4096 * 256 * 128));
+  CHECK(f.values == doctest::Approx(2 * 2 * 2.0 * 4096 * 256 * 128));
   // Linear in T.
   CHECK(model_flops(p, 1, 2048).total() == doctest::Approx(model_flops(p, 1, 4096).total() / 2).epsilon(0.01));
 }

@@ -205,17 +205,20 @@ void attention_grad(const sig::AttnShape& s, const std::vector<const void*>& q, 
 }
 
 // H-Transformer-1D attention (kernels/cpu/htransformer.hpp).
-cpu::HtrDims htr_dims(const sig::HtrShape& d) { return {d.B, d.H, d.T, d.dh, d.block, d.levels, d.causal, d.scale}; }
+cpu::HtrDims htr_dims(const sig::HtrShape& d) {
+  return {d.B, d.H, d.T, d.dh, d.dv, d.block, d.Tp, d.nr, d.L, d.causal, d.scale};
+}
 template <class T>
-void htransformer(const sig::HtrShape& d, const void* q, const void* k, const void* v, const bool* valid, void* y,
-                  void* lse) {
-  cpu::htransformer_forward<T>(htr_dims(d), in<T>(q), in<T>(k), in<T>(v), valid, out<T>(y), out<T>(lse));
+void htransformer(const sig::HtrShape& d, const void* q, const void* k, const void* v, const bool* valid,
+                  const void* bias, void* y, void* lse) {
+  cpu::htransformer_forward<T>(htr_dims(d), in<T>(q), in<T>(k), in<T>(v), valid, in<T>(bias), out<T>(y), out<T>(lse));
 }
 template <class T>
 void htransformer_grad(const sig::HtrShape& d, const void* q, const void* k, const void* v, const bool* valid,
-                       const void* y, const void* lse, const void* g, void* dq, void* dk, void* dv) {
-  cpu::htransformer_backward<T>(htr_dims(d), in<T>(q), in<T>(k), in<T>(v), valid, in<T>(y), in<T>(lse), in<T>(g),
-                                out<T>(dq), out<T>(dk), out<T>(dv));
+                       const void* bias, const void* y, const void* lse, const void* g, void* dq, void* dk, void* dv,
+                       void* dbias) {
+  cpu::htransformer_backward<T>(htr_dims(d), in<T>(q), in<T>(k), in<T>(v), valid, in<T>(bias), in<T>(y), in<T>(lse),
+                                in<T>(g), out<T>(dq), out<T>(dk), out<T>(dv), out<T>(dbias));
 }
 
 // Local (sliding-window) attention (kernels/cpu/local_attention.hpp).

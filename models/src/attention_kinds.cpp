@@ -62,8 +62,8 @@ const std::vector<AttentionKind>& attention_kinds() {
                                   [](const ClassifierConfig& c, const AttentionConfig& a, int64_t) {
                                     HTransformerConfig h;
                                     static_cast<AttentionConfig&>(h) = a;
-                                    h.block = c.block;
-                                    h.levels = c.htr_levels;
+                                    h.block_size = c.block;
+                                    h.relative_bias = c.htr_bias;
                                     return h;
                                   }),
   };

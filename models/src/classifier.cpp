@@ -30,6 +30,10 @@ using FieldPtr = std::variant<std::string ClassifierConfig::*, int64_t Classifie
 struct Field {
   const char* key;
   FieldPtr ptr;
+  // Written only when it differs from the default: a key added after runs were archived, so
+  // that their configs (and checkpoints' hkt.model_config, compared as text on resume) still
+  // equal what to_json writes for the same model.
+  bool only_if_changed = false;
 };
 const std::vector<Field>& fields() {
   static const std::vector<Field> f = {
@@ -57,6 +61,7 @@ const std::vector<Field>& fields() {
       {"redraw_interval", &ClassifierConfig::redraw_interval},
       {"block", &ClassifierConfig::block},
       {"htr_levels", &ClassifierConfig::htr_levels},
+      {"htr_bias", &ClassifierConfig::htr_bias, true},
       {"dtype", &ClassifierConfig::dtype},
   };
   return f;
@@ -123,9 +128,13 @@ void ClassifierConfig::validate() const {
   HKT_CHECK(features >= 1, who, "features must be >= 1 (Performer's features per head), got ", features);
   HKT_CHECK(feature_map == "favor+" || feature_map == "elu+1", who,
             "feature_map must be \"favor+\" or \"elu+1\", got \"", feature_map, "\"");
-  HKT_CHECK(block >= 1, who, "block must be >= 1 (H-Transformer-1D's block), got ", block);
-  HKT_CHECK(htr_levels >= 0, who, "htr_levels must be >= 0 (0: as many as the length needs), got ", htr_levels);
-  HKT_CHECK(redraw_interval >= 0, who, "redraw_interval must be >= 0 (0: never redraw), got ", redraw_interval);
+  HKT_CHECK(block >= 2 && block % 2 == 0, who, "block must be even and >= 2 (H-Transformer-1D's block size Nr), got ",
+            block);
+  HKT_CHECK(htr_levels == 0, who,
+            "htr_levels must be 0 (H-Transformer-1D uses every level, as published; the key is kept for archived "
+            "configs), got ", htr_levels);
+  HKT_CHECK(redraw_interval >= -1, who,
+            "redraw_interval must be >= 0 (0: never redraw) or -1 (every call), got ", redraw_interval);
   HKT_CHECK(is_floating(dtype), who, "dtype must be float32 or float64, got ", dtype);
   // Sizes are bounded before anything is allocated (a config or a checkpoint's metadata may say anything).
   const auto limit = [&](const char* name, int64_t v, int64_t max) {
@@ -160,10 +169,12 @@ void ClassifierConfig::validate() const {
 
 std::string ClassifierConfig::to_json() const {
   ordered_json j = ordered_json::object();
+  static const ClassifierConfig defaults;
   for (const Field& f : fields()) {
     std::visit(
         [&](auto ptr) {
           using T = std::remove_cvref_t<decltype(this->*ptr)>;
+          if (f.only_if_changed && this->*ptr == defaults.*ptr) return;
           if constexpr (std::is_same_v<T, DType>)
             j[f.key] = dtype_name(this->*ptr);
           else
@@ -209,8 +220,9 @@ ClassifierConfig ClassifierConfig::preset(const std::string& name) {
     // gate, so that the parameter count is within 1% of hkt-small's on every task
     // (the embeddings are the same size in both; docs/models.md). The efficient
     // attentions have the same projections (Performer's features are a buffer, not
-    // parameters), so the same count; their options keep the defaults (window 64,
-    // features 64, block 16).
+    // parameters; H-Transformer-1D adds its relative-position bias, 4 x 63 per block),
+    // so the same count; window 64, block size 16, and Performer's m = 256 features
+    // (google-research/performer's default, which LRA ran).
     c.dim = 128;
     c.heads = 4;
     c.layers = 2;
@@ -233,6 +245,7 @@ ClassifierConfig ClassifierConfig::preset(const std::string& name) {
                         " (known: ", list, ")"));
   }
   c.attention = name == "mha-matched" ? "mha" : name == "htr-small" ? "htransformer" : name.substr(0, name.find('-'));
+  if (name == "performer-small") c.features = 256;
   return c;
 }
 

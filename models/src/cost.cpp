@@ -42,17 +42,10 @@ ModelFlops efficient_flops(const ClassifierConfig& cfg, int64_t B, int64_t T) {
       const int64_t lo = std::max<int64_t>(0, i - cfg.window), hi = cfg.causal ? i : std::min(T - 1, i + cfg.window);
       pairs += static_cast<double>(hi - lo + 1);
     }
-  if (cfg.attention == "htransformer") {
-    // docs/htransformer.md, "Cost": T' = T padded to N 2^(L-1); level 0: T' N pairs (the diagonal
-    // blocks); level l >= 1: T' N / 2^(l-1) (coarse queries; bidirectional) or T' N / 2 (fine queries
-    // against the sub-diagonal sibling; causal).
-    const int64_t N = cfg.block, all = htransformer_levels(T, N);
-    const int64_t L = cfg.htr_levels > 0 ? std::min(cfg.htr_levels, all) : all;
-    const int64_t span = N << (L - 1), tp = (T + span - 1) / span * span;
-    pairs = static_cast<double>(tp) * static_cast<double>(N);
-    for (int64_t l = 1; l < L; ++l)
-      pairs += static_cast<double>(tp) * static_cast<double>(N) / (cfg.causal ? 2.0 : static_cast<double>(int64_t{1} << (l - 1)));
-  }
+  if (cfg.attention == "htransformer")  // docs/htransformer.md, "Cost": the published layout's
+    // computed scores per head (ANCHOR blocks, LEFT/RIGHT blocks at every level, correction
+    // quarters included: 37,376 at T = 512, Nr = 16), each a q.k and a weight times v.
+    pairs = static_cast<double>(htransformer_score_count(T, cfg.block, cfg.causal));
   const double m = static_cast<double>(cfg.features), chunk = static_cast<double>(std::min<int64_t>(64, T));
   for (int64_t layer = 0; layer < cfg.layers; ++layer) {
     f.projections += 4 * 2.0 * n * D * D;  // Wq, Wk, Wv, Wo

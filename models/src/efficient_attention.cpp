@@ -1,6 +1,7 @@
 // Local and Performer attention layers (hkt/models/efficient_attention.hpp).
 #include "hkt/models/efficient_attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "hkt/core/grad_mode.hpp"
@@ -8,6 +9,7 @@
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/linear_attention.hpp"
 #include "hkt/ops/local_attention.hpp"
+#include "hkt/ops/reduce.hpp"
 #include "hkt/ops/view.hpp"
 #include "attention_util.hpp"
 
@@ -44,7 +46,10 @@ PerformerAttention::PerformerAttention(const PerformerConfig& cfg) : Module("Per
   HKT_CHECK(cfg.features >= 1, "PerformerAttention: features must be >= 1, got ", cfg.features);
   HKT_CHECK(cfg.feature_map == "favor+" || cfg.feature_map == "elu+1",
             "PerformerAttention: feature_map must be \"favor+\" or \"elu+1\", got \"", cfg.feature_map, "\"");
-  HKT_CHECK(cfg.redraw_interval >= 0, "PerformerAttention: redraw_interval must be >= 0, got ", cfg.redraw_interval);
+  HKT_CHECK(cfg.redraw_interval >= -1, "PerformerAttention: redraw_interval must be >= 0, or -1 (every call), got ",
+            cfg.redraw_interval);
+  HKT_CHECK(std::isfinite(cfg.epsilon) && cfg.epsilon >= 0, "PerformerAttention: epsilon must be finite and >= 0, got ",
+            cfg.epsilon);
   std::shared_ptr<Linear> w[4];
   projections(*this, cfg, w);
   wq = w[0], wk = w[1], wv = w[2], wo = w[3];
@@ -53,13 +58,24 @@ PerformerAttention::PerformerAttention(const PerformerConfig& cfg) : Module("Per
   draws = register_buffer("draws", zeros({1}, {DType::Int64}));
 }
 
-Tensor PerformerAttention::phi(const Tensor& x, bool is_query) const {
-  return features.defined() ? favor_features(x, features, is_query) : elu1_features(x);
+Tensor PerformerAttention::phi(const Tensor& x, bool is_query, const Tensor& valid, bool causal) const {
+  return features.defined() ? favor_features(x, features, is_query, valid, cfg_.epsilon, causal) : elu1_features(x);
 }
 
 Tensor PerformerAttention::forward(const Tensor& x, const Tensor& valid) {
   check_inputs(x, valid, cfg_.dim, "PerformerAttention");
-  if (is_training() && features.defined()) {
+  const int64_t H = cfg_.heads;
+  const Tensor q = split_heads(wq->forward(x), H);
+  if (features.defined() && cfg_.redraw_interval < 0) {
+    // Every call, training and evaluation, as google-research/performer's fast_attention with
+    // redraw_features=True (LRA's Performer): the draw is seeded from the call's queries,
+    // ceil(sum(q) 1e7) as int32, so one input always meets the same features.
+    NoGradGuard ng;
+    const double total = to_device(to_dtype(sum(q), DType::Float64), Device{}).item<double>() * 1e7;
+    const auto qseed = static_cast<int32_t>(std::clamp(std::ceil(total), -2147483648.0, 2147483647.0));
+    copy_(features, orthogonal_features(cfg_.features, cfg_.dim / cfg_.heads,
+                                        cfg_.seed + static_cast<uint64_t>(static_cast<uint32_t>(qseed)), cfg_.dtype));
+  } else if (is_training() && features.defined()) {
     // The redraw schedule: forward n (from 0) of training uses draw floor(n / redraw_interval).
     NoGradGuard ng;
     const int64_t n = to_device(draws, Device{}).item<int64_t>();
@@ -68,12 +84,10 @@ Tensor PerformerAttention::forward(const Tensor& x, const Tensor& valid) {
                                           cfg_.seed + static_cast<uint64_t>(n / cfg_.redraw_interval), cfg_.dtype));
     fill_(draws, static_cast<double>(n + 1));
   }
-  const int64_t H = cfg_.heads;
-  const Tensor q = split_heads(wq->forward(x), H);
   // Padded keys are zeroed before the feature map (they are masked after it too).
   const Tensor k = split_heads(zero_padded(wk->forward(x), valid), H);
   const Tensor v = split_heads(zero_padded(wv->forward(x), valid), H);
-  const Tensor pq = phi(q, true), pk = phi(k, false);
+  const Tensor pq = phi(q, true), pk = phi(k, false, valid, cfg_.causal);
   const Tensor a = cfg_.fused ? linear_attention(pq, pk, v, valid, cfg_.causal)
                               : linear_attention_reference(pq, pk, v, valid, cfg_.causal);
   return zero_padded(wo->forward(merge_heads(a)), valid);

@@ -1,9 +1,11 @@
-// HTransformerAttention: MultiHeadAttention's projections around htransformer_attention.
+// HTransformerAttention: MultiHeadAttention's projections around htransformer_attention, with
+// the learned hierarchical relative-position bias.
 #include "hkt/models/htransformer.hpp"
 
 #include <cmath>
 
 #include "hkt/core/error.hpp"
+#include "hkt/models/init.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/htransformer.hpp"
@@ -23,13 +25,17 @@ using detail::zero_padded;
 
 HTransformerAttention::HTransformerAttention(const HTransformerConfig& cfg) : Module(kWho), cfg_(cfg) {
   detail::check_config(cfg, kWho);
-  HKT_CHECK(cfg.block >= 1, kWho, ": block must be >= 1, got ", cfg.block);
-  HKT_CHECK(cfg.levels >= 0, kWho, ": levels must be >= 1 (or 0: as many as T needs), got ", cfg.levels);
+  HKT_CHECK(cfg.block_size >= 2 && cfg.block_size % 2 == 0, kWho, ": block_size (Nr) must be even and >= 2, got ",
+            cfg.block_size);
   const LayerOptions o{cfg.dtype, cfg.gen};
   wq = register_module("wq", std::make_shared<Linear>(cfg.dim, cfg.dim, cfg.bias, o));
   wk = register_module("wk", std::make_shared<Linear>(cfg.dim, cfg.dim, cfg.bias, o));
   wv = register_module("wv", std::make_shared<Linear>(cfg.dim, cfg.dim, cfg.bias, o));
   wo = register_module("wo", std::make_shared<Linear>(cfg.dim, cfg.dim, cfg.bias, o));
+  if (cfg.relative_bias) {  // the authors' initialisation: N(0, 0.1^2)
+    rpb = register_parameter("rpb", empty({cfg.heads, 4 * cfg.block_size - 1}, {cfg.dtype}));
+    init::normal_(rpb, 0.0, 0.1, cfg.gen);
+  }
 }
 
 Tensor HTransformerAttention::forward(const Tensor& x, const Tensor& valid) {
@@ -39,8 +45,8 @@ Tensor HTransformerAttention::forward(const Tensor& x, const Tensor& valid) {
   const Tensor q = split_heads(wq->forward(x), H), k = split_heads(wk->forward(x), H);
   const Tensor v = split_heads(zero_padded(wv->forward(x), valid), H);
   const Tensor a = cfg_.fused
-                       ? htransformer_attention(q, k, v, valid, cfg_.causal, scale, cfg_.block, cfg_.levels)
-                       : htransformer_attention_reference(q, k, v, valid, cfg_.causal, scale, cfg_.block, cfg_.levels);
+                       ? htransformer_attention(q, k, v, valid, cfg_.causal, scale, cfg_.block_size, rpb)
+                       : htransformer_attention_reference(q, k, v, valid, cfg_.causal, scale, cfg_.block_size, rpb);
   return zero_padded(wo->forward(merge_heads(a)), valid);
 }
 

@@ -45,20 +45,34 @@ Tensor upper(int64_t n, Device dev) {
 
 }  // namespace
 
-Tensor favor_features(const Tensor& x, const Tensor& w, bool is_query) {
+Tensor favor_features(const Tensor& x, const Tensor& w, bool is_query, const Tensor& valid, double eps, bool causal) {
   HKT_CHECK(x.defined() && x.dim() == 4, "favor_features: x must be [B, H, T, dh], got ",
             x.defined() ? shape_str(x.shape()) : std::string("undefined"));
   HKT_CHECK(w.defined() && w.dim() == 2 && w.size(1) == x.size(3), "favor_features: w must be [m, ", x.size(3),
             "], got ", w.defined() ? shape_str(w.shape()) : std::string("undefined"));
+  HKT_CHECK(std::isfinite(eps) && eps >= 0, "favor_features: eps must be finite and >= 0, got ", eps);
+  if (valid.defined())
+    HKT_CHECK(valid.dtype() == DType::Bool && (valid.shape() == Shape{x.size(0), x.size(2)}),
+              "favor_features: valid must be Bool [", x.size(0), ", ", x.size(2), "], got ", valid.dtype(),
+              shape_str(valid.shape()));
   const double dh = static_cast<double>(x.size(3)), m = static_cast<double>(w.size(0));
   const Tensor xs = x * std::pow(dh, -0.25);
-  const Tensor arg = matmul(xs, transpose(w, 0, 1)) - 0.5 * sum(xs * xs, {-1}, true);  // [B, H, T, m]
-  Tensor c;
-  {
-    NoGradGuard ng;
-    c = is_query ? max(arg, {-1}, true) : max(arg, {2, 3}, true);
-  }
-  return exp(arg - c.detach()) * (1.0 / std::sqrt(m));
+  Tensor arg = matmul(xs, transpose(w, 0, 1)) - 0.5 * sum(xs * xs, {-1}, true);  // [B, H, T, m]
+  // Padded rows take no part in the keys' stabiliser (a zeroed padded key has arguments 0, which
+  // would otherwise set the maximum and underflow every real key) and get exp(-inf) = 0.
+  if (valid.defined() && !is_query)
+    arg = masked_fill(arg, eq(reshape(to_dtype(valid, x.dtype()), {x.size(0), 1, x.size(2), 1}), 0.0), -INFINITY);
+  // The gradient flows through c too: with eps > 0 the shift no longer cancels exactly (as in
+  // the JAX reference, which differentiates through its max).
+  if (is_query) return (exp(arg - max(arg, {-1}, true)) + eps) * (1.0 / std::sqrt(m));
+  Tensor c = max(arg, {2, 3}, true);
+  c = where(gt(c, -1e300), c, zeros_like(c));  // no valid key at all: any shift
+  if (!causal) return (exp(arg - c) + eps) * (1.0 / std::sqrt(m));
+  // Causal: phi_k = e^(-c') (e^arg + eps), eps added before the shift, so that the shift is a
+  // factor common to every key and no key's features depend on a later key's; c' = max(c,
+  // log eps) keeps both terms at most 1 (no overflow when every argument is very negative).
+  if (eps > 0) c = maximum(c, std::log(eps));
+  return (exp(arg - c) + eps * exp(-c)) * (1.0 / std::sqrt(m));
 }
 
 Tensor elu1_features(const Tensor& x) { return exp(minimum(x, 0.0)) + maximum(x, 0.0); }

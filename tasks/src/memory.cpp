@@ -72,13 +72,18 @@ StepMemory estimate_step_memory(const nn::ClassifierConfig& c, int64_t batch, in
   // position and layer for HKT and H-Transformer-1D (buffers of the sequence's length).
   double att = 0;
   if (hkt) att = B * t * (2.95 * D + 66.7 * H) * L / 3.0 + t * 8.8 * D;
-  else if (c.attention == "performer") att = B * t * 15.15 * H * static_cast<double>(c.features);
+  else if (c.attention == "performer")  // linear in m: checked at m = 256 (performer-small, issue 68), 1.12-1.14
+    att = B * t * 15.15 * H * static_cast<double>(c.features);
   else if (c.attention == "htransformer") att = B * t * 0.64 * D + t * 8.8 * D;
   // Without gradients a kind keeps about a third of its training working set (no
   // statistics for the backward pass).
   m.attention = att * layers * s * kMargin * (training ? 1.0 : 0.35);
   // H-Transformer-1D's level buffers grow faster than B x T at one sequence per batch: about
-  // 1,000 bytes per position and layer more (T = 16,384, B = 1 measured 5 KiB a token).
+  // 1,000 bytes per position and layer more (T = 16,384, B = 1 measured 5 KiB a token). Checked
+  // again for the published layout (issue 68: every level block-tridiagonal, a relative-position
+  // bias; per (b, h) task the kernel keeps its L levels of q~, k~, vsum, counts, under 2 Tp
+  // (2 dh + dv + 3) doubles, and the merged (max, Y, Z) of two levels at a time): estimate /
+  // peak RSS 1.22-1.39 over hkt-tiny T = 1,024-16,384 and htr-small T = 1,024, B = 1 and 4.
   if (c.attention == "htransformer") m.attention += t * 1000.0 * layers * kMargin;
   m.data = static_cast<double>(examples) * static_cast<double>(bytes_per_example);
   return m;

@@ -520,37 +520,40 @@ void add_optim(std::vector<OpEntry>& out) {
         "scale_multi_: tensors 0 and 1 overlap in memory");
 }
 
-// H-Transformer-1D attention (hkt/ops/htransformer.hpp): q, k, v [B, H, T, dh] and a
-// validity mask drawn as 0/1 integers; T not a multiple of the block nor a power of two.
+// H-Transformer-1D attention (hkt/ops/htransformer.hpp): q, k [B, H, T, dh], v [B, H, T, dv],
+// the relative-position bias [H, 4 Nr - 1] and a validity mask drawn as 0/1 integers; T not a
+// multiple of the block nor a power of two (the op pads).
 void add_htransformer(std::vector<OpEntry>& out) {
   out.push_back({"htransformer_attention", {"htransformer_attention", "htransformer_attention_backward"},
                  [](std::mt19937_64& rng) {
                    const int64_t B = dim(rng, 1, 2), H = dim(rng, 1, 2), T = dim(rng, 5, 13), dh = dim(rng, 1, 4);
-                   const int64_t N = dim(rng, 1, 4);
-                   const Shape s{B, H, T, dh};
-                   auto f = [N](bool causal, bool masked, int64_t levels) {
+                   const int64_t N = 2 * dim(rng, 1, 2), dv = dim(rng, 1, 3);
+                   const Shape s{B, H, T, dh}, sv{B, H, T, dv}, sb{H, 4 * N - 1};
+                   auto f = [N](bool causal, bool masked, bool biased) {
                      return [=](const std::vector<Tensor>& in) {
-                       const Tensor valid = masked ? gt(in[3], 0.0) : Tensor();
-                       return htransformer_attention(in[0], in[1], in[2], valid, causal, 0.8, N, levels);
+                       const Tensor bias = biased ? in[3] : Tensor();
+                       const Tensor valid = masked ? gt(in[biased ? 4 : 3], 0.0) : Tensor();
+                       return htransformer_attention(in[0], in[1], in[2], valid, causal, 0.8, N, bias);
                      };
                    };
                    const Arg mask{{B, T}, Layout::Contiguous, 0, 2, false, true};
                    return std::vector<Case>{
-                       {str(s) + " block " + std::to_string(N), {{s}, {s}, {s}}, f(false, false, 0)},
-                       {"causal " + str(s), {{s}, {s}, {s}}, f(true, false, 0)},
-                       {"masked " + str(s), {{s}, {s}, {s}, mask}, f(false, true, 0)},
-                       {"causal, masked, 2 levels", {{s}, {s}, {s}, mask}, f(true, true, 2)},
-                       {"transposed q", {{s, Layout::Transposed}, {s}, {s}}, f(false, false, 0)},
-                       {"one token [1, 1, 1, 3]", {{{1, 1, 1, 3}}, {{1, 1, 1, 3}}, {{1, 1, 1, 3}}}, f(true, false, 0)},
+                       {str(s) + " block " + std::to_string(N), {{s}, {s}, {sv}}, f(false, false, false)},
+                       {"causal " + str(s), {{s}, {s}, {sv}}, f(true, false, false)},
+                       {"bias " + str(sb), {{s}, {s}, {sv}, {sb}}, f(false, false, true)},
+                       {"masked " + str(s), {{s}, {s}, {sv}, mask}, f(false, true, false)},
+                       {"causal, masked, bias", {{s}, {s}, {sv}, {sb}, mask}, f(true, true, true)},
+                       {"transposed q", {{s, Layout::Transposed}, {s}, {sv}}, f(false, false, false)},
+                       {"one token [1, 1, 1, 3]", {{{1, 1, 1, 3}}, {{1, 1, 1, 3}}, {{1, 1, 1, 3}}}, f(true, false, false)},
                        {"large [2, 2, 300, 16]", {{{2, 2, 300, 16}}, {{2, 2, 300, 16}}, {{2, 2, 300, 16}}},
-                        f(false, false, 0), false},
+                        f(false, false, false), false},
                    };
                  }});
   out.back().bad_input = [] {
     const Tensor x = f32({1, 2, 5, 3});
     htransformer_attention(x, x, x, {}, false, 1.0, 0);
   };
-  out.back().bad_needle = "htransformer_attention: block must be >= 1, got 0";
+  out.back().bad_needle = "htransformer_attention: block (Nr) must be even and >= 2, got 0";
 }
 
 }  // namespace

@@ -1,22 +1,24 @@
 #!/usr/bin/env python3
-"""An independent NumPy reference for htransformer_attention, written from the
-definition in ops/include/hkt/ops/htransformer.hpp (H-Transformer-1D, Zhu and
-Soricut 2021), sharing no code with hkt.
+"""hkt's htransformer_attention against tests/reference/h1d_published.py, the
+NumPy reference of H-Transformer-1D written from the authors' code
+(google/flaxformer, architectures/h_transformer), which shares no code with hkt.
 
     check_htransformer.py DIR    DIR holds cases.txt and the .safetensors files
                                  hkt-reference-htransformer wrote
 
-The hierarchical matrix is formed densely (T x T, fine for these sizes): pair
-(i, j) belongs to level 0 when i and j share a block of N tokens, else to the
-level l whose blocks of N 2^(l-1) tokens make i's and j's blocks siblings; its
-score is scale * <q~, k~> with q~, k~ the means over the valid tokens of the
-groups of 2^(l-1) tokens holding i and j (causal: q~ = q_i, and only j < i
-blocks). Y = (A V) / (A 1), 0 at padded queries and where A 1 = 0.
+hkt's own contract on top of the published algorithm (ops/include/hkt/ops/
+htransformer.hpp) is applied here, written again from that header: the op pads
+the sequence with masked tokens to Tp (T <= 2 Nr: T rounded up to even, at
+least 2; otherwise Nr 2^ceil(log2(ceil(T / Nr)))) and slices the pad off, and
+its bias table [H, 4 Nr - 1] is indexed by the signed coarse distance d as
+d + 2 Nr - 1 (so when the published geometry clamps Nr to Nr' = Tp / 2, the
+reference gets the middle 4 Nr' - 1 entries).
 
 Compares the output (float64 to 1e-10 of its largest value, float32 to 2e-5)
-and, for float64 cases, each gradient along a random direction U against the
-central difference of this file's forward (h = 1e-5, to 1e-6).
-Exit status: 0 when every case matches, 1 otherwise.
+and, for float64 cases, the gradient of sum(output * r) with respect to q, k,
+v and the bias along a random direction U against the central difference of
+the reference's forward (h = 1e-5, to 1e-6).  Exit status: 0 when every case
+matches, 1 otherwise.
 """
 import os
 import sys
@@ -25,72 +27,46 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check import read_safetensors  # noqa: E402  (the safetensors parser, NumPy only)
+import h1d_published as ref  # noqa: E402
 
 
-def levels_used(T, N, levels):
-    L = 1
-    while N * 2 ** (L - 1) < T:
-        L += 1
-    return min(L, levels) if levels > 0 else L
+def padded_length(T, Nr):
+    if T <= 2 * Nr:
+        return max(2, T + (T % 2))
+    Tp = 2 * Nr
+    while Tp < T:
+        Tp *= 2
+    return Tp
 
 
-def group_means(x, ok, g):
-    """x [T, d], ok [T] -> [T, d]: row t holds the mean of x over the valid rows of
-    t's group of g (groups [m g, (m + 1) g)); 0 for a group without any."""
-    T = x.shape[0]
-    G = -(-T // g) * g
-    xp = np.zeros((G, x.shape[1]))
-    okp = np.zeros(G)
-    xp[:T] = x * ok[:, None]
-    okp[:T] = ok
-    s = xp.reshape(G // g, g, -1).sum(1)
-    c = okp.reshape(G // g, g).sum(1)
-    m = s / np.maximum(c, 1)[:, None]
-    return np.repeat(m, g, axis=0)[:T]
-
-
-def attention(q, k, v, valid, causal, scale, N, levels):
-    B, H, T, dh = q.shape
-    L = levels_used(T, N, levels)
-    i = np.arange(T)[:, None]
-    j = np.arange(T)[None, :]
-    level = np.full((T, T), -1)
-    level[i // N == j // N] = 0
-    for l in range(1, L):
-        S = N * 2 ** (l - 1)
-        level[((i // S) ^ 1) == (j // S)] = l
-    y = np.zeros_like(q, dtype=np.float64)
-    for b in range(B):
-        ok = valid[b].astype(np.float64) if valid is not None else np.ones(T)
-        for h in range(H):
-            s = np.zeros((T, T))
-            for l in range(L):
-                g = 2 ** max(l - 1, 0)
-                qc = q[b, h] if (causal or l == 0) else group_means(q[b, h], ok, g)
-                kc = k[b, h] if l == 0 else group_means(k[b, h], ok, g)
-                sl = scale * qc @ kc.T
-                s = np.where(level == l, sl, s)
-            allowed = (level >= 0) & (ok[None, :] > 0)
-            if causal:
-                allowed &= j <= i
-            sm = np.where(allowed, s, -np.inf)
-            mx = sm.max(axis=1, keepdims=True)
-            mx = np.where(np.isfinite(mx), mx, 0.0)
-            A = np.where(allowed, np.exp(sm - mx), 0.0)
-            z = A.sum(axis=1, keepdims=True)
-            out = (A @ v[b, h]) / np.where(z > 0, z, 1.0)
-            y[b, h] = out * ok[:, None]
-    return y
+def attention(q, k, v, valid, bias, causal, scale, Nr):
+    """hkt's op, from the published reference: pad, map the bias, slice."""
+    B, H, T, _ = q.shape
+    Tp = padded_length(T, Nr)
+    if Tp != T or valid is not None:
+        vm = np.zeros((B, Tp))
+        vm[:, :T] = 1.0 if valid is None else valid
+        pad = lambda x: np.concatenate([x, np.zeros(x.shape[:2] + (Tp - T, x.shape[3]))], axis=2)  # noqa: E731
+        q, k, v = pad(q), pad(k), pad(v)
+    else:
+        vm = None
+    nr, _ = ref.geometry(Tp, Nr)
+    table = None
+    if bias is not None:
+        c = 2 * Nr - 1
+        table = bias[:, c - (2 * nr - 1):c + 2 * nr]
+    y = ref.h1d_attention(q, k, v, Nr, causal, vm, table, scale)
+    return y[:, :, :T]
 
 
 def check_case(path):
     t, meta = read_safetensors(path)
-    N, levels = int(meta["block"]), int(meta["levels"])
-    causal, scale = meta["causal"] == "true", float(meta["scale"])
+    Nr, causal, scale = int(meta["block"]), meta["causal"] == "true", float(meta["scale"])
     q, k, v = (t["input." + n].astype(np.float64) for n in "qkv")
     valid = t.get("input.valid")
-    f = lambda q_, k_, v_: attention(q_, k_, v_, valid, causal, scale, N, levels)  # noqa: E731
-    y = f(q, k, v)
+    bias = t["input.bias"].astype(np.float64) if "input.bias" in t else None
+    f = lambda q_, k_, v_, b_: attention(q_, k_, v_, valid, b_, causal, scale, Nr)  # noqa: E731
+    y = f(q, k, v, bias)
     got = t["output"].astype(np.float64)
     f64 = t["output"].dtype == np.float64
     tol = 1e-10 if f64 else 2e-5
@@ -101,12 +77,16 @@ def check_case(path):
     if f64:
         r = t["input.r"]
         rng = np.random.default_rng(0)
-        for n, x in zip("qkv", (q, k, v)):
+        args = [q, k, v, bias]
+        for i, n in enumerate(["q", "k", "v", "bias"]):
+            x = args[i]
+            if x is None:
+                continue
             U = rng.standard_normal(x.shape)
             hh = 1e-5
-            args_p = [a + hh * U if a is x else a for a in (q, k, v)]
-            args_m = [a - hh * U if a is x else a for a in (q, k, v)]
-            fd = ((f(*args_p) * r).sum() - (f(*args_m) * r).sum()) / (2 * hh)
+            plus = [a + hh * U if j == i else a for j, a in enumerate(args)]
+            minus = [a - hh * U if j == i else a for j, a in enumerate(args)]
+            fd = ((f(*plus) * r).sum() - (f(*minus) * r).sum()) / (2 * hh)
             an = (t["grad." + n] * U).sum()
             if not abs(fd - an) <= 1e-6 * (1 + abs(fd)):
                 errs.append(f"grad.{n}: <grad, U> = {an:.10g}, central difference {fd:.10g}")

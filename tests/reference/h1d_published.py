@@ -7,11 +7,12 @@ reading of that code and sharing no code with it or with hkt.
     /usr/bin/python3 tests/reference/h1d_published.py --self-test
     /usr/bin/python3 tests/reference/h1d_published.py --score-count T Nr [--causal]
 
-It is the target a reimplementation of hkt's `htransformer` op is to be
-tested against.  It is NOT what hkt's current `htransformer` computes: that op
-keeps the diagonal block at level 0 and only the binary-tree sibling block at
-each coarser level (a HODLR-like layout, 24,064 scores per head at T = 512,
-Nr = 16); the published layout is block-tridiagonal at every level.
+It is the target hkt's `htransformer` op is tested against
+(tests/reference/check_htransformer.py, CTest reference_numpy_htransformer).
+hkt's earlier `htransformer` kept the diagonal block at level 0 and only the
+binary-tree sibling block at each coarser level (a HODLR-like layout, 24,064
+scores per head at T = 512, Nr = 16); the published layout, which the op now
+computes, is block-tridiagonal at every level.
 
 Names below: "the authors" = flaxformer's h_transformer package; h_attention.py
 holds HierarchicalAttention / OneDimHierarchicalAttention, token_hierarchy.py

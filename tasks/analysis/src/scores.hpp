@@ -17,8 +17,9 @@ namespace hkt::analysis {
 // local, Performer, H-Transformer-1D): the analysis treats their logits
 // Q K^T / sqrt(dh), before any mask, as the scores (local attention sees only
 // |i - j| <= w of them; Performer's features approximate their exponential;
-// H-Transformer-1D sees them exactly in its diagonal blocks and through
-// block averages of Q and K further out). A kind without one such pair is
+// H-Transformer-1D sees them exactly within its level-0 blocks (at least
+// |i - j| < Nr), through means of Q and K over groups of 2^l tokens at level l
+// further out, plus its learned relative-position bias, which is left out). A kind without one such pair is
 // refused with an error naming it (docs/analysis.md).
 struct QKMaps {
   std::shared_ptr<nn::Linear> wq, wk;

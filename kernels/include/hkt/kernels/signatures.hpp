@@ -124,17 +124,20 @@ using AttentionGrad = void(const AttnShape& s, const std::vector<const void*>& q
                            const std::vector<void*>& dk, void* dv, void* dlambda);
 
 // --- H-Transformer-1D attention (ops/src/htransformer.cpp) -----------------
-// q, k, v, y, dq, dk, dv contiguous [B, H, T, dh]; valid Bool [B, T] or null;
-// lse [B, H, T]; levels >= 1 (the number used). dq, dk, dv may be null.
+// q, k, dq, dk contiguous [B, H, T, dh]; v, y, g, dv [B, H, T, dv]; valid Bool
+// [B, T] or null; bias, dbias [H, 4 block - 1] or null; lse [B, H, T]. Tp (the
+// padded length nr 2^L), nr (the block used, min(block, Tp / 2)) and L (the
+// levels) come from htransformer_geometry. dq, dk, dv, dbias may be null.
 struct HtrShape {
-  int64_t B, H, T, dh, block, levels;
+  int64_t B, H, T, dh, dv, block, Tp, nr, L;
   bool causal;
   double scale;
 };
 using HTransformer = void(const HtrShape& d, const void* q, const void* k, const void* v, const bool* valid,
-                          void* y, void* lse);
+                          const void* bias, void* y, void* lse);
 using HTransformerGrad = void(const HtrShape& d, const void* q, const void* k, const void* v, const bool* valid,
-                              const void* y, const void* lse, const void* g, void* dq, void* dk, void* dv);
+                              const void* bias, const void* y, const void* lse, const void* g, void* dq, void* dk,
+                              void* dv, void* dbias);
 
 // --- local_attention: sliding-window attention of half-width w (causal: the w
 // previous keys and itself); q, k, v, o [B, H, T, dh] and lse [B, H, T]

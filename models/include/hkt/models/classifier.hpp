@@ -53,14 +53,21 @@ struct ClassifierConfig {
   // Local options (attention "local"): the half-width w of the window.
   int64_t window = 64;
   // Performer options (attention "performer"): m features per head, the map
-  // ("favor+" or "elu+1") and FAVOR+'s redraw interval in training forwards (0: never).
+  // ("favor+" or "elu+1") and FAVOR+'s redraw interval in training forwards (0: never; -1:
+  // every call, as LRA's JAX code; hkt/models/efficient_attention.hpp). The default m here
+  // stays 64 because every archived config (of every kind) holds it and the "finished" check
+  // of resumed runs compares configs rebuilt from these defaults; the performer-small preset
+  // sets the Performer default, 256 (PerformerConfig::features says why).
   int64_t features = 64;
   std::string feature_map = "favor+";
   int64_t redraw_interval = 1000;
-  // H-Transformer-1D options (attention "htransformer"): the block N (the paper's Nr), and the
-  // levels used (0: as many as the length needs; hkt/models/htransformer.hpp).
+  // H-Transformer-1D options (attention "htransformer", hkt/models/htransformer.hpp): `block`
+  // is the paper's block size Nr (HTransformerConfig::block_size; the JSON key stays "block" so
+  // archived configs still parse); htr_levels must be 0 (all levels, the published algorithm;
+  // the key is kept for archived configs); htr_bias: the learned relative-position bias.
   int64_t block = 16;
   int64_t htr_levels = 0;
+  bool htr_bias = true;
   DType dtype = DType::Float32;
 
   // Throws hkt::Error naming the first invalid field. Sizes have stated
@@ -80,8 +87,8 @@ struct ClassifierConfig {
   //
   // Named presets: "hkt-small", "mha-small", "mha-matched" (mha-small with a
   // 7D FFN, parameter-matched to hkt-small), "local-small" (window 64) and
-  // "performer-small" (64 FAVOR+ features) and "htr-small" (H-Transformer-1D,
-  // block 16), matched the same way (a 7D FFN),
+  // "performer-small" (256 FAVOR+ features) and "htr-small" (H-Transformer-1D,
+  // block size 16, the relative-position bias), matched the same way (a 7D FFN),
   // "hkt-tiny", "mha-tiny" (see
   // docs/models.md for their parameter counts). The task fills in vocab or
   // input_features, classes and max_len.

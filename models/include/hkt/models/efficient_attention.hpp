@@ -34,10 +34,17 @@ class LocalAttention : public Module {
 };
 
 struct PerformerConfig : AttentionConfig {
-  int64_t features = 64;                // m >= 1 random features per head (FAVOR+)
+  // m >= 1 random features per head (FAVOR+). 256: the default of google-research/performer's
+  // fast_attention (nb_features), which LRA's Performer ran, and the tasks here are LRA's;
+  // the paper's rate m = Theta(dh log dh) would give about 111 at dh = 32 (docs/models.md).
+  int64_t features = 256;
   std::string feature_map = "favor+";   // "favor+" (positive orthogonal random features) or "elu+1"
-  int64_t redraw_interval = 1000;       // FAVOR+: new features every this many training forwards (0: never)
+  // FAVOR+'s redraws: N > 0: new features every N training forwards (evaluation keeps the last
+  // draw; the count is the buffer "draws"); 0: never; -1: on every call, training and
+  // evaluation, seeded from the call's queries (LRA's JAX code, redraw_features=True).
+  int64_t redraw_interval = 1000;
   uint64_t seed = 0;                    // the features of draw n come from seed + n (orthogonal_features)
+  double epsilon = 1e-6;                // FAVOR+'s additive stabiliser (favor_features; the JAX code's 1e-6)
 };
 
 // Performer attention: phi(Q) (phi(K)^T V) / phi(Q) (phi(K)^T 1) per head
@@ -53,8 +60,9 @@ class PerformerAttention : public Module {
   Tensor forward(const Tensor& x, const Tensor& valid = Tensor());
   Tensor operator()(const Tensor& x, const Tensor& valid = Tensor()) { return forward(x, valid); }
   const PerformerConfig& config() const { return cfg_; }
-  // The feature maps of queries and keys [B, H, T, dh] -> [B, H, T, m].
-  Tensor phi(const Tensor& x, bool is_query) const;
+  // The feature maps of queries and keys [B, H, T, dh] -> [B, H, T, m] (keys: valid leaves the
+  // padded keys out of the stabiliser; causal: the keys' data-independent stabiliser).
+  Tensor phi(const Tensor& x, bool is_query, const Tensor& valid = Tensor(), bool causal = false) const;
   std::shared_ptr<Linear> wq, wk, wv, wo;
   Tensor features, draws;  // buffers (features undefined for elu+1)
 

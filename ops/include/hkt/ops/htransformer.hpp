@@ -1,61 +1,52 @@
-// H-Transformer-1D attention (Zhu and Soricut, 2021): hierarchical attention
-// in the style of H-matrices, without any T x T matrix.
+// H-Transformer-1D attention (Zhu and Soricut 2021, arXiv 2107.11906), the
+// layout of the authors' code (google/flaxformer, architectures/h_transformer):
+// a hierarchical matrix that is block-tridiagonal at every level, without any
+// T x T matrix. docs/htransformer.md has the picture of the partition.
 //
-// Per batch b and head h, with N = block (the paper's Nr), the output is
+// Geometry (htransformer_geometry). Nr = block, even, >= 2. The sequence is
+// padded INSIDE the op with masked tokens to Tp = Nr' 2^L, L >= 1 (the pad is
+// sliced off the output): for T <= 2 Nr, Tp = T rounded up to even (at least
+// 2), Nr' = Tp / 2, L = 1 (exact softmax attention); otherwise Nr' = Nr and
+// Tp = Nr 2^ceil(log2(ceil(T / Nr))). There are L = log2(Tp / Nr') levels
+// l = 0 .. L-1; level l is the sequence coarsened l times (Tp >> l tokens,
+// coarse token p = fine tokens [p 2^l, (p + 1) 2^l)) cut into blocks of Nr'.
 //
-//   Y = (A V) / (A 1)     (one shared normalisation; 0 where A 1 = 0)
+// Coarsening, pair by pair, recursively: k~ (and q~, bidirectional) the mean
+// of the two children that hold a valid token (a mean of means; the plain pair
+// mean without padding); causal q~ the first token of the group; vsum the sum;
+// c the number of valid fine keys in the group. q, k, v are zeroed at padding.
 //
-// for a hierarchical matrix A of non-negative entries built from levels:
+// Blocks, per level, for the coarse query block b: LEFT (keys of block b - 1)
+// and RIGHT (block b + 1) at every level, the ANCHOR (block b itself) at level
+// 0 only. At levels >= 1 the correction mask drops, with h = Nr' / 2, the
+// quarter rows [0, h) x columns [h, Nr') of LEFT and rows [h, Nr') x columns
+// [0, h) of RIGHT (covered by the level below). Causal: ANCHOR lower-triangular
+// (key <= query), no RIGHT blocks. Pair (i, j) of fine tokens is then covered
+// exactly once, at the smallest l with |i / (Nr' 2^l) - j / (Nr' 2^l)| <= 1.
 //
-//   level 0      the diagonal blocks: query i and key j in the same block of N
-//                tokens, A_ij = exp(s_ij), s_ij = scale * q_i . k_j (exact).
-//   level l >= 1 the off-diagonal blocks of size S = N * 2^(l-1) inside each
-//                diagonal block of size 2S (a block and its sibling in the
-//                binary tree of blocks: the super-diagonal block for the
-//                left one, the sub-diagonal block for the right one), taken
-//                at resolution g = 2^(l-1): Q and K are restricted to the
-//                coarse grid by averaging pairs l-1 times (each coarse token
-//                is the mean of g consecutive tokens), the N x N coarse
-//                block of scores s~_IJ = scale * q~_I . k~_J is computed, and
-//                it is prolonged back by repetition: A_ij = exp(s~_IJ) for
-//                every fine i in group I and j in group J. So A V takes the
-//                sum of V over each group J (the restriction of V) and A 1
-//                counts its tokens.
+// Scores s = scale q~_p . k~_r + bias[h, (r - p) + 2 Nr - 1] (r - p the signed
+// distance in coarse tokens of that level, |r - p| < 2 Nr'; the same table at
+// every level); keys with c = 0 are dropped. One shared normaliser:
 //
-// The levels partition the (padded) matrix exactly, so each (i, j) pair is
-// attended once, at the finest resolution its distance allows; level l costs
-// (T / g) * N scores. With levels = 1 (or T <= N) this is exact softmax
-// attention within each block of N tokens (T <= N: mha_attention).
+//   Y_i = sum_l sum_r exp(s_l(i >> l, r)) vsum_l[r],  Z_i = same with c_l[r],
+//   out_i = valid_i Y_i / Z_i   (0 where Z_i = 0)
 //
-// Length: the sequence is padded internally with masked tokens to
-// T' = ceil(T / (N 2^(L-1))) * N 2^(L-1), L = the number of levels used
-// (every level that has an off-diagonal block: L = 1 + ceil(log2(ceil(T/N))),
-// or `levels` when given and smaller); the pad is sliced off the output.
+// so the implied dense matrix is a softmax over the partition in which each
+// fine key of a coarse group counts once (piecewise-constant interpolation).
 //
-// Masks: valid (Bool [B, T] or undefined) masks padded keys; the averages
-// of the restriction are taken over valid tokens only (a group without any
-// is masked), so padded tokens' values never reach a valid output, and the
-// outputs at padded positions are 0. A query whose keys are all masked gets 0.
+// Cost per head: Tp/Nr' ANCHOR blocks and, per level, Tp/(Nr' 2^l) - 1 LEFT
+// (and as many RIGHT) blocks of Nr'^2 scores, correction quarters included:
+// htransformer_score_count, 37,376 at T = 512, Nr = 16 (causal 22,784), under
+// 5 Tp Nr' (causal 3 Tp Nr'): O(T Nr dh) time; O(T (dh + dv)) memory per
+// (batch, head) for the levels. The fused op (CPU kernels in
+// kernels/cpu/htransformer.hpp) saves its inputs, Y and one log-sum-exp per
+// query and recomputes the scores in the backward; the composite
+// (htransformer_attention_reference, plain differentiable ops) keeps
+// O(T Nr) per head for its graph. Gradients flow to q, k, v and bias.
 //
-// Causal: level 0 masks j > i inside the block; level l >= 1 keeps only the
-// sub-diagonal (lower-triangular) blocks, where every key precedes every
-// query. The coarse query of a group would mix in later tokens of the group,
-// so in causal mode the off-diagonal levels use the fine queries q_i against
-// the coarse keys (s_iJ = scale * q_i . k~_J): no output depends on a later
-// token.
-//
-// Cost per head: O(T * N * dh) for the scores and products (level l has T/g
-// coarse rows of N keys; causal: T rows of N keys per level, O(T N dh log(T/N)))
-// plus O(T dh log(T/N)) for the restriction and prolongation. Memory: the
-// fused op (htransformer_attention, CPU kernels in kernels/cpu/htransformer.hpp)
-// saves its inputs, Y and one log-sum-exp per query and uses O(T dh) workspace
-// per (batch, head) task; the backward recomputes the scores. The composite
-// (htransformer_attention_reference, plain differentiable ops: matmul, exp,
-// sums, reshapes) keeps O(T (N + dh)) per level for its graph; neither forms a
-// T x T tensor. Gradients flow to q, k and v; valid is not differentiable.
-// q, k, v: [B, H, T, dh], float32 or float64 (the fused kernels are CPU only;
-// on a device without them htransformer_attention runs the composite);
-// block >= 1; levels >= 1, or 0 for as many as the length needs.
+// q, k: [B, H, T, dh]; v: [B, H, T, dv]; valid: Bool [B, T] or undefined; bias:
+// [H, 4 block - 1] in q's dtype, or undefined (no bias); float32 or float64 (the
+// fused kernels are CPU only; elsewhere htransformer_attention runs the composite).
 #pragma once
 #include <cstdint>
 
@@ -63,15 +54,24 @@
 
 namespace hkt {
 
-// The number of levels H-Transformer-1D uses for length T and block N:
-// 1 + ceil(log2(ceil(T / N))) (1 when T <= N).
+struct HtrGeometry {
+  int64_t Tp;  // the padded length, nr 2^L
+  int64_t nr;  // the block used, Nr' = min(block, Tp / 2)
+  int64_t L;   // the levels, log2(Tp / nr) >= 1
+};
+HtrGeometry htransformer_geometry(int64_t T, int64_t block);
+
+// The number of levels, htransformer_geometry(T, block).L.
 int64_t htransformer_levels(int64_t T, int64_t block);
 
+// Scores computed per head (correction-masked quarters included, boundary blocks not).
+int64_t htransformer_score_count(int64_t T, int64_t block, bool causal);
+
 Tensor htransformer_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& valid, bool causal,
-                              double scale, int64_t block, int64_t levels = 0);
+                              double scale, int64_t block, const Tensor& bias = Tensor());
 
 // The same as a composite of differentiable ops (the reference the fused op is tested against).
 Tensor htransformer_attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& valid,
-                                        bool causal, double scale, int64_t block, int64_t levels = 0);
+                                        bool causal, double scale, int64_t block, const Tensor& bias = Tensor());
 
 }  // namespace hkt

@@ -9,12 +9,27 @@ namespace hkt {
 
 // FAVOR+ positive random features of x [B, H, T, dh] for the projection
 // w [m, dh] (rows: random directions), phi(x) [B, H, T, m]:
-//   phi(x) = exp(x' w^T - |x'|^2 / 2 - c) / sqrt(m),   x' = x dh^(-1/4),
-// so that E[phi(q) . phi(k)] = exp(q . k / sqrt(dh)) e^(-c_q - c_k). The
-// stabiliser c (no gradient) is each row's max for queries (is_query) and the
-// max over (T, m) of each (b, h) for keys; both cancel in linear_attention's
-// ratio.
-Tensor favor_features(const Tensor& x, const Tensor& w, bool is_query);
+//   phi(x) = (exp(x' w^T - |x'|^2 / 2 - c) + eps) / sqrt(m),   x' = x dh^(-1/4),
+// so that E[phi(q) . phi(k)] = exp(q . k / sqrt(dh)) e^(-c_q - c_k) up to eps.
+// The stabiliser c cancels in linear_attention's ratio up to eps (gradients flow
+// through it, so they are exact with eps too):
+//   queries (is_query): each row's max, so every query row has a feature
+//     exp(0) = 1 whatever the scale of its arguments;
+//   keys: the max c over (T, m) of each (b, h), over the valid keys only (valid:
+//     Bool [B, T] or undefined; padded key rows give exp(-inf) = 0 before eps),
+//     so the largest valid key has a feature 1 (a zeroed padded key, arguments
+//     0, would otherwise set c and underflow every real key);
+//   keys, causal: eps is added before the shift, phi = e^(-c') (e^arg + eps) /
+//     sqrt(m) with c' = max(c, log eps), so the shift is a factor common to all
+//     keys and no key's features depend on a later key's (the JAX reference adds
+//     eps after a max over all positions, which leaks by O(eps) in causal mode).
+// eps (the additive stabiliser of the reference implementations: 1e-6 in
+// google-research/performer's fast_attention, which LRA ran; 1e-4 in
+// performer-pytorch) keeps every feature positive, so no row of phi is all
+// zero and no denominator is 0 where the exponentials underflow (a key whose
+// arguments all lie more than about 87 below c, in float32).
+Tensor favor_features(const Tensor& x, const Tensor& w, bool is_query, const Tensor& valid = Tensor(),
+                      double eps = 1e-6, bool causal = false);
 
 // The elu + 1 feature map (Katharopoulos et al., 2020): phi(x) = elu(x) + 1 > 0.
 Tensor elu1_features(const Tensor& x);
