@@ -34,13 +34,6 @@ void copy_weights(MultiHeadAttention& m, const HKTAttention& h) {
   copy_(m.wo->weight, h.wo->weight);
 }
 
-Tensor right_padding(const std::vector<int64_t>& lengths, int64_t T) {
-  std::vector<int64_t> v;
-  for (int64_t n : lengths)
-    for (int64_t t = 0; t < T; ++t) v.push_back(t < n);
-  return gt(from_vector(v, {static_cast<int64_t>(lengths.size()), T}), 0.0);
-}
-
 }  // namespace
 
 TEST_CASE("L = 1 and beta = 1 is exactly multi-head attention") {

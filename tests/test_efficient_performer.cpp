@@ -12,13 +12,6 @@ using namespace hkt::test;
 
 namespace {
 
-Tensor pad_mask(const std::vector<int64_t>& lengths, int64_t T) {
-  std::vector<int64_t> v;
-  for (int64_t n : lengths)
-    for (int64_t t = 0; t < T; ++t) v.push_back(t < n);
-  return gt(from_vector(v, {static_cast<int64_t>(lengths.size()), T}), 0.0);
-}
-
 // x' w^T - |x'|^2 / 2, x' = x dh^(-1/4): the arguments of FAVOR+'s exponentials, in float64.
 std::vector<double> arguments(const Tensor& x, const Tensor& w) {
   const Tensor x64 = to_dtype(x, DType::Float64), w64 = to_dtype(w, DType::Float64);
@@ -59,7 +52,7 @@ TEST_CASE("favor_features: float32 arguments all below -87 underflow no row, pad
   const Tensor w = orthogonal_features(m, dh, 4);
   for (const Tensor& x : {q, k})
     for (double a : arguments(x, w)) REQUIRE(a < -87.0);
-  const Tensor valid = pad_mask({T, 7}, T);
+  const Tensor valid = right_padding({T, 7}, T);
   const Tensor keep = reshape(to_dtype(valid, DType::Float32), {B, 1, T, 1});
   const Tensor kz = k * keep;  // padded keys zeroed, as PerformerAttention does
   const Tensor pq = favor_features(q, w, true), pk = favor_features(kz, w, false, valid);
@@ -97,7 +90,7 @@ TEST_CASE("favor_features: float32 arguments all below -87 underflow no row, pad
 TEST_CASE("favor_features with eps, padding and causal keys: float64 gradient checks") {
   const Tensor q = leaf({2, 2, 6, 4}, -1.5, 1.5, 1), k = leaf({2, 2, 6, 4}, -1.5, 1.5, 2);
   const Tensor v = leaf({2, 2, 6, 3}, -1.5, 1.5, 3);
-  const Tensor w = orthogonal_features(8, 4, 3, DType::Float64), valid = pad_mask({6, 4}, 6);
+  const Tensor w = orthogonal_features(8, 4, 3, DType::Float64), valid = right_padding({6, 4}, 6);
   for (bool causal : {false, true})
     for (double eps : {1e-6, 0.05})
       gradcheck([&](const std::vector<Tensor>& in) {

@@ -17,13 +17,6 @@ using namespace hkt::test;
 
 namespace {
 
-Tensor padding(const std::vector<int64_t>& lengths, int64_t T) {
-  std::vector<int64_t> v;
-  for (int64_t n : lengths)
-    for (int64_t t = 0; t < T; ++t) v.push_back(t < n);
-  return gt(from_vector(v, {static_cast<int64_t>(lengths.size()), T}), 0.0);
-}
-
 struct QKV {
   Tensor q, k, v;
 };
@@ -43,7 +36,7 @@ TEST_CASE("fused htransformer: forward and gradients equal the composite's on ra
     const bool causal = rng() % 2, masked = rng() % 2, biased = rng() % 3 != 0;
     std::vector<int64_t> lengths;
     for (int64_t b = 0; b < B; ++b) lengths.push_back(static_cast<int64_t>(rng() % (T + 1)));
-    const Tensor valid = masked ? padding(lengths, T) : Tensor();
+    const Tensor valid = masked ? right_padding(lengths, T) : Tensor();
     INFO("B " << B << " H " << H << " T " << T << " dh " << dh << " dv " << dv << " Nr " << Nr << " causal "
               << causal << " masked " << masked << " bias " << biased);
     Generator g(static_cast<uint64_t>(trial));
@@ -75,7 +68,7 @@ TEST_CASE("fused htransformer: forward and gradients equal the composite's on ra
 
 TEST_CASE("fused htransformer: float32 with 1 and 2 threads gives the same bits") {
   const QKV x = random_qkv(2, 3, 77, 8, 4, DType::Float32);
-  const Tensor valid = padding({77, 40}, 77);
+  const Tensor valid = right_padding({77, 40}, 77);
   Generator g(2);
   const Tensor b0 = randn({3, 15}, {}, &g);
   std::vector<std::vector<double>> outs;
@@ -96,7 +89,7 @@ TEST_CASE("htransformer: T <= 2 Nr is softmax attention (mha_attention)") {
   for (bool causal : {false, true}) {
     for (int64_t T : {1, 5, 8, 16}) {
       const QKV x = random_qkv(2, 3, T, 4, 7);
-      const Tensor valid = padding({T, (T + 1) / 2}, T);
+      const Tensor valid = right_padding({T, (T + 1) / 2}, T);
       for (const Tensor& m : {Tensor(), valid}) {
         const Tensor y = htransformer_attention(x.q, x.k, x.v, m, causal, 0.5, 8);
         // (mha_attention leaves padded query rows to the layer; this op zeroes them)
@@ -116,7 +109,7 @@ TEST_CASE("htransformer float64 gradients (central differences), q, k, v and the
   for (const Cfg c : {Cfg{9, 2, false, false}, Cfg{9, 2, true, true}, Cfg{13, 2, false, true}, Cfg{20, 4, true, false},
                       Cfg{4, 8, false, true}, Cfg{17, 4, false, true}}) {
     INFO("T " << c.T << " Nr " << c.Nr << " causal " << c.causal << " masked " << c.masked);
-    const Tensor valid = c.masked ? padding({c.T, c.T - 3}, c.T) : Tensor();
+    const Tensor valid = c.masked ? right_padding({c.T, c.T - 3}, c.T) : Tensor();
     const int64_t B = c.masked ? 2 : 1;
     const Tensor q = leaf({B, 2, c.T, 3}, -1.5, 1.5, 1), k = leaf({B, 2, c.T, 3}, -1.5, 1.5, 2);
     const Tensor v = leaf({B, 2, c.T, 2}, -1.5, 1.5, 3), bias = leaf({2, 4 * c.Nr - 1}, -0.5, 0.5, 4);
@@ -138,7 +131,7 @@ TEST_CASE("htransformer float64 gradients (central differences), q, k, v and the
 
 TEST_CASE("htransformer float32 agrees with float64") {
   const QKV x = random_qkv(2, 2, 45, 8, 9, DType::Float32);
-  const Tensor valid = padding({45, 30}, 45);
+  const Tensor valid = right_padding({45, 30}, 45);
   Generator g(3);
   const Tensor bias = randn({2, 15}, {}, &g);
   for (bool causal : {false, true}) {
@@ -161,7 +154,7 @@ TEST_CASE("htransformer bad configurations") {
               "q must be [B, H, T, dh]");
   check_error([&] { htransformer_attention(q, q, to_dtype(q, DType::Float64), {}, false, 1.0, 2); },
               "v is float64 but q is float32");
-  check_error([&] { htransformer_attention(q, q, q, padding({5}, 4), false, 1.0, 2); }, "valid must be Bool [1, 5]");
+  check_error([&] { htransformer_attention(q, q, q, right_padding({5}, 4), false, 1.0, 2); }, "valid must be Bool [1, 5]");
   check_error([&] { htransformer_attention(q, q, q, {}, false, NAN, 2); }, "scale must be finite");
   check_error([&] { htransformer_attention(q, q, q, {}, false, 1.0, 2, zeros({2, 6})); },
               "bias must be [H, 4 block - 1] = [2, 7], got [2, 6]");
@@ -194,7 +187,7 @@ TEST_CASE("HTransformerAttention: MHA's parameters, forward and backward, hkt-sm
   }
   // T = 512 (hkt-small's length) with the default block size 16: 5 levels.
   const Tensor x = randn({2, 512, 16}, {}, &g);
-  const Tensor valid = padding({512, 300}, 512);
+  const Tensor valid = right_padding({512, 300}, 512);
   const Tensor y = h(x, valid);
   CHECK(y.shape() == x.shape());
   sum(y * y).backward();

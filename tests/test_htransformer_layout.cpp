@@ -15,13 +15,6 @@ using namespace hkt::test;
 
 namespace {
 
-Tensor padding(const std::vector<int64_t>& lengths, int64_t T) {
-  std::vector<int64_t> v;
-  for (int64_t n : lengths)
-    for (int64_t t = 0; t < T; ++t) v.push_back(t < n);
-  return gt(from_vector(v, {static_cast<int64_t>(lengths.size()), T}), 0.0);
-}
-
 Tensor random_mask(int64_t B, int64_t T, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<int64_t> v;
@@ -153,7 +146,7 @@ TEST_CASE("htransformer: the implied dense matrix is the softmax over the publis
         const Tensor bias = randn({c.H, 4 * c.Nr - 1}, {DType::Float64}, &gen) * 0.3;
         std::vector<int64_t> lens;
         for (int64_t b = 0; b < c.B; ++b) lens.push_back(c.T - 3 * b - 2);
-        const Tensor valid = mask == 0 ? Tensor() : mask == 1 ? padding(lens, c.T) : random_mask(c.B, c.T, trial);
+        const Tensor valid = mask == 0 ? Tensor() : mask == 1 ? right_padding(lens, c.T) : random_mask(c.B, c.T, trial);
         INFO("T " << c.T << " Nr " << c.Nr << " causal " << causal << " mask " << mask);
         const std::vector<double> qa = vals(q), ka = vals(k), ba = vals(bias);
         const std::vector<double> va = valid.defined() ? vals(to_dtype(valid, DType::Float64))
@@ -256,7 +249,7 @@ TEST_CASE("htransformer padding: padded keys get no weight, padded queries give 
     const Shape s{2, 2, T, 3};
     const Tensor q = randn(s, {DType::Float64}, &gen), k = randn(s, {DType::Float64}, &gen);
     const Tensor v = randn(s, {DType::Float64}, &gen), bias = randn({2, 15}, {DType::Float64}, &gen) * 0.3;
-    for (const Tensor& valid : {padding({45, 20}, T), random_mask(2, T, 9)}) {
+    for (const Tensor& valid : {right_padding({45, 20}, T), random_mask(2, T, 9)}) {
       const Tensor y = htransformer_attention(q, k, v, valid, causal, 0.6, Nr, bias);
       // Anything at padded positions: the valid outputs do not move, the padded ones are 0.
       const Tensor keep = reshape(to_dtype(valid, DType::Float64), {2, 1, T, 1});
@@ -277,8 +270,8 @@ TEST_CASE("htransformer padding: padded keys get no weight, padded queries give 
     // An all-valid mask is the same as none; a sequence with no valid token gives 0, not NaN.
     Generator g2(4);
     const Tensor x = randn({1, 1, 40, 2}, {DType::Float64}, &g2);
-    check_close(vals(htransformer_attention(x, x, x, padding({40}, 40), causal, 1.0, 4)),
+    check_close(vals(htransformer_attention(x, x, x, right_padding({40}, 40), causal, 1.0, 4)),
                 vals(htransformer_attention(x, x, x, Tensor(), causal, 1.0, 4)), 1e-14);
-    CHECK(max(abs(htransformer_attention(x, x, x, padding({0}, 40), causal, 1.0, 4))).item<double>() == 0.0);
+    CHECK(max(abs(htransformer_attention(x, x, x, right_padding({0}, 40), causal, 1.0, 4))).item<double>() == 0.0);
   }
 }

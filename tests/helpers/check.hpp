@@ -28,6 +28,14 @@ inline Tensor transposed_leaf(const Shape& s, double lo = -1.5, double hi = 1.5,
   return t.set_requires_grad(true);
 }
 
+// A [B, T] boolean mask of right padding: row b valid at positions t < lengths[b].
+inline Tensor right_padding(const std::vector<int64_t>& lengths, int64_t T) {
+  std::vector<int64_t> v;
+  for (int64_t n : lengths)
+    for (int64_t t = 0; t < T; ++t) v.push_back(t < n);
+  return gt(from_vector(v, {static_cast<int64_t>(lengths.size()), T}), 0.0);
+}
+
 // Expects `f` to throw hkt::Error whose message contains `needle`.
 template <class F>
 void check_error(F&& f, const std::string& needle) {
