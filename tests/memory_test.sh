@@ -16,6 +16,18 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 bad=0 n=0
 num() { sed -n "s/^ *\"$1\": \([0-9.e+]*\),*$/\1/p" "$2"; }
+# judge FILE LABEL T B [flags...]: FILE's estimate against its peak RSS, within [1, 1.5].
+judge() {
+  local f=$1 label=$2 T=$3 b=$4 est rss verdict
+  shift 4
+  est=$(num memory_estimate_bytes "$f") rss=$(num peak_rss_bytes "$f")
+  verdict=$(awk -v e="$est" -v r="$rss" 'BEGIN { q = e / r; printf "%s %.2f", (q >= 1 && q <= 1.5) ? "ok" : "FAILED", q }')
+  [[ $verdict == ok* ]] || bad=1
+  n=$((n + 1))
+  printf '%s: %-20s %-13s T=%-5s B=%s estimate %6.1f MiB, peak RSS %6.1f MiB, ratio %s\n' "${verdict%% *}" "$label" \
+    "${*:---}" "$T" "$b" "$(awk -v x="$est" 'BEGIN{print x/1048576}')" "$(awk -v x="$rss" 'BEGIN{print x/1048576}')" \
+    "${verdict#* }"
+}
 check() {  # check MODEL T B [flags...]
   local m=$1 T=$2 b=$3; shift 3
   rm -rf r
@@ -23,15 +35,7 @@ check() {  # check MODEL T B [flags...]
       --test-size 8 --steps 1 --threads 2 --quiet --max-memory 1 --run-dir r "$@" 2>err.txt; then
     echo "FAILED: $m T=$T B=$b $*: $(head -c 400 err.txt)"; bad=1; return
   fi
-  local est rss
-  est=$(num memory_estimate_bytes r/summary.json) rss=$(num peak_rss_bytes r/summary.json)
-  local verdict
-  verdict=$(awk -v e="$est" -v r="$rss" 'BEGIN { q = e / r; printf "%s %.2f", (q >= 1 && q <= 1.5) ? "ok" : "FAILED", q }')
-  [[ $verdict == ok* ]] || bad=1
-  n=$((n + 1))
-  printf '%s: %-15s %-13s T=%-5s B=%s estimate %6.1f MiB, peak RSS %6.1f MiB, ratio %s\n' "${verdict%% *}" "$m" \
-    "${*:---}" "$T" "$b" "$(awk -v x="$est" 'BEGIN{print x/1048576}')" "$(awk -v x="$rss" 'BEGIN{print x/1048576}')" \
-    "${verdict#* }"
+  judge r/summary.json "$m" "$T" "$b" "$@"
 }
 for T in 1024 4096; do
   for b in 1 4; do
@@ -55,14 +59,7 @@ check_eval() {  # check_eval MODEL T B [flags...]
      ! "$bin/hkt-eval" e --batch-size "$b" --threads 2 --json e.json >/dev/null 2>err.txt; then
     echo "FAILED: eval $m T=$T B=$b $*: $(head -c 400 err.txt)"; bad=1; return
   fi
-  local est rss verdict
-  est=$(num memory_estimate_bytes e.json) rss=$(num peak_rss_bytes e.json)
-  verdict=$(awk -v e="$est" -v r="$rss" 'BEGIN { q = e / r; printf "%s %.2f", (q >= 1 && q <= 1.5) ? "ok" : "FAILED", q }')
-  [[ $verdict == ok* ]] || bad=1
-  n=$((n + 1))
-  printf '%s: eval %-10s %-13s T=%-5s B=%s estimate %6.1f MiB, peak RSS %6.1f MiB, ratio %s\n' "${verdict%% *}" "$m" \
-    "${*:---}" "$T" "$b" "$(awk -v x="$est" 'BEGIN{print x/1048576}')" "$(awk -v x="$rss" 'BEGIN{print x/1048576}')" \
-    "${verdict#* }"
+  judge e.json "eval $m" "$T" "$b" "$@"
 }
 for k in hkt mha local performer htransformer; do check_eval hkt-tiny 4096 8 --attention "$k"; done
 for m in hkt-small mha-small; do check_eval "$m" 1024 8; check_eval "$m" 4096 4; done
