@@ -13,6 +13,7 @@
 #include "hkt/core/safetensors.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/tasks/array_data.hpp"
+#include "hkt/tasks/train.hpp"
 
 using namespace hkt;
 using namespace hkt::tasks;
@@ -237,4 +238,28 @@ TEST_CASE("safetensors: inputs, labels and lengths as hkt's tensors; load_arrays
                                               {"labels", from_vector(std::vector<int64_t>{0, 1}, {2})}});
   check_error([&] { read_array_source("tokens", dir.str("f.safetensors"), "", true); },
               "f.safetensors: inputs: token ids must be integers, got float32");
+}
+
+TEST_CASE("TrainConfig: data.arrays round-trips through config.json and is checked against the task") {
+  TrainConfig c;
+  c.task = "tokens";
+  c.steps = 1;
+  c.data.arrays.train = "x.npy";
+  c.data.arrays.train_labels = "y.npy";
+  c.data.arrays.pad_id = 0;
+  c.data.arrays.vocab_size = 12;
+  c.data.arrays.classes = {"a", "b"};
+  const TrainConfig back = TrainConfig::from_json(c.to_json());
+  CHECK(back == c);
+  CHECK(back.data.arrays == c.data.arrays);
+  c.task = "series";
+  check_error([&] { c.validate(); }, "vocab_size and pad_id (--vocab-size, --pad-id) apply to the tokens task only");
+  c.task = "listops";
+  check_error([&] { c.validate(); }, "data.arrays applies to the 'tokens' and 'series' tasks only, not 'listops'");
+  TrainConfig none;
+  none.task = "series";
+  none.steps = 1;
+  check_error([&] { none.validate(); }, "task 'series' needs a training file (data.arrays.train");
+  check_error([&] { TrainConfig::from_json(R"({"task": "tokens", "steps": 1, "data": {"arrays": {"file": "x"}}})"); },
+              "unknown key 'data.arrays.file'");
 }
