@@ -139,7 +139,8 @@ ArrayEncoding fit_array_encoding(const std::string& task, const ArraySource& s, 
   }
   HKT_CHECK(e.classes.size() >= 2, y.name, ": needs at least 2 classes, the labels hold ", e.classes.size());
   if (task == "tokens") {
-    HKT_CHECK(opt.pad_id >= -1, task, ": pad id ", opt.pad_id, " must be >= 0 (or -1: no padding)");
+    HKT_CHECK(opt.pad_id >= -1 && opt.pad_id < Limits::kMaxVocab, task, ": pad id ", opt.pad_id,
+              " must be in [0, ", Limits::kMaxVocab, ") (or -1: no padding)");
     e.pad_id = opt.pad_id;
     if (opt.vocab_size > 0) {
       HKT_CHECK(opt.vocab_size <= Limits::kMaxVocab && e.pad_id < opt.vocab_size, task, ": vocabulary size ",
