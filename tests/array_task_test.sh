@@ -19,7 +19,8 @@ expect_error() {
   local text="$1" rc
   shift
   rc=$(status "$@")
-  [[ "$rc" == 2 ]] && grep -qF -- "$text" "$tmp/err" || { cat "$tmp/err"; fail "$* exited $rc, expected 2 and '$text'"; }
+  [[ "$rc" == 2 ]] && grep -qF -- "$text" "$tmp/err" ||
+    { cat "$tmp/err"; fail "$* exited $rc, expected 2 and '$text'"; }
 }
 # npy_header DESCR SHAPE: a version 1.0 .npy header as NumPy pads it (the data follows).
 npy_header() {
@@ -95,7 +96,7 @@ expect_error "cut.npz: not a readable .npz (zip) file" "${ser[@]}" --train-file 
 expect_error "series-train.npz: inputs: token ids must be integers" \
   "${tok[@]}" --train-file "$ex/series-train.npz" --run-dir "$tmp/r9"
 expect_error "task 'series' needs a training file" "${ser[@]}" --run-dir "$tmp/r10"
-for r in r1 r2 r3 r4 r5 r6 r7 r8 r9 r10; do [[ ! -e "$tmp/$r/best.safetensors" ]] || fail "$r trained despite bad input"; done
+for r in r1 r2 r3 r4 r5 r6 r7 r8 r9 r10; do [[ ! -e "$tmp/$r" ]] || fail "$r: a run folder despite bad input"; done
 expect_error "tokens-new.npy: 1 features a position, the run has 2" \
   "$bin/hkt-predict" "$tmp/ser" "$ex/tokens-new.npy" --out "$tmp/bad.csv"
 { npy_header '|u1' '(1, 2)'; printf '\x01\x0c'; } >"$b/new.npy"
@@ -113,9 +114,10 @@ cat >"$tmp/exp.json" <<JSON
  "models": {"hkt": {"model": "hkt-tiny"}},
  "seeds": [1]}
 JSON
-"$bin/hkt-experiment" "$tmp/exp.json" --quiet >"$tmp/exp.log" 2>&1 || { cat "$tmp/exp.log"; fail "hkt-experiment failed on an array grid"; }
-[[ -s "$tmp/exp/tok/hkt/seed1/encoding.json" && -s "$tmp/exp/ser/hkt/seed1/encoding.json" && -s "$tmp/exp/results.md" ]] ||
-  fail "the array grid left no runs"
+"$bin/hkt-experiment" "$tmp/exp.json" --quiet >"$tmp/exp.log" 2>&1 ||
+  { cat "$tmp/exp.log"; fail "hkt-experiment failed on an array grid"; }
+for r in tok ser; do [[ -s "$tmp/exp/$r/hkt/seed1/encoding.json" ]] || fail "the array grid left no $r run"; done
+[[ -s "$tmp/exp/results.md" ]] || fail "the array grid wrote no results.md"
 # Resuming a finished run reads the same files the same way.
 "$bin/hkt-train" --resume "$tmp/tok" --quiet >/dev/null 2>&1 || fail "--resume of a finished tokens run failed"
 echo "array task test: OK"

@@ -250,7 +250,8 @@ class TrainOptions {
     return o;
   }
   template <class T>
-  void array_flag(CLI::App& app, const std::string& name, T tasks::ArrayTaskOptions::*field, const std::string& help) {
+  void array_flag(CLI::App& app, const std::string& name, T tasks::ArrayTaskOptions::*field,
+                  const std::string& help) {
     CLI::Option* o = app.add_option(name, tmp_.data.arrays.*field, help);
     check_integer<T>(o);
     setters_.emplace_back(o, [this, field](tasks::TrainConfig& d) { d.data.arrays.*field = tmp_.data.arrays.*field; });

@@ -41,7 +41,8 @@ int64_t row_length(const ArraySource& s, int64_t r, int64_t pad_id) {
 
 std::string classes_str(const std::vector<std::string>& classes) {
   std::string s;
-  for (size_t k = 0; k < classes.size() && k < 10; ++k) s += (k ? ", " : "") + std::to_string(k) + " '" + classes[k] + "'";
+  for (size_t k = 0; k < classes.size() && k < 10; ++k)
+    s += (k ? ", " : "") + std::to_string(k) + " '" + classes[k] + "'";
   return classes.size() > 10 ? s + ", ..." : s;
 }
 

@@ -68,7 +68,8 @@ class Header {
     ++i_;
     skip();
     HKT_CHECK(i_ == s_.size(), name_, ": text after the .npy header's closing '}'");
-    HKT_CHECK(descr && order && shape, name_, ": the .npy header lacks ", !descr ? "'descr'" : !order ? "'fortran_order'" : "'shape'");
+    HKT_CHECK(descr && order && shape, name_, ": the .npy header lacks ",
+              !descr ? "'descr'" : !order ? "'fortran_order'" : "'shape'");
   }
 
  private:
@@ -162,7 +163,8 @@ NumArray npy_from(const ReadFn& read, uint64_t total, const std::string& name) {
   const size_t len_bytes = major == 1 ? 2 : 4;
   read_exact(read, pre + 8, len_bytes, name, "the .npy preamble");
   uint64_t hlen = 0;
-  for (size_t k = 0; k < len_bytes; ++k) hlen |= static_cast<uint64_t>(static_cast<unsigned char>(pre[8 + k])) << (8 * k);
+  for (size_t k = 0; k < len_bytes; ++k)
+    hlen |= static_cast<uint64_t>(static_cast<unsigned char>(pre[8 + k])) << (8 * k);
   const uint64_t start = 8 + len_bytes;
   HKT_CHECK(hlen <= (uint64_t{1} << 20), name, ": the .npy header claims ", hlen, " bytes (more than 1 MiB)");
   HKT_CHECK(start + hlen <= total, name, ": truncated: the .npy header claims ", hlen, " bytes, the file has ",
