@@ -18,8 +18,8 @@
 #include "cli.hpp"
 #include "hkt/analysis/report.hpp"
 #include "hkt/tasks.hpp"
-#include "hkt/tasks/files.hpp"
 #include "hkt/tasks/array_data.hpp"
+#include "hkt/tasks/files.hpp"
 #include "hkt/tasks/text_data.hpp"
 
 namespace fs = std::filesystem;

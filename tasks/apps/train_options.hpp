@@ -51,11 +51,11 @@ class TrainOptions {
                               : "JSON file with TrainConfig values (the flags override them; its model and "
                                 "run_dir are replaced by --models and --run-dir)")
         ->check(CLI::ExistingFile);
-    flag(app, "--task", &C::task, "task: synthetic, listops, listops-tsv, cifar10, cifar10-rgb, fashion-mnist, imdb, text, tokens, "
-         "series");
+    flag(app, "--task", &C::task,
+         "task: synthetic, listops, listops-tsv, cifar10, cifar10-rgb, fashion-mnist, imdb, text, tokens, series");
     data_flag(app, "--data-dir", &D::data_dir,
               "data folder for file-based tasks (default ${HKT_DATA:-$HOME/.cache/hkt/data})");
-    data_flag(app, "--seq-len", &D::seq_len, "sequence length of generated/text tasks (0 = task default)");
+    data_flag(app, "--seq-len", &D::seq_len, "sequence length of generated/text/tokens/series tasks (0 = task default)");
     data_flag(app, "--train-size", &D::train_size,
               "generated tasks: training examples; file tasks: at most this many (0 = default/all)");
     data_flag(app, "--val-size", &D::val_size, "validation examples (0 = task default)");
