@@ -3,7 +3,8 @@
 # PREFIX/bin alone (PATH = PREFIX/bin and the system's folders; no file of the build or
 # source tree): --version, hkt-train, hkt-eval, hkt-experiment on the installed example
 # file (PREFIX/share/hkt/experiments/examples/tiny.json), hkt-data --help, the text task and
-# hkt-predict on the installed motif example; and the op
+# hkt-predict on the installed motif example, the tokens task (a .npy token array) and the series
+# task (a .npz of float features) with hkt-small, evaluated, with predictions; and the op
 # harness and the CMake helper where an installed project finds them.
 #   tests/install_test.sh BUILD_DIR
 set -euo pipefail
@@ -55,4 +56,20 @@ run hkt-train --task text --train-file "$ex/motif-train.tsv" --tokenizer chars -
 run hkt-eval motif >motif-eval.txt || { cat motif-eval.txt; fail "hkt-eval of the text run"; }
 run hkt-predict motif "$ex/motif-new.tsv" --out motif-new.csv >/dev/null 2>&1 || fail "hkt-predict from PREFIX/bin"
 [[ $(wc -l <motif-new.csv) == 21 ]] || fail "hkt-predict wrote $(wc -l <motif-new.csv) lines, expected a header and 20 rows"
+# Arrays from the installed prefix: hkt-small on the .npy token array (labels in a second .npy)
+# and on the float series file, each evaluated, with predictions for the unlabelled arrays.
+run hkt-train --task tokens --train-file "$ex/tokens-train.npy" --train-labels "$ex/tokens-train-labels.npy" \
+  --pad-id 0 --model hkt-small --steps 6 --batch-size 16 --eval-every 3 --run-dir tokens --quiet ||
+  fail "hkt-train --task tokens from PREFIX/bin"
+run hkt-train --task series --train-file "$ex/series-train.npz" --classes falling,rising --model hkt-small \
+  --steps 6 --batch-size 16 --eval-every 3 --run-dir series --quiet || fail "hkt-train --task series from PREFIX/bin"
+for r in tokens series; do
+  run hkt-eval "$r" >"$r-eval.txt" || { cat "$r-eval.txt"; fail "hkt-eval of the $r run"; }
+  grep -qi "accuracy" "$r-eval.txt" || { cat "$r-eval.txt"; fail "hkt-eval of the $r run printed no accuracy"; }
+done
+run hkt-predict tokens "$ex/tokens-new.npy" --out tokens-new.csv >/dev/null 2>&1 || fail "hkt-predict of the tokens run"
+run hkt-predict series "$ex/series-new.npz" --out series-new.jsonl >/dev/null 2>&1 || fail "hkt-predict of the series run"
+[[ $(wc -l <tokens-new.csv) == 21 && $(wc -l <series-new.jsonl) == 20 ]] ||
+  fail "hkt-predict wrote $(wc -l <tokens-new.csv) and $(wc -l <series-new.jsonl) lines, expected 21 and 20"
+grep -q '"predicted":"falling"\|"predicted":"rising"' series-new.jsonl || fail "series predictions do not name the classes"
 echo "install_test: ok"

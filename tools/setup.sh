@@ -10,9 +10,10 @@ set -euo pipefail
 # libboost-dev: Boost.Math's Student's t quantiles (header-only) for hkt-analyze's fits.
 # openmpi-bin libopenmpi-dev: data-parallel training with mpirun (docs/distributed.md).
 # libcsv-dev: the RFC 4180 parser of the text task's TSV / CSV files (docs/tasks.md).
+# libzip-dev: the members of NumPy's .npz files (the tokens and series tasks, docs/tasks.md).
 packages=(cmake g++ ninja-build pkg-config libopenblas-dev libtbb-dev doctest-dev
           zlib1g-dev nlohmann-json3-dev libcli11-dev gnuplot-nox curl libboost-dev
-          openmpi-bin libopenmpi-dev libcsv-dev)
+          openmpi-bin libopenmpi-dev libcsv-dev libzip-dev)
 # tools/setup.sh --test: also what the test command needs (clang's libFuzzer, and
 # NumPy for the independent reference of tests/reference/check.py).
 if [[ "${1:-}" == --test ]]; then

@@ -102,7 +102,7 @@ else
 fi
 
 fuzz_seconds="${HKT_FUZZ_SECONDS:-20}"
-fuzz_targets=(safetensors cifar idx listops imdb config checkpoint experiment text)
+fuzz_targets=(safetensors cifar idx listops imdb config checkpoint experiment text npy npz)
 stage "fuzz: build ($b-fuzz/, clang++-14, libFuzzer + ASan/UBSan)"
 cmake -S . -B "$b-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
   -DCMAKE_CXX_COMPILER=clang++-14 \

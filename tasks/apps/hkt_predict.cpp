@@ -1,9 +1,12 @@
-// hkt-predict: class predictions of a trained text-task model for new, unlabelled inputs
-// (docs/tasks.md, "Your own data"). The run's encoding.json says how the inputs are read (the text
-// column, the tokeniser and its vocabulary, the truncation rule) and names the classes.
+// hkt-predict: class predictions of a model trained on a user's own data (the text, tokens and
+// series tasks) for new, unlabelled inputs (docs/tasks.md, "Your own data"). The run's encoding.json
+// says how the inputs are read (text: the text column, the tokeniser and its vocabulary, the
+// truncation rule; arrays: seq_len, the vocabulary size and pad id, the features' standardisation)
+// and names the classes.
 //
 //   hkt-predict runs/reviews new.tsv                      # -> new.predictions.csv
 //   hkt-predict runs/reviews new.csv --out p.jsonl --format jsonl --weights final
+//   hkt-predict runs/series new.npz                       # arrays "inputs" (and "lengths")
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <filesystem>
@@ -15,6 +18,7 @@
 #include "cli.hpp"
 #include "hkt/analysis/report.hpp"
 #include "hkt/tasks.hpp"
+#include "hkt/tasks/array_data.hpp"
 #include "hkt/tasks/files.hpp"
 #include "hkt/tasks/text_data.hpp"
 
@@ -40,41 +44,67 @@ std::string read_all(const fs::path& p) {
 }
 
 struct Inputs {
-  hkt::tasks::TextEncoding enc;
-  hkt::tasks::TextTable table;
+  std::vector<std::string> classes;
   hkt::tasks::Dataset data;
-  hkt::tasks::EncodeStats stats;
+  std::vector<int64_t> lines;  // text: the line each row starts on; arrays: none
+  std::string truncate;        // text: the truncation rule
+  int64_t truncated = 0;       // text: rows cut to seq_len
 };
 
-// The run's encoding and the file read and encoded with it: errors name the file and line.
+// The run's encoding and the file read and encoded with it: errors name the file and line (text)
+// or the array and element (arrays).
 Inputs read_inputs(const std::string& run, const std::string& file) {
   const fs::path encp = fs::path(run) / "encoding.json";
-  HKT_CHECK(fs::is_regular_file(encp), "'", run,
-            "' has no encoding.json: hkt-predict reads new inputs for runs of the text task (hkt-train --task text)");
+  HKT_CHECK(fs::is_regular_file(encp), "'", run, "' has no encoding.json: hkt-predict reads new inputs for runs of "
+            "the text, tokens and series tasks (hkt-train --task text|tokens|series)");
   const std::string text = read_all(encp);
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const std::exception& e) {
+    throw hkt::Error(encp.string() + ": not JSON (" + e.what() + ")");
+  }
   Inputs in;
-  in.enc = hkt::tasks::TextEncoding::from_json(text, encp.string());
-  const json j = json::parse(text);
+  if (j.is_object() && j.contains("task")) {  // the tokens and series tasks
+    const auto enc = hkt::tasks::ArrayEncoding::from_json(text, encp.string());
+    in.classes = enc.classes;
+    in.data = hkt::tasks::encode_arrays(hkt::tasks::read_array_source(enc.task, file, "", false), enc, "predict",
+                                        false);
+    hkt::tasks::apply_scale(in.data, enc);
+    return in;
+  }
+  const auto enc = hkt::tasks::TextEncoding::from_json(text, encp.string());
   hkt::tasks::TextFormat f = hkt::tasks::text_format_for(file);
-  f.header = j.at("format").at("header").get<bool>();
-  f.text_column = j.at("format").at("text_column").get<std::string>();
-  in.table = hkt::tasks::read_text_table(file, f, false);
-  in.data = hkt::tasks::encode_table(in.table, in.enc, j.at("seq_len").get<int64_t>(), "predict", &in.stats);
+  try {
+    f.header = j.at("format").at("header").get<bool>();
+    f.text_column = j.at("format").at("text_column").get<std::string>();
+  } catch (const std::exception& e) {
+    throw hkt::Error(encp.string() + ": " + e.what());
+  }
+  const hkt::tasks::TextTable table = hkt::tasks::read_text_table(file, f, false);
+  hkt::tasks::EncodeStats stats;
+  in.data = hkt::tasks::encode_table(table, enc, j.at("seq_len").get<int64_t>(), "predict", &stats);
+  in.classes = enc.classes;
+  in.lines = table.lines;
+  in.truncate = enc.truncate;
+  in.truncated = stats.truncated;
   return in;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"hkt-predict: the predicted class and class probabilities of a trained text-task model for each row "
-               "of a file of new inputs (.tsv, .txt or .csv, read as the run read its training file; a label column "
-               "is not needed and is ignored). Writes one row per input: CSV (row, line, predicted, one p_CLASS "
-               "column per class) or JSON lines.",
+  CLI::App app{"hkt-predict: the predicted class and class probabilities of a model trained on your own data for "
+               "each row of a file of new inputs, read as the run read its training file: text (.tsv, .txt or .csv; "
+               "a label column is not needed and is ignored), tokens or series (.npy of inputs, or .npz / "
+               ".safetensors with an array 'inputs' and optionally 'lengths'; labels are ignored). Writes one row "
+               "per input: CSV (row, line for text, predicted, one p_CLASS column per class) or JSON lines.",
                "hkt-predict"};
   std::string run, file, out, format, weights = "best", device = "cpu";
   int64_t batch_size = 64, threads = 0;
-  app.add_option("run", run, "run folder of hkt-train --task text")->required();
-  app.add_option("file", file, "the inputs (.tsv, .txt or .csv)")->required();
+  app.add_option("run", run, "run folder of hkt-train --task text, tokens or series")->required();
+  app.add_option("file", file, "the inputs (text: .tsv, .txt or .csv; tokens, series: .npy, .npz or .safetensors)")
+      ->required();
   app.add_option("--out", out, "output file (default: FILE's name with .predictions.csv or .predictions.jsonl)");
   app.add_option("--format", format, "csv or jsonl (default: from --out's extension, else csv)")
       ->check(CLI::IsMember({"csv", "jsonl"}));
@@ -99,10 +129,11 @@ int main(int argc, char** argv) {
     in = read_inputs(run, file);
     lm = hkt::analysis::load_trained(run, weights);
     const auto& mc = lm.config;
-    HKT_CHECK(mc.vocab == in.enc.vocab_size() && mc.classes == static_cast<int64_t>(in.enc.classes.size()) &&
-                  in.data.seq_len <= mc.max_len,
-              "'", run, "': its encoding.json (vocabulary ", in.enc.vocab_size(), ", ", in.enc.classes.size(),
-              " classes) does not fit its model (vocabulary ", mc.vocab, ", ", mc.classes, " classes)");
+    HKT_CHECK(mc.vocab == in.data.vocab && mc.input_features == in.data.features &&
+                  mc.classes == static_cast<int64_t>(in.classes.size()) && in.data.seq_len <= mc.max_len,
+              "'", run, "': its encoding.json (vocabulary ", in.data.vocab, ", features ", in.data.features, ", ",
+              in.classes.size(), " classes, seq_len ", in.data.seq_len, ") does not fit its model (vocabulary ",
+              mc.vocab, ", features ", mc.input_features, ", ", mc.classes, " classes, max_len ", mc.max_len, ")");
     if (format.empty()) format = fs::path(out).extension() == ".jsonl" ? "jsonl" : "csv";
     if (out.empty()) out = (fs::path(file).parent_path() / fs::path(file).stem()).string() + ".predictions." + format;
   } catch (const std::exception& e) {
@@ -113,12 +144,13 @@ int main(int argc, char** argv) {
     if (device == "cuda") lm.model->to(hkt::Device::cuda());
     lm.model->eval();
     hkt::NoGradGuard ng;
-    const int64_t N = in.data.size(), C = static_cast<int64_t>(in.enc.classes.size());
+    const int64_t N = in.data.size(), C = static_cast<int64_t>(in.classes.size());
+    const bool text = !in.lines.empty();
     std::ostringstream os;
     os.precision(6);
     if (format == "csv") {
-      os << "row,line,predicted";
-      for (const std::string& c : in.enc.classes) os << "," << csv_field("p_" + c);
+      os << (text ? "row,line,predicted" : "row,predicted");
+      for (const std::string& c : in.classes) os << "," << csv_field("p_" + c);
       os << "\n";
     }
     auto last = std::chrono::steady_clock::now();
@@ -138,15 +170,19 @@ int main(int argc, char** argv) {
         const float* pr = probs.data() + (i - lo) * C;
         const int64_t best = std::max_element(pr, pr + C) - pr;
         if (format == "csv") {
-          os << i << "," << in.table.lines[i] << "," << csv_field(in.enc.classes[best]);
+          os << i << ",";
+          if (text) os << in.lines[i] << ",";
+          os << csv_field(in.classes[best]);
           for (int64_t c = 0; c < C; ++c) os << "," << pr[c];
           os << "\n";
         } else {
           json pj = json::object();
-          for (int64_t c = 0; c < C; ++c) pj[in.enc.classes[c]] = pr[c];
-          os << json{{"row", i}, {"line", in.table.lines[i]}, {"predicted", in.enc.classes[best]}, {"probabilities", pj}}
-                    .dump()
-             << "\n";
+          for (int64_t c = 0; c < C; ++c) pj[in.classes[c]] = pr[c];
+          json row = {{"row", i}};
+          if (text) row["line"] = in.lines[i];
+          row["predicted"] = in.classes[best];
+          row["probabilities"] = pj;
+          os << row.dump() << "\n";
         }
       }
       const auto now = std::chrono::steady_clock::now();
@@ -158,8 +194,9 @@ int main(int argc, char** argv) {
     std::cerr << "\n";
     hkt::tasks::write_file_atomic(out, os.str());
     std::cout << "hkt-predict: " << N << " predictions of " << lm.weights << " written to " << out;
-    if (in.stats.truncated > 0) std::cout << " (" << in.stats.truncated << " inputs cut to " << in.data.seq_len
-                                          << " tokens, truncate: " << in.enc.truncate << ")";
+    if (in.truncated > 0)
+      std::cout << " (" << in.truncated << " inputs cut to " << in.data.seq_len << " tokens, truncate: " << in.truncate
+                << ")";
     std::cout << "\n";
     return 0;
   } catch (const std::exception& e) {

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "hkt/core/error.hpp"
@@ -50,10 +51,11 @@ class TrainOptions {
                               : "JSON file with TrainConfig values (the flags override them; its model and "
                                 "run_dir are replaced by --models and --run-dir)")
         ->check(CLI::ExistingFile);
-    flag(app, "--task", &C::task, "task: synthetic, listops, listops-tsv, cifar10, cifar10-rgb, fashion-mnist, imdb, text");
+    flag(app, "--task", &C::task,
+         "task: synthetic, listops, listops-tsv, cifar10, cifar10-rgb, fashion-mnist, imdb, text, tokens, series");
     data_flag(app, "--data-dir", &D::data_dir,
               "data folder for file-based tasks (default ${HKT_DATA:-$HOME/.cache/hkt/data})");
-    data_flag(app, "--seq-len", &D::seq_len, "sequence length of generated/text tasks (0 = task default)");
+    data_flag(app, "--seq-len", &D::seq_len, "sequence length of generated/text/tokens/series tasks (0 = task default)");
     data_flag(app, "--train-size", &D::train_size,
               "generated tasks: training examples; file tasks: at most this many (0 = default/all)");
     data_flag(app, "--val-size", &D::val_size, "validation examples (0 = task default)");
@@ -66,11 +68,16 @@ class TrainOptions {
               "ListOps: shortest expression in tokens (LRA's min_length; 0 = no minimum)");
     data_flag(app, "--max-len", &D::max_len, "ListOps: longest expression in tokens (LRA's max_length; 0 = --seq-len)");
     data_flag(app, "--data-seed", &D::seed, "seed of data generation and the validation split");
-    // The text task (docs/tasks.md, "Your own data").
+    // The text, tokens and series tasks (docs/tasks.md, "Your own data"). --train-file, --val-file,
+    // --test-file and --classes are shared: resolve() moves them to data.arrays for tokens / series.
     using X = tasks::TextTaskOptions;
-    text_flag(app, "--train-file", &X::train, "text task: the labelled training file (.tsv, .txt or .csv)");
-    text_flag(app, "--val-file", &X::val, "text task: the validation file (default: carved from --train-file)");
-    text_flag(app, "--test-file", &X::test, "text task: the test file (default: carved from --train-file)");
+    text_flag(app, "--train-file", &X::train,
+              "text: the labelled training file (.tsv, .txt or .csv); tokens, series: a .npz or .safetensors "
+              "file of arrays inputs, labels (and lengths), or a .npy of inputs (with --train-labels)");
+    text_flag(app, "--val-file", &X::val, "text, tokens, series: the validation file (default: carved from "
+                                          "--train-file)");
+    text_flag(app, "--test-file", &X::test, "text, tokens, series: the test file (default: carved from "
+                                            "--train-file)");
     text_flag(app, "--text-column", &X::text_column, "text task: the text column (a header name, or a 0-based "
                                                      "number with --no-header)");
     text_flag(app, "--label-column", &X::label_column, "text task: the label column (name or number)");
@@ -80,9 +87,18 @@ class TrainOptions {
     text_flag(app, "--vocab-file", &X::vocab_file, "text task: one word a line (--tokenizer vocab)");
     text_flag(app, "--truncate", &X::truncate, "text task: a text longer than --seq-len: head (keep the first "
                                                "tokens), tail (the last) or refuse (an error)");
-    text_flag(app, "--classes", &X::classes, "text task: the class names in class order (default: the training "
-                                             "labels, sorted)")
+    text_flag(app, "--classes", &X::classes, "text: the class names in class order (default: the training labels, "
+                                             "sorted); tokens, series: the names of labels 0, 1, ... (default: the "
+                                             "numbers)")
         ->delimiter(',');
+    using A = tasks::ArrayTaskOptions;
+    array_flag(app, "--train-labels", &A::train_labels, "tokens, series: the labels .npy of a .npy --train-file");
+    array_flag(app, "--val-labels", &A::val_labels, "tokens, series: the labels .npy of a .npy --val-file");
+    array_flag(app, "--test-labels", &A::test_labels, "tokens, series: the labels .npy of a .npy --test-file");
+    array_flag(app, "--vocab-size", &A::vocab_size,
+               "tokens: ids are in [0, this) (default 0: the training file's largest id + 1)");
+    array_flag(app, "--pad-id", &A::pad_id,
+               "tokens: trailing ids equal to this are padding, not tokens (default -1: none; or give lengths)");
     {
       CLI::Option* o = app.add_flag("--no-header", no_header_, "text task: the files have no header row");
       setters_.emplace_back(o, [](tasks::TrainConfig& d) { d.data.text.header = false; });
@@ -147,6 +163,14 @@ class TrainOptions {
     }
     for (const auto& [opt, apply] : setters_)
       if (opt->count() > 0) apply(base);
+    if (base.task == "tokens" || base.task == "series") {  // the shared file flags name arrays
+      tasks::TextTaskOptions& t = base.data.text;
+      tasks::ArrayTaskOptions& a = base.data.arrays;
+      if (is_given("--train-file")) a.train = std::exchange(t.train, {});
+      if (is_given("--val-file")) a.val = std::exchange(t.val, {});
+      if (is_given("--test-file")) a.test = std::exchange(t.test, {});
+      if (is_given("--classes")) a.classes = std::exchange(t.classes, {});
+    }
     if (base.steps == 0 && base.epochs == 0) base.epochs = 1;
     if (check) {
       try {
@@ -224,6 +248,13 @@ class TrainOptions {
     CLI::Option* o = app.add_option(name, tmp_.data.text.*field, help);
     setters_.emplace_back(o, [this, field](tasks::TrainConfig& d) { d.data.text.*field = tmp_.data.text.*field; });
     return o;
+  }
+  template <class T>
+  void array_flag(CLI::App& app, const std::string& name, T tasks::ArrayTaskOptions::*field,
+                  const std::string& help) {
+    CLI::Option* o = app.add_option(name, tmp_.data.arrays.*field, help);
+    check_integer<T>(o);
+    setters_.emplace_back(o, [this, field](tasks::TrainConfig& d) { d.data.arrays.*field = tmp_.data.arrays.*field; });
   }
   template <class T>
   void override_flag(CLI::App& app, const std::string& name, const std::string& key, const std::string& help) {

@@ -77,7 +77,8 @@ std::string default_data_dir() {
 
 const std::vector<std::string>& task_names() {
   static const std::vector<std::string> names = {"synthetic", "listops",       "listops-tsv", "cifar10",
-                                                 "cifar10-rgb", "fashion-mnist", "imdb",        "text"};
+                                                 "cifar10-rgb", "fashion-mnist", "imdb",        "text",
+                                                 "tokens",    "series"};
   return names;
 }
 
@@ -174,14 +175,19 @@ Splits load_task(const std::string& name, const TaskOptions& opt) {
     s = load_imdb(dir, or_default(opt.seq_len, 1024), or_default(opt.val_size, 2500), opt.seed, opt.train_size);
   } else if (name == "text") {
     s = load_text(opt.text, opt.seq_len, opt.train_size, opt.val_size, opt.test_size, opt.seed);
+  } else if (name == "tokens" || name == "series") {
+    s = load_arrays(name, opt.arrays, opt.seq_len, opt.train_size, opt.val_size, opt.test_size, opt.seed);
   } else {
     check_task_name(name, "load_task: ");
     throw Error(str_cat("load_task: task '", name, "' has no loader"));  // a name added to task_names() only
   }
   HKT_CHECK(name == "text" || !opt.text.set(), "load_task: text files (data.text) apply to the 'text' task only, not '",
             name, "'");
-  // File tasks: --test-size evaluates on a seeded subset of the test split (the text task carves it).
-  if (opt.test_size > 0 && name != "synthetic" && name != "listops" && name != "text")
+  HKT_CHECK(name == "tokens" || name == "series" || !opt.arrays.set(),
+            "load_task: array files (data.arrays) apply to the 'tokens' and 'series' tasks only, not '", name, "'");
+  // File tasks: --test-size evaluates on a seeded subset of the test split (the user's-data tasks carve it).
+  if (opt.test_size > 0 && name != "synthetic" && name != "listops" && name != "text" && name != "tokens" &&
+      name != "series")
     s.test = sample(s.test, opt.test_size, opt.seed);
   s.train.validate();
   s.val.validate();

@@ -60,6 +60,15 @@ json data_json(const TaskOptions& d) {
                  {"tokenizer", t.tokenizer}, {"vocab_file", t.vocab_file}, {"truncate", t.truncate},
                  {"classes", t.classes}};
   }
+  // Only a tokens / series task's config has "arrays".
+  if (d.arrays.set()) {
+    const ArrayTaskOptions& a = d.arrays;
+    j["arrays"] = {{"train", a.train},           {"val", a.val},
+                   {"test", a.test},             {"train_labels", a.train_labels},
+                   {"val_labels", a.val_labels}, {"test_labels", a.test_labels},
+                   {"vocab_size", a.vocab_size}, {"pad_id", a.pad_id},
+                   {"classes", a.classes}};
+  }
   return j;
 }
 
@@ -89,6 +98,22 @@ void read_text_options(const json& v, TextTaskOptions& t) {
     else if (k == "vocab_file") get(tv, key, t.vocab_file);
     else if (k == "truncate") get(tv, key, t.truncate);
     else if (k == "classes") get(tv, key, t.classes);
+    else return false;
+    return true;
+  });
+}
+
+void read_array_options(const json& v, ArrayTaskOptions& a) {
+  each_key(v, "data.arrays", [&](const std::string& k, const json& av, const std::string& key) {
+    if (k == "train") get(av, key, a.train);
+    else if (k == "val") get(av, key, a.val);
+    else if (k == "test") get(av, key, a.test);
+    else if (k == "train_labels") get(av, key, a.train_labels);
+    else if (k == "val_labels") get(av, key, a.val_labels);
+    else if (k == "test_labels") get(av, key, a.test_labels);
+    else if (k == "vocab_size") get(av, key, a.vocab_size);
+    else if (k == "pad_id") get(av, key, a.pad_id);
+    else if (k == "classes") get(av, key, a.classes);
     else return false;
     return true;
   });
@@ -200,6 +225,19 @@ void TrainConfig::validate() const {
     HKT_CHECK(t.tokenizer != "vocab" || !t.vocab_file.empty(), kCfg,
               "data.text.tokenizer \"vocab\" needs data.text.vocab_file (hkt-train --vocab-file)");
   }
+  const bool arrays = task == "tokens" || task == "series";
+  HKT_CHECK(!arrays || data.arrays.set(), kCfg, "task '", task,
+            "' needs a training file (data.arrays.train, hkt-train --train-file)");
+  HKT_CHECK(arrays || !data.arrays.set(), kCfg, "data.arrays applies to the 'tokens' and 'series' tasks only, not '",
+            task, "'");
+  if (data.arrays.set()) {
+    const ArrayTaskOptions& a = data.arrays;
+    HKT_CHECK(a.vocab_size >= 0 && a.pad_id >= -1, kCfg, "data.arrays.vocab_size must be >= 0 and pad_id >= -1 (-1: ",
+              "no padding), got ", a.vocab_size, " and ", a.pad_id);
+    limit("data.arrays.vocab_size", a.vocab_size, nn::ClassifierConfig::kMaxVocab);
+    HKT_CHECK(task == "tokens" || (a.vocab_size == 0 && a.pad_id == -1), kCfg,
+              "data.arrays.vocab_size and pad_id (--vocab-size, --pad-id) apply to the tokens task only");
+  }
 }
 
 std::string TrainConfig::to_json() const { return config_json(*this).dump(2); }
@@ -228,6 +266,7 @@ TrainConfig TrainConfig::from_json_unvalidated(const std::string& text) {
         else if (dk == "max_len") get(dv, dkey, c.data.max_len);
         else if (dk == "seed") get(dv, dkey, c.data.seed);
         else if (dk == "text") read_text_options(dv, c.data.text);
+        else if (dk == "arrays") read_array_options(dv, c.data.arrays);
         else return false;
         return true;
       });

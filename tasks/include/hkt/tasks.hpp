@@ -2,6 +2,8 @@
 // header of the tasks layer: data sets, the trainer, experiments, run files.
 #pragma once
 #include "hkt/hkt.hpp"
+#include "hkt/tasks/array_data.hpp"
+#include "hkt/tasks/arrays.hpp"
 #include "hkt/tasks/dataset.hpp"
 #include "hkt/tasks/distributed.hpp"
 #include "hkt/tasks/experiment.hpp"

@@ -9,6 +9,9 @@
 //   fashion-mnist  Fashion-MNIST IDX files
 //   imdb           aclImdb reviews at the character (byte) level
 //   text           a user's labelled TSV / CSV files (text_data.hpp; TaskOptions::text)
+//   tokens         a user's integer token arrays, .npy / .npz / safetensors (array_data.hpp;
+//                  TaskOptions::arrays)
+//   series         a user's real-valued feature arrays [N, T, F], same files (array_data.hpp)
 //
 // File-based tasks read from TaskOptions::data_dir (default_data_dir() when
 // empty); each looks first in a task subfolder (listops-tsv: "listops",
@@ -25,6 +28,7 @@
 #include <vector>
 
 #include "hkt/models/classifier.hpp"
+#include "hkt/tasks/array_data.hpp"
 #include "hkt/tasks/dataset.hpp"
 #include "hkt/tasks/text_data.hpp"
 
@@ -42,6 +46,7 @@ struct TaskOptions {
   int64_t max_len = 0;     // listops: 0 = seq_len
   uint64_t seed = 0;       // data generation and validation split
   TextTaskOptions text;    // text: the files and how to read them
+  ArrayTaskOptions arrays; // tokens, series: the files and how to read them
 
   bool operator==(const TaskOptions&) const = default;
 };
