@@ -22,7 +22,7 @@
 //   HKT_PROFILE=1 hkt-bench-attention --step ...   also prints the op profile of `reps` steps (stderr)
 //   hkt-bench-attention --curves [--max-t N] [--rounds R] [--csv FILE]
 //       cost curves of every attention kind (docs/performance.md): forward+backward time and peak RSS of
-//       MHA, HKT L = 3, local (w = 64), Performer (FAVOR+, m = 64) and Performer (elu+1) at B = 1, H = 4,
+//       MHA, HKT L = 3, local (w = 64), Performer (FAVOR+, m = 256) and Performer (elu+1) at B = 1, H = 4,
 //       dh = 32, T = 512, 1024, ... N (16384 by default), bidirectional; the kinds alternate, R rounds
 //       (3), medians. Then one training step per preset (hkt-small, mha-matched, local-small,
 //       performer-small) at T = 1024 and 4096, B = 2, R alternating rounds, medians.
@@ -131,14 +131,16 @@ int run_one(bool fused, int64_t T, int64_t L, bool causal, int reps) {
 }
 
 // One attention kind at length T (B = 1, H = 4, dh = 32, bidirectional): prints
-// "fwd_s fwdbwd_s peak_mib". Local: w = 64; Performer: m = 64 features.
+// "fwd_s fwdbwd_s peak_mib". Local: w = 64; Performer: m = 256 features (performer-small's);
+// H-Transformer-1D: Nr = 16 with its relative-position bias (htr-small's defaults).
 int run_kind(const std::string& kind, int64_t T, int reps) {
   manual_seed(1);
   const Shape s{kB, kH, T, kDh};
   const Tensor q = randn(s).set_requires_grad(true), k = randn(s).set_requires_grad(true);
   const Tensor v = randn(s).set_requires_grad(true), w = randn(s);
   const double scale = 1.0 / std::sqrt(static_cast<double>(kDh));
-  const Tensor feats = orthogonal_features(64, kDh, 7);
+  const Tensor feats = orthogonal_features(256, kDh, 7);
+  const Tensor htr_bias = (0.1 * randn({kH, 4 * 16 - 1})).set_requires_grad(true);
   std::vector<Tensor> q3, k3;
   for (int64_t l = 0; l < 3; ++l) {
     q3.push_back(l == 0 ? q : randn({kB, kH, hkt_level_len(T, l), kDh}).set_requires_grad(true));
@@ -152,7 +154,7 @@ int run_kind(const std::string& kind, int64_t T, int reps) {
   else if (kind == "local-causal") fwd = [&] { return local_attention(q, k, v, Tensor(), 64, true, scale); };
   else if (kind == "performer")
     fwd = [&] { return linear_attention(favor_features(q, feats, true), favor_features(k, feats, false), v, Tensor(), false); };
-  else if (kind == "htr") fwd = [&] { return htransformer_attention(q, k, v, Tensor(), false, scale, 16); };
+  else if (kind == "htr") fwd = [&] { return htransformer_attention(q, k, v, Tensor(), false, scale, 16, htr_bias); };
   else if (kind == "elu1") fwd = [&] { return linear_attention(elu1_features(q), elu1_features(k), v, Tensor(), false); };
   else {
     std::fprintf(stderr, "hkt-bench-attention: unknown kind '%s' (mha, hkt3, local, local-causal, performer, elu1, htr)\n", kind.c_str());
@@ -289,7 +291,7 @@ int run_curves(int64_t max_t, int rounds, const std::string& csv) {
   }
   if (out) std::fprintf(out, "T,kind,fwd_ms,fwdbwd_ms,peak_mib\n");
   std::printf("## cost curves: B = %lld, H = %lld, dh = %lld, float32, bidirectional, forward + backward; "
-              "local w = 64, Performer m = 64; median of %d alternating rounds\n\n",
+              "local w = 64, Performer m = 256, H-Transformer-1D Nr = 16 with its bias; median of %d alternating rounds\n\n",
               static_cast<long long>(kB), static_cast<long long>(kH), static_cast<long long>(kDh), rounds);
   std::printf("| T | kind | fwd ms | fwd+bwd ms | / MHA (fwd+bwd) | peak RSS MiB |\n|--:|------|--:|--:|--:|--:|\n");
   for (int64_t T = 512; T <= max_t; T *= 2) {
