@@ -225,8 +225,8 @@ def local(x, valid, p, cfg):
 
 def performer(x, valid, p, cfg):
     """Linear attention phi(Q) phi(K)^T V / phi(Q) phi(K)^T 1 through the T x T matrix.
-    FAVOR+: phi(x) = exp(x' W^T - |x'|^2 / 2) / sqrt(m), x' = x dh^(-1/4), W the exported
-    features (cfg["_features"]); elu+1: phi(x) = elu(x) + 1."""
+    FAVOR+: phi(x) = (exp(x' W^T - |x'|^2 / 2 - c) + eps) / sqrt(m), x' = x dh^(-1/4), W the
+    exported features (cfg["_features"]); elu+1: phi(x) = elu(x) + 1."""
     H, causal = cfg["heads"], cfg["causal"]
     dh = cfg["dim"] // H
     q = heads(linear(x, p, "wq"), H)
@@ -235,13 +235,28 @@ def performer(x, valid, p, cfg):
     if cfg["feature_map"] == "elu+1":
         def phi(z):
             return np.where(z > 0, z + 1.0, np.exp(np.minimum(z, 0.0)))
+        pq, pk = phi(q), phi(k)
     else:
-        w = cfg["_features"]
+        # FAVOR+ as google-research/performer's softmax_kernel_transformation (the code LRA ran):
+        # ratio (exp(arg - c) + eps), eps = 1e-6, c the row's max for queries and the max over
+        # (T, m) for keys; hkt takes the keys' max over valid keys only, and in causal mode adds
+        # eps before the shift (docs/models.md), both stated deviations.
+        w, eps = cfg["_features"], cfg.get("epsilon", 1e-6)
+        ratio = 1.0 / math.sqrt(w.shape[0])
 
-        def phi(z):
+        def arg(z):
             zs = z * dh ** -0.25
-            return np.exp(zs @ w.T - 0.5 * (zs * zs).sum(-1, keepdims=True)) / math.sqrt(w.shape[0])
-    pq, pk = phi(q), phi(k)
+            return zs @ w.T - 0.5 * (zs * zs).sum(-1, keepdims=True)
+        aq, ak = arg(q), arg(k)
+        pq = ratio * (np.exp(aq - aq.max(-1, keepdims=True)) + eps)
+        keep = np.ones(ak.shape[:3] + (1,), bool) if valid is None else valid[:, None, :, None].astype(bool)
+        c = np.where(keep, ak, -np.inf).max(axis=(2, 3), keepdims=True)
+        c = np.where(np.isfinite(c), c, 0.0)
+        if causal:
+            c = np.maximum(c, math.log(eps)) if eps > 0 else c
+            pk = ratio * (np.exp(ak - c) + eps * np.exp(-c))
+        else:
+            pk = ratio * (np.exp(ak - c) + eps)
     if valid is not None:
         pk = pk * valid[:, None, :, None]
     a = pq @ pk.transpose(0, 1, 3, 2)
