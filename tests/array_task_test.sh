@@ -6,22 +6,7 @@
 # here byte by byte (no Python needed).
 #
 #   tests/array_task_test.sh BIN_DIR
-set -euo pipefail
-bin="$1"
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-ex="$here/experiments/examples"
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/hkt-array-task.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-status() { set +e; "$@" >"$tmp/out" 2>"$tmp/err"; echo $?; set -e; }
-# expect_error TEXT CMD...: CMD must exit 2 with TEXT in its error output.
-expect_error() {
-  local text="$1" rc
-  shift
-  rc=$(status "$@")
-  [[ "$rc" == 2 ]] && grep -qF -- "$text" "$tmp/err" ||
-    { cat "$tmp/err"; fail "$* exited $rc, expected 2 and '$text'"; }
-}
+source "$(dirname "${BASH_SOURCE[0]}")/helpers/task_test.sh" "$1" array-task
 # npy_header DESCR SHAPE: a version 1.0 .npy header as NumPy pads it (the data follows).
 npy_header() {
   local h="{'descr': '$1', 'fortran_order': False, 'shape': $2, }"

@@ -4,21 +4,7 @@
 # JSON lines), and bad input: exit 2, the file and line named, nothing half-written.
 #
 #   tests/text_task_test.sh BIN_DIR
-set -euo pipefail
-bin="$1"
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-ex="$here/experiments/examples"
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/hkt-text-task.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-status() { set +e; "$@" >"$tmp/out" 2>"$tmp/err"; echo $?; set -e; }
-# expect_error TEXT CMD...: CMD must exit 2 with TEXT in its error output.
-expect_error() {
-  local text="$1" rc
-  shift
-  rc=$(status "$@")
-  [[ "$rc" == 2 ]] && grep -qF -- "$text" "$tmp/err" || { cat "$tmp/err"; fail "$* exited $rc, expected 2 and '$text'"; }
-}
+source "$(dirname "${BASH_SOURCE[0]}")/helpers/task_test.sh" "$1" text-task
 
 train=("$bin/hkt-train" --task text --model hkt-tiny --batch-size 16 --steps 12 --eval-every 6 --seq-len 96
        --quiet --threads 1)
