@@ -76,7 +76,7 @@ tasks)
     tail -n 1 "$work/$name.log"
   }
   run synthetic --task synthetic --model hkt-tiny
-  run synthetic-mha --task synthetic --model mha-tiny --levels 2
+  run synthetic-mha --task synthetic --model mha-tiny --dim 32
   run listops --task listops --model hkt-tiny --seq-len 64 --train-size 16 --val-size 4 --test-size 4
   run cifar10 --task cifar10 --model hkt-tiny --val-size 4
   run cifar10-rgb --task cifar10-rgb --model mha-tiny --val-size 4
@@ -125,10 +125,13 @@ tasks)
   echo "smoke tasks: ok"
   ;;
 compare)
+  # --levels is for the HKT models among --models (an MHA model has no levels).
   "$bin/hkt-compare" --task synthetic --models hkt-tiny,mha-tiny --steps 3 --batch-size 8 --threads 2 \
-    --run-dir "$work/cmp" --quiet | tee "$work/out.txt"
+    --levels 2 --run-dir "$work/cmp" --quiet | tee "$work/out.txt"
   grep -q "| hkt-tiny |" "$work/cmp/results.md"
   grep -q "| mha-tiny |" "$work/cmp/results.md"
+  grep -q '"levels": 2' "$work/cmp/hkt-tiny/config.json"
+  if grep -q '"levels"' "$work/cmp/mha-tiny/config.json"; then echo "FAILED: --levels reached mha-tiny"; exit 1; fi
   echo "smoke compare: ok"
   ;;
 errors)
@@ -151,6 +154,11 @@ errors)
   echo '{"steps": ' >"$work/broken.json"
   expect_usage hkt-train "no-such-option" --no-such-option
   expect_usage hkt-train "levels must be >= 1" --task synthetic --levels 0 "${r[@]}"
+  expect_usage hkt-train '--levels: ClassifierConfig: attention "mha" has no options of "hkt"' --task synthetic \
+    --model mha-tiny --levels 2 "${r[@]}"
+  expect_usage hkt-train "unknown attention kind 'linear'" --task synthetic --attention linear "${r[@]}"
+  echo '{"task": "synthetic", "model": "mha-tiny", "model_overrides": {"window": 8}, "steps": 1}' >"$work/foreign.json"
+  expect_usage hkt-train "key 'window' is an option of attention \"local\"" --config "$work/foreign.json" "${r[@]}"
   expect_usage hkt-train "data sizes must be >= 0" --task synthetic --seq-len -1 "${r[@]}"
   expect_usage hkt-train "divisible by heads" --task synthetic --dim 30 --heads 4 "${r[@]}"
   expect_usage hkt-train "batch_size must be >= 1" --task synthetic --batch-size 0 "${r[@]}"

@@ -266,9 +266,9 @@ TEST_CASE("MHA and every other kind with one query and key map is analysed as on
     CAPTURE(kind);
     nn::ClassifierConfig mc = nn::ClassifierConfig::preset("mha-tiny");
     mc.attention = kind;
-    mc.window = 3;
-    mc.features = 8;
-    mc.block = 4;
+    if (mc.attention.kind() == "local") mc.attention.edit<nn::LocalOptions>().window = 3;
+    if (mc.attention.kind() == "performer") mc.attention.edit<nn::PerformerOptions>().features = 8;
+    if (mc.attention.kind() == "htransformer") mc.attention.edit<nn::HTransformerOptions>().block = 4;
     tasks::fill_model_config(mc, sp.train);
     Generator gen(0);
     nn::SequenceClassifier model(mc, &gen);

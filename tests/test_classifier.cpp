@@ -200,7 +200,6 @@ TEST_CASE("classifier: same seed, same model bit for bit; initial values") {
 
 TEST_CASE("classifier config: JSON round trip and errors") {
   ClassifierConfig c;
-  c.attention = "mha";
   c.vocab = 0;
   c.input_features = 3;
   c.max_len = 1024;
@@ -210,19 +209,42 @@ TEST_CASE("classifier config: JSON round trip and errors") {
   c.ffn_mult = 2;
   c.dropout = 0.123456789012345;
   c.classes = 7;
-  c.causal = true;
-  c.bias = true;
-  c.levels = 4;
-  c.share_qk = true;
-  c.pointwise = false;
-  c.learn_lambda = false;
-  c.hybrid = false;
+  c.attention.causal = true;
+  c.attention.bias = true;
+  HKTOptions& h = c.attention.edit<HKTOptions>();
+  h.levels = 4;
+  h.share_qk = true;
+  h.pointwise = false;
+  h.learn_lambda = false;
+  h.hybrid = false;
   c.dtype = DType::Float64;
   const std::string j = c.to_json();
   CHECK(j.find("\"dtype\": \"float64\"") != std::string::npos);
-  CHECK(j.find("\"attention\": \"mha\"") != std::string::npos);
+  CHECK(j.find("\"attention\": \"hkt\"") != std::string::npos);
   const ClassifierConfig r = ClassifierConfig::from_json(j);
   CHECK(r == c);
+  CHECK(r.attention.get<HKTOptions>().levels == 4);
+  // Another kind keeps causal and bias, and its options start at their defaults.
+  ClassifierConfig m = c;
+  m.attention = "mha";
+  CHECK(m.attention.kind() == "mha");
+  CHECK(m.attention.causal);
+  CHECK(m.attention.bias);
+  CHECK(c.attention.get<HKTOptions>().levels == 4);  // copies do not share edits
+  CHECK(ClassifierConfig::from_json(m.to_json()) == m);
+  // The flat layout of every archived config: each kind's keys, this kind's values, the
+  // others' defaults; another kind's key away from its default is refused, naming it.
+  CHECK(m.to_json().find("\"levels\": 3") != std::string::npos);
+  CHECK(m.to_json().find("\"window\": 64") != std::string::npos);
+  check_error([] { ClassifierConfig::from_json(R"({"attention": "mha", "levels": 2})"); },
+              "key 'levels' is an option of attention \"hkt\", and this model's attention is \"mha\"");
+  check_error([] { ClassifierConfig::from_json(R"({"window": 8})"); },
+              "key 'window' is an option of attention \"local\"");
+  check_error([] { ClassifierConfig::from_json(R"({"attention": "mha", "levels": "3"})"); },
+              "key 'levels' must be an integer");
+  CHECK(ClassifierConfig::from_json(R"({"window": 8, "attention": "local"})").attention.get<LocalOptions>().window == 8);
+  check_error([&] { (void)m.attention.get<HKTOptions>(); }, "attention \"mha\" has no options of \"hkt\"");
+  check_error([&] { m.attention.edit<LocalOptions>(); }, "attention \"mha\" has no options of \"local\"");
   CHECK(r.dropout == c.dropout);  // bit-exact
   CHECK(ClassifierConfig::from_json(ClassifierConfig().to_json()) == ClassifierConfig());
   for (const char* p : {"hkt-small", "mha-small", "hkt-tiny", "mha-tiny"})
@@ -246,23 +268,22 @@ TEST_CASE("classifier config: JSON round trip and errors") {
 
 TEST_CASE("classifier config: presets and validation errors") {
   const ClassifierConfig s = ClassifierConfig::preset("hkt-small");
-  CHECK(s.attention == "hkt");
+  CHECK(s.attention.kind() == "hkt");
   CHECK(s.dim == 128);
   CHECK(s.heads == 4);
   CHECK(s.layers == 2);
   CHECK(s.ffn_mult == 4);
   CHECK(s.dropout == 0.1);
-  CHECK(s.levels == 3);
+  CHECK(s.attention.get<HKTOptions>().levels == 3);
   ClassifierConfig m = ClassifierConfig::preset("mha-small");
-  CHECK(m.attention == "mha");
+  CHECK(m.attention.kind() == "mha");
   m.attention = "hkt";
   CHECK(m == s);
   const ClassifierConfig t = ClassifierConfig::preset("mha-tiny");
-  CHECK(t.attention == "mha");
+  CHECK(t.attention.kind() == "mha");
   CHECK(t.dim == 16);
   CHECK(t.heads == 2);
   CHECK(t.layers == 1);
-  CHECK(t.levels == 3);
   CHECK(t.dropout == 0.0);
   check_error([] { ClassifierConfig::preset("hkt-huge"); }, "unknown preset 'hkt-huge'");
 
@@ -276,10 +297,10 @@ TEST_CASE("classifier config: presets and validation errors") {
   bad([](ClassifierConfig& c) { c.vocab = 0; }, "exactly one of vocab");
   bad([](ClassifierConfig& c) { c.input_features = 3; }, "exactly one of vocab");
   bad([](ClassifierConfig& c) { c.dim = 15; }, "dim (15) must be divisible by heads (2)");
-  bad([](ClassifierConfig& c) { c.levels = 0; }, "levels must be >= 1");
-  bad([](ClassifierConfig& c) { c.attention = "linear"; }, "unknown attention kind 'linear'");
-  bad([](ClassifierConfig& c) { c.conv_only = true, c.hybrid = false; }, "conv_only needs attention \"hkt\" with hybrid = true");
-  bad([](ClassifierConfig& c) { c.conv_only = true, c.attention = "mha"; }, "conv_only needs attention \"hkt\"");
+  bad([](ClassifierConfig& c) { c.attention.edit<HKTOptions>().levels = 0; }, "levels must be >= 1");
+  check_error([] { ClassifierConfig c; c.attention = "linear"; }, "unknown attention kind 'linear'");
+  bad([](ClassifierConfig& c) { c.attention.edit<HKTOptions>().conv_only = true, c.attention.edit<HKTOptions>().hybrid = false; },
+      "conv_only needs attention \"hkt\" with hybrid = true");
   bad([](ClassifierConfig& c) { c.dropout = 1.0; }, "dropout must be in [0, 1)");
   bad([](ClassifierConfig& c) { c.classes = 1; }, "classes must be >= 2");
   bad([](ClassifierConfig& c) { c.max_len = 0; }, "max_len must be >= 1");
@@ -325,7 +346,7 @@ TEST_CASE("classifier: logits do not depend on the content of padded positions")
     for (const char* kind : {"hkt", "mha"}) {
       INFO(kind << (causal ? " causal" : " bidirectional"));
       ClassifierConfig c = tiny(kind, 11, 3, 16);
-      c.causal = causal;
+      c.attention.causal = causal;
       c.dropout = 0.1;  // eval mode turns it off
       Generator g(5);
       SequenceClassifier m(c, &g);
@@ -531,13 +552,13 @@ TEST_CASE("model_flops: every product of the classifier, by part") {
   CHECK(c.ffn == a.ffn);
   CHECK(c.total() > a.total());
   // HKT with one level, no hybrid branch, is MHA's arithmetic.
-  h.levels = 1;
-  h.hybrid = false;
+  h.attention.edit<HKTOptions>().levels = 1;
+  h.attention.edit<HKTOptions>().hybrid = false;
   CHECK(model_flops(h, B, T).total() == a.total());
   // conv_only: Wv, Wo and the hybrid branch's convolution; no scores, A V or downsampling.
   ClassifierConfig co = m;
   co.attention = "hkt";
-  co.conv_only = true;
+  co.attention.edit<HKTOptions>().conv_only = true;
   const ModelFlops k = model_flops(co, B, T);
   CHECK(k.projections == Ly * 2 * 2 * n * D * D);
   CHECK(k.scores == 0);

@@ -377,24 +377,27 @@ TEST_CASE("PerformerAttention: bad configurations") {
 
 TEST_CASE("classifier: local and performer kinds, config fields and their errors") {
   ClassifierConfig c = ClassifierConfig::preset("local-small");
-  CHECK(c.attention == "local");
-  CHECK(ClassifierConfig::preset("performer-small").attention == "performer");
+  CHECK(c.attention.kind() == "local");
+  CHECK(ClassifierConfig::preset("performer-small").attention.kind() == "performer");
   c.vocab = 10;
-  c.window = -1;
+  c.attention.edit<LocalOptions>().window = -1;
   check_error([&] { c.validate(); }, "ClassifierConfig: window must be >= 0");
-  c.window = 4;
-  c.features = 0;
-  check_error([&] { c.validate(); }, "ClassifierConfig: features must be >= 1");
-  c.features = 4;
-  c.feature_map = "cos";
-  check_error([&] { c.validate(); }, "ClassifierConfig: feature_map must be \"favor+\" or \"elu+1\", got \"cos\"");
-  c.feature_map = "elu+1";
-  c.redraw_interval = -3;
-  check_error([&] { c.validate(); }, "ClassifierConfig: redraw_interval must be >= 0");
-  c.redraw_interval = 10;
-  c.attention = "linformer";
-  check_error([&] { c.validate(); }, "unknown attention kind 'linformer' (expected one of \"hkt\", \"mha\", \"local\", \"performer\"");
+  c.attention.edit<LocalOptions>().window = 4;
+  CHECK(ClassifierConfig::from_json(c.to_json()) == c);
   c.attention = "performer";
+  PerformerOptions& p = c.attention.edit<PerformerOptions>();
+  p.features = 0;
+  check_error([&] { c.validate(); }, "ClassifierConfig: features must be >= 1");
+  p.features = 4;
+  p.feature_map = "cos";
+  check_error([&] { c.validate(); }, "ClassifierConfig: feature_map must be \"favor+\" or \"elu+1\", got \"cos\"");
+  p.feature_map = "elu+1";
+  p.redraw_interval = -3;
+  check_error([&] { c.validate(); }, "ClassifierConfig: redraw_interval must be >= 0");
+  p.redraw_interval = 10;
+  check_error([&] { c.attention = "linformer"; },
+              "unknown attention kind 'linformer' (expected one of \"hkt\", \"mha\", \"local\", \"performer\"");
+  CHECK(c.attention.get<PerformerOptions>().features == 4);  // a failed assignment changes nothing
   CHECK(ClassifierConfig::from_json(c.to_json()) == c);
 }
 
@@ -421,7 +424,8 @@ TEST_CASE("classifier: local-small and performer-small are within 2% of hkt-smal
       // The attention projections of MHA, the FFN of mha-matched; htr-small adds its relative-position
       // bias, heads x (4 Nr - 1) per layer.
       const ClassifierConfig c = ClassifierConfig::preset(name);
-      const int64_t extra = c.attention == "htransformer" ? c.layers * c.heads * (4 * c.block - 1) : 0;
+      const HTransformerOptions* h = c.attention.find<HTransformerOptions>();
+      const int64_t extra = h ? c.layers * c.heads * (4 * h->block - 1) : 0;
       CHECK(n[1] == n[2] + extra);
     }
 }
@@ -429,9 +433,13 @@ TEST_CASE("classifier: local-small and performer-small are within 2% of hkt-smal
 TEST_CASE("classifier: local, performer and htransformer train a step, and checkpoints round-trip") {
   for (const char* name : {"local-small", "performer-small", "htr-small"}) {
     ClassifierConfig c = ClassifierConfig::preset(name);
-    c.dim = 16, c.heads = 2, c.layers = 2, c.vocab = 12, c.classes = 3, c.max_len = 20, c.window = 3, c.features = 8;
-    c.block = 4;
-    c.redraw_interval = 1;
+    c.dim = 16, c.heads = 2, c.layers = 2, c.vocab = 12, c.classes = 3, c.max_len = 20;
+    if (c.attention.kind() == "local") c.attention.edit<LocalOptions>().window = 3;
+    if (c.attention.kind() == "performer") {
+      c.attention.edit<PerformerOptions>().features = 8;
+      c.attention.edit<PerformerOptions>().redraw_interval = 1;
+    }
+    if (c.attention.kind() == "htransformer") c.attention.edit<HTransformerOptions>().block = 4;
     Generator g(4);
     SequenceClassifier m(c, &g);
     Generator gx(8);
@@ -454,22 +462,23 @@ TEST_CASE("classifier: local, performer and htransformer train a step, and check
 TEST_CASE("ClassifierConfig: htr_bias is written only when off (archived configs still compare equal)") {
   ClassifierConfig c = ClassifierConfig::preset("htr-small");
   c.vocab = 16;
-  CHECK(c.htr_bias);
+  CHECK(c.attention.get<HTransformerOptions>().htr_bias);
   CHECK(c.to_json().find("htr_bias") == std::string::npos);
-  c.htr_bias = false;
+  c.attention.edit<HTransformerOptions>().htr_bias = false;
   CHECK(c.to_json().find("\"htr_bias\": false") != std::string::npos);
   CHECK(ClassifierConfig::from_json(c.to_json()) == c);
   CHECK(SequenceClassifier(c).num_parameters() ==
         [&] {
           ClassifierConfig on = c;
-          on.htr_bias = true;
-          return SequenceClassifier(on).num_parameters() - on.layers * on.heads * (4 * on.block - 1);
+          on.attention.edit<HTransformerOptions>().htr_bias = true;
+          return SequenceClassifier(on).num_parameters() -
+                 on.layers * on.heads * (4 * on.attention.get<HTransformerOptions>().block - 1);
         }());
 }
 
 TEST_CASE("model_flops: htransformer") {
   ClassifierConfig h = ClassifierConfig::preset("htr-small");
-  CHECK(h.attention == "htransformer");
+  CHECK(h.attention.kind() == "htransformer");
   h.vocab = 16;
   h.max_len = 4096;
   // T = 64, Nr = 16: L = 2 levels; 4 ANCHOR blocks, level 0: 3 LEFT + 3 RIGHT, level 1: 1 + 1,
@@ -478,17 +487,17 @@ TEST_CASE("model_flops: htransformer") {
   CHECK(f.scores == doctest::Approx(2 * 2.0 * (4 + 6 + 2) * 256 * 128));
   CHECK(f.values == f.scores);
   // Causal: no RIGHT blocks.
-  h.causal = true;
+  h.attention.causal = true;
   CHECK(model_flops(h, 1, 64).scores == doctest::Approx(2 * 2.0 * (4 + 3 + 1) * 256 * 128));
   // T = 512: 37,376 scores per head (tests/reference/h1d_published.py --score-count 512 16).
-  h.causal = false;
+  h.attention.causal = false;
   CHECK(model_flops(h, 1, 512).scores == doctest::Approx(2 * 2.0 * 37376 * 128));
   // T = 50 pads to T' = 64 = Nr 2^2.
   CHECK(model_flops(h, 1, 50).scores == doctest::Approx(model_flops(h, 1, 64).scores));
-  h.htr_levels = 1;
+  h.attention.edit<HTransformerOptions>().htr_levels = 1;
   check_error([&] { h.validate(); }, "htr_levels must be 0");
-  h.htr_levels = 0;
-  h.block = 3;
+  h.attention.edit<HTransformerOptions>().htr_levels = 0;
+  h.attention.edit<HTransformerOptions>().block = 3;
   check_error([&] { h.validate(); }, "block must be even and >= 2");
 }
 
@@ -500,17 +509,17 @@ TEST_CASE("model_flops: local and performer") {
   mha.vocab = 16;
   mha.max_len = 4096;
   // w >= T - 1: local costs what MHA does.
-  c.window = 100;
+  c.attention.edit<LocalOptions>().window = 100;
   CHECK(model_flops(c, 2, 64).total() == doctest::Approx(model_flops(mha, 2, 64).total()));
   // w = 64 at T = 4096: scores over (2w + 1) T - w (w + 1) pairs.
-  c.window = 64;
+  c.attention.edit<LocalOptions>().window = 64;
   const double pairs = 129.0 * 4096 - 64 * 65;
   CHECK(model_flops(c, 1, 4096).scores == doctest::Approx(2 * 2.0 * pairs * 128));
   ClassifierConfig p = ClassifierConfig::preset("performer-small");
   p.vocab = 16;
   p.max_len = 4096;
   const ModelFlops f = model_flops(p, 1, 4096);
-  CHECK(p.features == 256);
+  CHECK(p.attention.get<PerformerOptions>().features == 256);
   CHECK(f.scores == doctest::Approx(2 * 2 * 2.0 * 4096 * 256 * 128));
   CHECK(f.values == doctest::Approx(2 * 2 * 2.0 * 4096 * 256 * 128));
   // Linear in T.

@@ -67,8 +67,9 @@ TEST_CASE("experiment file: grid order, merging, run folders") {
   CHECK(c.data.train_size == 128);
   CHECK(c.steps == 12);
   CHECK(c.seed == 4);
-  CHECK(c.model == "hkt-tiny");
-  CHECK(c.model_overrides.find("\"levels\"") != std::string::npos);
+  CHECK(c.model.preset() == "hkt-tiny");
+  CHECK(c.model.config().attention.get<nn::HKTOptions>().levels == 2);
+  CHECK(c.model.overrides_json() == R"({"levels":2})");
   CHECK(fs::path(c.run_dir) == fs::path("out") / "synthetic" / "hkt" / "seed4");
   CHECK(Experiment::from_json(grid("out"), "elsewhere").runs[0].cfg.run_dir.rfind("elsewhere", 0) == 0);
 }
@@ -383,7 +384,7 @@ TEST_CASE("a tiny grid runs, resumes an interrupted run and aggregates") {
     std::ifstream f(fs::path(e.runs[0].cfg.run_dir) / "summary.json");
     mc = nn::ClassifierConfig::from_json(nlohmann::json::parse(f).at("model_config").dump());
   }
-  CHECK(mc.levels == 2);
+  CHECK(mc.attention.get<nn::HKTOptions>().levels == 2);
   CHECK(sh.flops_per_batch == doctest::Approx(nn::model_flops(mc, 16, mc.max_len).total()));
   CHECK(sh.flops_per_batch > sm.flops_per_batch);
   CHECK(sm.flops_per_batch > 0);
@@ -563,7 +564,8 @@ TEST_CASE("experiment file: settings taken from a tuning experiment's best valid
       CHECK(run.waiting.empty() == (run.model != "m"));
       if (run.model == "h") {
         CHECK(run.cfg.lr == 0.003);
-        CHECK(nlohmann::json::parse(run.cfg.model_overrides).at("dropout") == 0.0);
+        CHECK(nlohmann::json::parse(run.cfg.model.overrides_json()).at("dropout") == 0.0);
+        CHECK(run.cfg.model.config().dropout == 0.0);
       }
       if (run.model == "h2") CHECK(run.cfg.lr == 0.005);  // per_model still applies after it
     }
@@ -611,7 +613,7 @@ TEST_CASE("experiment file: settings taken from a tuning experiment's best valid
   for (const ExperimentRun& r : e.runs) {
     CAPTURE(r.model);
     CHECK(r.waiting.empty());
-    const nlohmann::json mo = nlohmann::json::parse(r.cfg.model_overrides);
+    const nlohmann::json mo = nlohmann::json::parse(r.cfg.model.overrides_json());
     if (r.model == "h") {
       CHECK(r.cfg.lr == 0.002);
       CHECK(mo.at("dropout") == 0.1);

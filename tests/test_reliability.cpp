@@ -159,7 +159,7 @@ TEST_CASE("bad input before the first step is an InputError (hkt-train exits 2)"
   o.quiet = true;
   CHECK_THROWS_AS(tasks::train(c, o), tasks::InputError);
   c.task = "synthetic";
-  c.set_override("levels", "0");
+  c.model.edit().attention.edit<nn::HKTOptions>().levels = 0;
   CHECK_THROWS_AS(tasks::train(c, o), tasks::InputError);
   CHECK_THROWS_AS(tasks::resume(dir.str("nothing-here"), o), tasks::InputError);
 }

@@ -446,7 +446,7 @@ tasks::TrainConfig tiny_run(const std::string& model, int64_t levels, const std:
   c.data.test_size = 16;
   c.data.seq_len = 16;
   c.model = model;
-  if (levels > 0) c.set_override("levels", std::to_string(levels));
+  if (levels > 0) c.model.edit().attention.edit<nn::HKTOptions>().levels = levels;
   c.batch_size = 16;
   c.steps = 2;
   c.log_every = 1;

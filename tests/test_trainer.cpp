@@ -158,14 +158,14 @@ TEST_CASE("registry: synthetic task, dimensions, unknown names") {
 
 TEST_CASE("TrainConfig: JSON round trip and strict errors") {
   TrainConfig c = small_config();
-  c.set_override("levels", "2");
-  c.set_override("dropout", "0.25");
+  c.model.edit().attention.edit<nn::HKTOptions>().levels = 2;
+  c.model.edit().dropout = 0.25;
   c.schedule = "linear";
   c.run_dir = "runs/x";
   c.data.seed = 123456789012345ull;
   const TrainConfig back = TrainConfig::from_json(c.to_json());
   CHECK(back == c);
-  CHECK(back.model_config(load_task("synthetic", c.data).train).levels == 2);
+  CHECK(back.model_config(load_task("synthetic", c.data).train).attention.get<nn::HKTOptions>().levels == 2);
   // Missing keys keep their defaults.
   CHECK(TrainConfig::from_json(R"({"steps": 5})").model == TrainConfig().model);
 
@@ -281,7 +281,7 @@ TEST_CASE("resume after an interruption ends with the same weights bit for bit")
   c.steps = 30;
   c.checkpoint_every = 5;
   c.warmup = 4;
-  c.set_override("dropout", "0.1");  // so that the dropout generator must be restored too
+  c.model.edit().dropout = 0.1;  // so that the dropout generator must be restored too
   c.run_dir = tmp.str("full");
   const TrainResult full = train(c, quiet());
   REQUIRE(full.completed);

@@ -16,6 +16,7 @@
 #include "hkt/ops/reduce.hpp"
 #include "hkt/ops/view.hpp"
 #include "attention_util.hpp"
+#include "option_fields.hpp"
 
 namespace hkt::nn {
 namespace {
@@ -244,6 +245,34 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& valid) {
                               : masked_attention(matmul(q, transpose(k, -2, -1)) * scale, valid, cfg_.causal,
                                                  split_heads(v, H));
   return zero_padded(wo->forward(merge_heads(a)), valid);
+}
+
+}  // namespace hkt::nn
+
+// --- The options of kinds "hkt" and "mha" (ClassifierConfig::attention) -------
+
+namespace hkt::nn {
+namespace {
+const detail::OptionFields<HKTOptions>& hkt_fields() {
+  static const detail::OptionFields<HKTOptions> f = {
+      {"levels", &HKTOptions::levels},       {"share_qk", &HKTOptions::share_qk}, {"pointwise", &HKTOptions::pointwise},
+      {"learn_lambda", &HKTOptions::learn_lambda}, {"hybrid", &HKTOptions::hybrid}, {"conv_only", &HKTOptions::conv_only},
+  };
+  return f;
+}
+}  // namespace
+
+HKT_KIND_OPTIONS_JSON(HKTOptions, hkt_fields())
+
+void HKTOptions::validate(const char* who, int64_t max_len) const {
+  HKT_CHECK(levels >= 1, who, "levels must be >= 1, got ", levels);
+  HKT_CHECK(!conv_only || hybrid, who, "conv_only needs attention \"hkt\" with hybrid = true, got attention \"hkt\", ",
+            "hybrid = false");
+  // Level l pools blocks of 2^(l-1) positions: beyond floor(log2(T)) + 1 a level has one block or none.
+  int64_t max_levels = 1;
+  while (max_levels < 62 && (int64_t{1} << max_levels) <= max_len) ++max_levels;
+  HKT_CHECK(levels <= max_levels, who, "levels must be <= floor(log2(max_len)) + 1 = ", max_levels,
+            " for max_len (T) ", max_len, ", got ", levels);
 }
 
 }  // namespace hkt::nn

@@ -2,101 +2,61 @@
 // presets, the pre-LN block and the classifier itself.
 #include "hkt/models/classifier.hpp"
 
-#include <limits>
-#include <nlohmann/json.hpp>
+#include <atomic>
 #include <string>
-#include <type_traits>
-#include <variant>
 #include <vector>
 
 #include "hkt/core/json_read.hpp"
 #include "hkt/core/names.hpp"
 #include "hkt/models/attention_kinds.hpp"
+#include "hkt/models/efficient_attention.hpp"
 #include "hkt/models/init.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/reduce.hpp"
 #include "hkt/ops/view.hpp"
+#include "option_fields.hpp"
 
 namespace hkt::nn {
 namespace {
 
-using ordered_json = nlohmann::ordered_json;
+using detail::kFromJson;
+using detail::ordered_json;
 
-// One entry per config field: its JSON key and the member it maps to. The
-// order is the order of to_json's output.
-using FieldPtr = std::variant<std::string ClassifierConfig::*, int64_t ClassifierConfig::*, double ClassifierConfig::*,
-                              bool ClassifierConfig::*, DType ClassifierConfig::*>;
-struct Field {
-  const char* key;
-  FieldPtr ptr;
-  // Written only when it differs from the default: a key added after runs were archived, so
-  // that their configs (and checkpoints' hkt.model_config, compared as text on resume) still
-  // equal what to_json writes for the same model.
-  bool only_if_changed = false;
-};
-const std::vector<Field>& fields() {
-  static const std::vector<Field> f = {
-      {"attention", &ClassifierConfig::attention},
-      {"vocab", &ClassifierConfig::vocab},
-      {"input_features", &ClassifierConfig::input_features},
-      {"max_len", &ClassifierConfig::max_len},
-      {"dim", &ClassifierConfig::dim},
-      {"heads", &ClassifierConfig::heads},
-      {"layers", &ClassifierConfig::layers},
-      {"ffn_mult", &ClassifierConfig::ffn_mult},
-      {"dropout", &ClassifierConfig::dropout},
+// The shared fields, in to_json's order: the attention's kind comes first, its causal and
+// bias after "classes", then the kinds' options, and dtype last.
+const detail::OptionFields<ClassifierConfig>& shared_fields() {
+  static const detail::OptionFields<ClassifierConfig> f = {
+      {"vocab", &ClassifierConfig::vocab}, {"input_features", &ClassifierConfig::input_features},
+      {"max_len", &ClassifierConfig::max_len}, {"dim", &ClassifierConfig::dim},
+      {"heads", &ClassifierConfig::heads}, {"layers", &ClassifierConfig::layers},
+      {"ffn_mult", &ClassifierConfig::ffn_mult}, {"dropout", &ClassifierConfig::dropout},
       {"classes", &ClassifierConfig::classes},
-      {"causal", &ClassifierConfig::causal},
-      {"bias", &ClassifierConfig::bias},
-      {"levels", &ClassifierConfig::levels},
-      {"share_qk", &ClassifierConfig::share_qk},
-      {"pointwise", &ClassifierConfig::pointwise},
-      {"learn_lambda", &ClassifierConfig::learn_lambda},
-      {"hybrid", &ClassifierConfig::hybrid},
-      {"conv_only", &ClassifierConfig::conv_only},
-      {"window", &ClassifierConfig::window},
-      {"features", &ClassifierConfig::features},
-      {"feature_map", &ClassifierConfig::feature_map},
-      {"redraw_interval", &ClassifierConfig::redraw_interval},
-      {"block", &ClassifierConfig::block},
-      {"htr_levels", &ClassifierConfig::htr_levels},
-      {"htr_bias", &ClassifierConfig::htr_bias, true},
-      {"dtype", &ClassifierConfig::dtype},
   };
   return f;
 }
+const detail::OptionFields<AttentionSpec>& switch_fields() {
+  static const detail::OptionFields<AttentionSpec> f = {{"causal", &AttentionSpec::causal},
+                                                        {"bias", &AttentionSpec::bias}};
+  return f;
+}
+const detail::OptionFields<ClassifierConfig>& dtype_field() {
+  static const detail::OptionFields<ClassifierConfig> f = {{"dtype", &ClassifierConfig::dtype}};
+  return f;
+}
 
-constexpr const char* kFromJson = "ClassifierConfig::from_json: ";
-
-void read_field(ClassifierConfig& c, const Field& f, const ordered_json& v) {
-  std::visit(
-      [&](auto ptr) {
-        using T = std::remove_reference_t<decltype(c.*ptr)>;
-        if constexpr (std::is_same_v<T, std::string>) {
-          HKT_CHECK(v.is_string(), kFromJson, "key '", f.key, "' must be a string, got ", v.type_name());
-          c.*ptr = v.get<std::string>();
-        } else if constexpr (std::is_same_v<T, int64_t>) {
-          HKT_CHECK(v.is_number_integer(), kFromJson, "key '", f.key, "' must be an integer, got ", excerpt(v.dump()));
-          HKT_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max()),
-                    kFromJson, "key '", f.key, "' is out of range: ", excerpt(v.dump()));
-          c.*ptr = v.get<int64_t>();
-        } else if constexpr (std::is_same_v<T, double>) {
-          HKT_CHECK(v.is_number(), kFromJson, "key '", f.key, "' must be a number, got ", excerpt(v.dump()));
-          c.*ptr = v.get<double>();
-        } else if constexpr (std::is_same_v<T, bool>) {
-          HKT_CHECK(v.is_boolean(), kFromJson, "key '", f.key, "' must be true or false, got ", excerpt(v.dump()));
-          c.*ptr = v.get<bool>();
-        } else {
-          static_assert(std::is_same_v<T, DType>);
-          HKT_CHECK(v.is_string(), kFromJson, "key '", f.key, "' must be \"float32\" or \"float64\", got ", excerpt(v.dump()));
-          const std::string s = v.get<std::string>();
-          HKT_CHECK(s == "float32" || s == "float64", kFromJson, "key '", f.key,
-                    "' must be \"float32\" or \"float64\", got \"", s, "\"");
-          c.*ptr = s == "float32" ? DType::Float32 : DType::Float64;
-        }
-      },
-      f.ptr);
+// A key of another kind than `own`'s: read with that kind's types, and refused unless it
+// holds the kind's default (archived configs carry every kind's keys at their defaults).
+bool read_foreign_key(const KindOptions& own, const std::string& key, const ordered_json& v) {
+  for (const AttentionKind& k : attention_kinds()) {
+    if (k.name == own.kind()) continue;
+    std::unique_ptr<KindOptions> o = k.defaults();
+    if (!o->read(key, v)) continue;
+    HKT_CHECK(o->equals(*k.defaults()), kFromJson, "key '", key, "' is an option of attention \"", k.name,
+              "\", and this model's attention is \"", own.kind(), "\" (leave it out, or set attention)");
+    return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -105,8 +65,6 @@ void read_field(ClassifierConfig& c, const Field& f, const ordered_json& v) {
 
 void ClassifierConfig::validate() const {
   const char* who = "ClassifierConfig: ";
-  HKT_CHECK(find_attention_kind(attention), who, "unknown attention kind '", attention, "' (expected one of ",
-            attention_kind_names(), ")");
   HKT_CHECK(vocab >= 0 && input_features >= 0, who, "vocab (", vocab, ") and input_features (", input_features,
             ") must not be negative");
   HKT_CHECK((vocab > 0) != (input_features > 0), who,
@@ -120,21 +78,6 @@ void ClassifierConfig::validate() const {
   HKT_CHECK(ffn_mult >= 1, who, "ffn_mult must be >= 1, got ", ffn_mult);
   HKT_CHECK(dropout >= 0.0 && dropout < 1.0, who, "dropout must be in [0, 1), got ", dropout);
   HKT_CHECK(classes >= 2, who, "classes must be >= 2, got ", classes);
-  HKT_CHECK(levels >= 1, who, "levels must be >= 1, got ", levels);
-  HKT_CHECK(!conv_only || (attention == "hkt" && hybrid), who,
-            "conv_only needs attention \"hkt\" with hybrid = true, got attention \"", attention, "\", hybrid = ",
-            hybrid ? "true" : "false");
-  HKT_CHECK(window >= 0, who, "window must be >= 0 (the local attention's half-width), got ", window);
-  HKT_CHECK(features >= 1, who, "features must be >= 1 (Performer's features per head), got ", features);
-  HKT_CHECK(feature_map == "favor+" || feature_map == "elu+1", who,
-            "feature_map must be \"favor+\" or \"elu+1\", got \"", feature_map, "\"");
-  HKT_CHECK(block >= 2 && block % 2 == 0, who, "block must be even and >= 2 (H-Transformer-1D's block size Nr), got ",
-            block);
-  HKT_CHECK(htr_levels == 0, who,
-            "htr_levels must be 0 (H-Transformer-1D uses every level, as published; the key is kept for archived "
-            "configs), got ", htr_levels);
-  HKT_CHECK(redraw_interval >= -1, who,
-            "redraw_interval must be >= 0 (0: never redraw) or -1 (every call), got ", redraw_interval);
   HKT_CHECK(is_floating(dtype), who, "dtype must be float32 or float64, got ", dtype);
   // Sizes are bounded before anything is allocated (a config or a checkpoint's metadata may say anything).
   const auto limit = [&](const char* name, int64_t v, int64_t max) {
@@ -148,20 +91,13 @@ void ClassifierConfig::validate() const {
   limit("layers", layers, kMaxLayers);
   limit("ffn_mult", ffn_mult, kMaxFfnMult);
   limit("classes", classes, kMaxClasses);
-  limit("window", window, kMaxLen);
-  limit("features", features, kMaxFeatures);
-  if (attention == "hkt") {
-    // Level l pools blocks of 2^(l-1) positions: beyond floor(log2(T)) + 1 a level has one block or none.
-    int64_t max_levels = 1;
-    while ((int64_t{1} << max_levels) <= max_len) ++max_levels;
-    HKT_CHECK(levels <= max_levels, who, "levels must be <= floor(log2(max_len)) + 1 = ", max_levels,
-              " for max_len (T) ", max_len, ", got ", levels);
-  }
+  attention.options().validate(who, max_len);
   // The parameters of the largest layers (embeddings, projections, FFN, head), in long double: no overflow.
   const long double D = static_cast<long double>(dim);
-  const long double params = static_cast<long double>(vocab + input_features + max_len + classes) * D +
-                             static_cast<long double>(layers) *
-                                 (static_cast<long double>(4 + 3 * levels + 2 * ffn_mult) * D * D);
+  const long double params =
+      static_cast<long double>(vocab + input_features + max_len + classes) * D +
+      static_cast<long double>(layers) *
+          (static_cast<long double>(attention.options().matrices() + 2 * ffn_mult) * D * D);
   HKT_CHECK(params <= static_cast<long double>(kMaxParams), who, "the model would have about ",
             static_cast<double>(params), " parameters, more than the limit of ", kMaxParams, " (dim ", dim,
             ", layers ", layers, ", vocab ", vocab, ", max_len ", max_len, ")");
@@ -169,23 +105,25 @@ void ClassifierConfig::validate() const {
 
 std::string ClassifierConfig::to_json() const {
   ordered_json j = ordered_json::object();
-  static const ClassifierConfig defaults;
-  for (const Field& f : fields()) {
-    std::visit(
-        [&](auto ptr) {
-          using T = std::remove_cvref_t<decltype(this->*ptr)>;
-          if (f.only_if_changed && this->*ptr == defaults.*ptr) return;
-          if constexpr (std::is_same_v<T, DType>)
-            j[f.key] = dtype_name(this->*ptr);
-          else
-            j[f.key] = this->*ptr;
-        },
-        f.ptr);
+  j["attention"] = attention.kind();
+  detail::write_fields(*this, shared_fields(), j);
+  detail::write_fields(attention, switch_fields(), j);
+  for (const AttentionKind& k : attention_kinds()) {
+    if (k.name == attention.kind()) attention.options().write(j);
+    else k.defaults()->write(j);
   }
+  detail::write_fields(*this, dtype_field(), j);
   return j.dump(2);
 }
 
+namespace {
+std::atomic<int64_t> g_from_json{0};
+}  // namespace
+
+int64_t ClassifierConfig::from_json_count() { return g_from_json.load(); }
+
 ClassifierConfig ClassifierConfig::from_json(const std::string& text) {
+  ++g_from_json;
   ordered_json j;
   try {
     j = read_json<ordered_json>(text, "the JSON text");  // parse_error, and out_of_range for numbers like 1E581
@@ -194,12 +132,14 @@ ClassifierConfig ClassifierConfig::from_json(const std::string& text) {
   }
   HKT_CHECK(j.is_object(), kFromJson, "expected a JSON object, got ", j.type_name());
   ClassifierConfig c;
+  if (j.contains("attention")) c.attention = detail::read_value<std::string>("attention", j["attention"]);
   for (const auto& [key, value] : j.items()) {
-    const Field* field = nullptr;
-    for (const Field& f : fields())
-      if (key == f.key) field = &f;
-    HKT_CHECK(field, kFromJson, "unknown key '", key, "'");
-    read_field(c, *field, value);
+    if (key == "attention") continue;
+    const bool known = detail::read_field(c, shared_fields(), key, value) ||
+                       detail::read_field(c.attention, switch_fields(), key, value) ||
+                       detail::read_field(c, dtype_field(), key, value) || c.attention.options().read(key, value) ||
+                       read_foreign_key(c.attention.options(), key, value);
+    HKT_CHECK(known, kFromJson, "unknown key '", key, "'");
   }
   return c;
 }
@@ -212,7 +152,6 @@ ClassifierConfig ClassifierConfig::preset(const std::string& name) {
     c.layers = 2;
     c.ffn_mult = 4;
     c.dropout = 0.1;
-    c.levels = 3;
   } else if (name == "mha-matched" || name == "local-small" || name == "performer-small" || name == "htr-small") {
     // mha-small with a wider FFN (7D instead of 4D): the attention has mha-small's
     // four D x D projections (D, H, dh), and the 3 x (2 D^2 + D) extra FFN parameters
@@ -228,14 +167,12 @@ ClassifierConfig ClassifierConfig::preset(const std::string& name) {
     c.layers = 2;
     c.ffn_mult = 7;
     c.dropout = 0.1;
-    c.levels = 3;
   } else if (name == "hkt-tiny" || name == "mha-tiny") {
     c.dim = 16;
     c.heads = 2;
     c.layers = 1;
     c.ffn_mult = 4;
     c.dropout = 0.0;
-    c.levels = 3;
   } else {
     static const std::vector<std::string> known = {"hkt-small",       "mha-small", "mha-matched", "local-small",
                                                    "performer-small", "htr-small", "hkt-tiny",    "mha-tiny"};
@@ -245,24 +182,25 @@ ClassifierConfig ClassifierConfig::preset(const std::string& name) {
                         " (known: ", list, ")"));
   }
   c.attention = name == "mha-matched" ? "mha" : name == "htr-small" ? "htransformer" : name.substr(0, name.find('-'));
-  if (name == "performer-small") c.features = 256;
+  if (name == "performer-small") c.attention.edit<PerformerOptions>().features = 256;
   return c;
 }
 
 // --- Block ---------------------------------------------------------------
 
 Block::Block(const ClassifierConfig& cfg, LayerOptions opt, int64_t layer) : Module("Block") {
-  const AttentionKind* kind = find_attention_kind(cfg.attention);
-  HKT_CHECK(kind, "Block: unknown attention kind '", cfg.attention, "' (expected one of ", attention_kind_names(), ")");
+  const AttentionKind* kind = find_attention_kind(cfg.attention.kind());
+  HKT_CHECK(kind, "Block: unknown attention kind '", cfg.attention.kind(), "' (expected one of ",
+            attention_kind_names(), ")");
   ln1 = register_module("ln1", std::make_shared<LayerNorm>(cfg.dim, 1e-5, true, opt));
   AttentionConfig a;  // the fields every attention shares
   a.dim = cfg.dim;
   a.heads = cfg.heads;
-  a.causal = cfg.causal;
-  a.bias = cfg.bias;
+  a.causal = cfg.attention.causal;
+  a.bias = cfg.attention.bias;
   a.dtype = opt.dtype;
   a.gen = opt.gen;
-  attn = register_module("attn", kind->build(cfg, a, layer));
+  attn = register_module("attn", kind->build(cfg.attention.options(), a, layer));
   attend_ = kind->forward;
   hkt = std::dynamic_pointer_cast<HKTAttention>(attn);
   mha = std::dynamic_pointer_cast<MultiHeadAttention>(attn);

@@ -2,6 +2,8 @@
 // products of a classifier (the whole-model ratio of HKT to MHA).
 #include "hkt/models/attention.hpp"
 #include "hkt/models/classifier.hpp"
+#include "hkt/models/efficient_attention.hpp"
+#include "hkt/models/htransformer.hpp"
 #include "hkt/ops/htransformer.hpp"
 
 #include <algorithm>
@@ -36,26 +38,30 @@ namespace {
 ModelFlops efficient_flops(const ClassifierConfig& cfg, int64_t B, int64_t T) {
   const double D = static_cast<double>(cfg.dim), b = static_cast<double>(B), n = b * static_cast<double>(T);
   ModelFlops f;
+  const bool causal = cfg.attention.causal;
   double pairs = 0;  // local: visible (query, key) pairs of one sequence
-  if (cfg.attention == "local")
+  if (const LocalOptions* local = cfg.attention.find<LocalOptions>())
     for (int64_t i = 0; i < T; ++i) {
-      const int64_t lo = std::max<int64_t>(0, i - cfg.window), hi = cfg.causal ? i : std::min(T - 1, i + cfg.window);
+      const int64_t lo = std::max<int64_t>(0, i - local->window), hi = causal ? i : std::min(T - 1, i + local->window);
       pairs += static_cast<double>(hi - lo + 1);
     }
-  if (cfg.attention == "htransformer")  // docs/htransformer.md, "Cost": the published layout's
-    // computed scores per head (ANCHOR blocks, LEFT/RIGHT blocks at every level, correction
-    // quarters included: 37,376 at T = 512, Nr = 16), each a q.k and a weight times v.
-    pairs = static_cast<double>(htransformer_score_count(T, cfg.block, cfg.causal));
-  const double m = static_cast<double>(cfg.features), chunk = static_cast<double>(std::min<int64_t>(64, T));
+  if (const HTransformerOptions* htr = cfg.attention.find<HTransformerOptions>())
+    // docs/htransformer.md, "Cost": the published layout's computed scores per head (ANCHOR
+    // blocks, LEFT/RIGHT blocks at every level, correction quarters included: 37,376 at
+    // T = 512, Nr = 16), each a q.k and a weight times v.
+    pairs = static_cast<double>(htransformer_score_count(T, htr->block, causal));
+  const PerformerOptions* performer = cfg.attention.find<PerformerOptions>();
+  const double m = performer ? static_cast<double>(performer->features) : 0.0;
+  const double chunk = static_cast<double>(std::min<int64_t>(64, T));
   for (int64_t layer = 0; layer < cfg.layers; ++layer) {
     f.projections += 4 * 2.0 * n * D * D;  // Wq, Wk, Wv, Wo
-    if (cfg.attention == "local" || cfg.attention == "htransformer") {
+    if (!performer) {
       f.scores += 2.0 * b * pairs * D;
       f.values += 2.0 * b * pairs * D;
     } else {
-      if (cfg.feature_map == "favor+") f.scores += 2 * 2.0 * n * m * D;
+      if (performer->feature_map == "favor+") f.scores += 2 * 2.0 * n * m * D;
       f.values += 2 * 2.0 * n * m * D;
-      if (cfg.causal) f.values += 2.0 * n * chunk * (m * static_cast<double>(cfg.heads) + D);
+      if (causal) f.values += 2.0 * n * chunk * (m * static_cast<double>(cfg.heads) + D);
     }
     f.ffn += 2 * 2.0 * n * D * D * static_cast<double>(cfg.ffn_mult);
   }
@@ -71,11 +77,10 @@ ModelFlops model_flops(const ClassifierConfig& cfg, int64_t B, int64_t T) {
   cfg.validate();
   const double D = static_cast<double>(cfg.dim), b = static_cast<double>(B), t = static_cast<double>(T);
   const double n = b * t;  // tokens
-  const bool hkt = cfg.attention == "hkt";
-  if (cfg.attention == "local" || cfg.attention == "performer" || cfg.attention == "htransformer")
-    return efficient_flops(cfg, B, T);
-  const bool conv_only = hkt && cfg.conv_only;  // no Wq, Wk, scores, A V or downsamplers
-  const int64_t L = conv_only ? 0 : hkt ? cfg.levels : 1;
+  const HKTOptions* hkt = cfg.attention.find<HKTOptions>();
+  if (!hkt && !cfg.attention.find<MHAOptions>()) return efficient_flops(cfg, B, T);
+  const bool conv_only = hkt && hkt->conv_only;  // no Wq, Wk, scores, A V or downsamplers
+  const int64_t L = conv_only ? 0 : hkt ? hkt->levels : 1;
   const int64_t kDownKernel = 3;  // Downsample: causal depthwise conv, kernel 3, stride 2
   ModelFlops f;
   for (int64_t layer = 0; layer < cfg.layers; ++layer) {
@@ -87,11 +92,11 @@ ModelFlops model_flops(const ClassifierConfig& cfg, int64_t B, int64_t T) {
       f.scores += 2.0 * b * tl * tl * D;          // sum over heads of T_l^2 dh
       if (l > 0) {
         f.downsample += 2.0 * b * tl * D * static_cast<double>(kDownKernel);
-        if (cfg.pointwise) f.downsample += 2.0 * b * tl * D * D;
+        if (hkt->pointwise) f.downsample += 2.0 * b * tl * D * D;
       }
     }
     if (!conv_only) f.values += 2.0 * b * t * t * D;
-    if (hkt && cfg.hybrid) f.hybrid += 2.0 * n * D * 3.0;  // AttentionConfig::conv_kernel = 3
+    if (hkt && hkt->hybrid) f.hybrid += 2.0 * n * D * 3.0;  // AttentionConfig::conv_kernel = 3
     f.ffn += 2 * 2.0 * n * D * D * static_cast<double>(cfg.ffn_mult);
   }
   if (cfg.input_features > 0) f.other += 2.0 * n * static_cast<double>(cfg.input_features) * D;

@@ -12,6 +12,7 @@
 #include "hkt/ops/reduce.hpp"
 #include "hkt/ops/view.hpp"
 #include "attention_util.hpp"
+#include "option_fields.hpp"
 
 namespace hkt::nn {
 namespace {
@@ -91,6 +92,44 @@ Tensor PerformerAttention::forward(const Tensor& x, const Tensor& valid) {
   const Tensor a = cfg_.fused ? linear_attention(pq, pk, v, valid, cfg_.causal)
                               : linear_attention_reference(pq, pk, v, valid, cfg_.causal);
   return zero_padded(wo->forward(merge_heads(a)), valid);
+}
+
+}  // namespace hkt::nn
+
+// --- The options of kinds "local" and "performer" (ClassifierConfig::attention) ---
+
+namespace hkt::nn {
+namespace {
+// The largest window and feature count (about a million: ClassifierConfig's kMaxLen and kMaxFeatures).
+constexpr int64_t kMaxWindow = int64_t{1} << 20, kMaxPerformerFeatures = int64_t{1} << 20;
+
+const detail::OptionFields<LocalOptions>& local_fields() {
+  static const detail::OptionFields<LocalOptions> f = {{"window", &LocalOptions::window}};
+  return f;
+}
+const detail::OptionFields<PerformerOptions>& performer_fields() {
+  static const detail::OptionFields<PerformerOptions> f = {{"features", &PerformerOptions::features},
+                                                           {"feature_map", &PerformerOptions::feature_map},
+                                                           {"redraw_interval", &PerformerOptions::redraw_interval}};
+  return f;
+}
+}  // namespace
+
+HKT_KIND_OPTIONS_JSON(LocalOptions, local_fields())
+HKT_KIND_OPTIONS_JSON(PerformerOptions, performer_fields())
+
+void LocalOptions::validate(const char* who, int64_t) const {
+  HKT_CHECK(window >= 0, who, "window must be >= 0 (the local attention's half-width), got ", window);
+  HKT_CHECK(window <= kMaxWindow, who, "window must be <= ", kMaxWindow, ", got ", window);
+}
+
+void PerformerOptions::validate(const char* who, int64_t) const {
+  HKT_CHECK(features >= 1, who, "features must be >= 1 (Performer's features per head), got ", features);
+  HKT_CHECK(feature_map == "favor+" || feature_map == "elu+1", who,
+            "feature_map must be \"favor+\" or \"elu+1\", got \"", feature_map, "\"");
+  HKT_CHECK(redraw_interval >= -1, who,
+            "redraw_interval must be >= 0 (0: never redraw) or -1 (every call), got ", redraw_interval);
+  HKT_CHECK(features <= kMaxPerformerFeatures, who, "features must be <= ", kMaxPerformerFeatures, ", got ", features);
 }
 
 }  // namespace hkt::nn

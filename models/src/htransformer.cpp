@@ -11,6 +11,7 @@
 #include "hkt/ops/htransformer.hpp"
 #include "hkt/ops/view.hpp"
 #include "attention_util.hpp"
+#include "option_fields.hpp"
 
 namespace hkt::nn {
 namespace {
@@ -48,6 +49,30 @@ Tensor HTransformerAttention::forward(const Tensor& x, const Tensor& valid) {
                        ? htransformer_attention(q, k, v, valid, cfg_.causal, scale, cfg_.block_size, rpb)
                        : htransformer_attention_reference(q, k, v, valid, cfg_.causal, scale, cfg_.block_size, rpb);
   return zero_padded(wo->forward(merge_heads(a)), valid);
+}
+
+}  // namespace hkt::nn
+
+// --- The options of kind "htransformer" (ClassifierConfig::attention) ----------
+
+namespace hkt::nn {
+namespace {
+const detail::OptionFields<HTransformerOptions>& htr_fields() {
+  static const detail::OptionFields<HTransformerOptions> f = {{"block", &HTransformerOptions::block},
+                                                              {"htr_levels", &HTransformerOptions::htr_levels},
+                                                              {"htr_bias", &HTransformerOptions::htr_bias, true}};
+  return f;
+}
+}  // namespace
+
+HKT_KIND_OPTIONS_JSON(HTransformerOptions, htr_fields())
+
+void HTransformerOptions::validate(const char* who, int64_t) const {
+  HKT_CHECK(block >= 2 && block % 2 == 0, who, "block must be even and >= 2 (H-Transformer-1D's block size Nr), got ",
+            block);
+  HKT_CHECK(htr_levels == 0, who,
+            "htr_levels must be 0 (H-Transformer-1D uses every level, as published; the key is kept for archived "
+            "configs), got ", htr_levels);
 }
 
 }  // namespace hkt::nn

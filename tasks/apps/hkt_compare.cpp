@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
       HKT_CHECK(!split(models).empty(), "--models: no preset given");
       for (const std::string& m : split(models)) {
         hkt::tasks::TrainConfig c = base;
-        c.model = m;
+        c.model = base.model.with_preset(m, true);  // --levels is for the HKT models
         c.validate();
       }
     } catch (const hkt::Error& e) {
@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
           << "|---|---:|---:|---:|---:|---:|\n";
     for (const std::string& m : split(models)) {
       hkt::tasks::TrainConfig cfg = base;
-      cfg.model = m;
+      cfg.model = base.model.with_preset(m, true);
       cfg.run_dir = run_dir + "/" + m;
       if (!quiet) std::cout << "== " << m << " (" << cfg.run_dir << ") ==\n" << std::flush;
       hkt::tasks::RunOptions ropt;

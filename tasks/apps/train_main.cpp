@@ -105,7 +105,7 @@ int hkt::apps::train_main(int argc, char** argv, const std::function<void(hkt::t
     try {
       cfg = topts.resolve();
       if (!run_dir.empty()) cfg.run_dir = run_dir;
-      if (cfg.run_dir.empty()) cfg.run_dir = "runs/" + cfg.task + "-" + cfg.model + "-s" + std::to_string(cfg.seed);
+      if (cfg.run_dir.empty()) cfg.run_dir = "runs/" + cfg.task + "-" + cfg.model.preset() + "-s" + std::to_string(cfg.seed);
       cfg.validate();
     } catch (const hkt::Error& e) {
       throw hkt::tasks::InputError(e.what());

@@ -104,15 +104,28 @@ class TrainOptions {
       setters_.emplace_back(o, [](tasks::TrainConfig& d) { d.data.text.header = false; });
     }
     if (with_model) {
-      flag(app, "--model", &C::model, "model preset: hkt-small, mha-small, mha-matched, local-small, performer-small, htr-small, hkt-tiny, mha-tiny");
+      auto preset = std::make_shared<std::string>(tmp_.model.preset());
+      CLI::Option* o = app.add_option("--model", *preset, "model preset: hkt-small, mha-small, mha-matched, local-small, performer-small, htr-small, hkt-tiny, mha-tiny")
+                           ->capture_default_str();
+      // A new preset keeps what a --config file set over the old one.
+      setters_.emplace_back(o, [preset](tasks::TrainConfig& d) { d.model = d.model.with_preset(*preset); });
+      holders_.push_back(preset);
     }
     {
-      override_flag<int64_t>(app, "--levels", "levels", "HKT resolution levels L (overrides the preset)");
-      override_flag<int64_t>(app, "--dim", "dim", "model width D (overrides the preset)");
-      override_flag<int64_t>(app, "--heads", "heads", "attention heads H (overrides the preset)");
-      override_flag<int64_t>(app, "--layers", "layers", "blocks N (overrides the preset)");
-      override_flag<double>(app, "--dropout", "dropout", "dropout probability (overrides the preset)");
-      override_flag<std::string>(app, "--attention", "attention", "\"hkt\" or \"mha\" (overrides the preset)");
+      // Typed, in this order (the kind first, so that --levels meets the kind it is for).
+      using M = nn::ClassifierConfig;
+      model_flag<std::string>(app, "--attention", "attention",
+                              "attention kind: hkt, mha, local, performer, htransformer (overrides the preset)",
+                              [](M& c, const std::string& v) { c.attention = v; });
+      model_flag<int64_t>(app, "--levels", "levels", "HKT resolution levels L (overrides the preset)",
+                          [](M& c, int64_t v) { c.attention.edit<nn::HKTOptions>().levels = v; });
+      model_flag<int64_t>(app, "--dim", "dim", "model width D (overrides the preset)", [](M& c, int64_t v) { c.dim = v; });
+      model_flag<int64_t>(app, "--heads", "heads", "attention heads H (overrides the preset)",
+                          [](M& c, int64_t v) { c.heads = v; });
+      model_flag<int64_t>(app, "--layers", "layers", "blocks N (overrides the preset)",
+                          [](M& c, int64_t v) { c.layers = v; });
+      model_flag<double>(app, "--dropout", "dropout", "dropout probability (overrides the preset)",
+                         [](M& c, double v) { c.dropout = v; });
     }
     flag(app, "--batch-size", &C::batch_size, "examples per step");
     flag(app, "--steps", &C::steps, "optimizer steps (wins over --epochs)");
@@ -161,8 +174,13 @@ class TrainOptions {
         throw tasks::InputError(std::string(config_file_) + ": " + e.what());
       }
     }
-    for (const auto& [opt, apply] : setters_)
-      if (opt->count() > 0) apply(base);
+    try {
+      for (const auto& [opt, apply] : setters_)
+        if (opt->count() > 0) apply(base);
+    } catch (const Error& e) {
+      if (config_file_.empty()) throw tasks::InputError(e.what());
+      throw tasks::InputError(config_file_ + " (with the flags given): " + e.what());
+    }
     if (base.task == "tokens" || base.task == "series") {  // the shared file flags name arrays
       tasks::TextTaskOptions& t = base.data.text;
       tasks::ArrayTaskOptions& a = base.data.arrays;
@@ -256,19 +274,21 @@ class TrainOptions {
     check_integer<T>(o);
     setters_.emplace_back(o, [this, field](tasks::TrainConfig& d) { d.data.arrays.*field = tmp_.data.arrays.*field; });
   }
+  // A model field set over the preset, typed, and named in config.json's model_overrides
+  // (ClassifierConfig's JSON key `key`).
   template <class T>
-  void override_flag(CLI::App& app, const std::string& name, const std::string& key, const std::string& help) {
+  void model_flag(CLI::App& app, const std::string& name, const std::string& key, const std::string& help,
+                  void (*set)(nn::ClassifierConfig&, std::conditional_t<std::is_same_v<T, std::string>, const T&, T>)) {
     auto value = std::make_shared<T>();
     CLI::Option* o = app.add_option(name, *value, help);
     check_integer<T>(o);
-    setters_.emplace_back(o, [value, key](tasks::TrainConfig& d) {
-      if constexpr (std::is_same_v<T, std::string>) d.set_override(key, "\"" + *value + "\"");
-      else {
-        std::ostringstream os;
-        os.precision(17);
-        os << *value;
-        d.set_override(key, os.str());
+    setters_.emplace_back(o, [value, key, set, name](tasks::TrainConfig& d) {
+      try {
+        set(d.model.edit(), *value);
+      } catch (const Error& e) {
+        throw Error(str_cat(name, ": ", e.what()));
       }
+      d.model.name_key(key);
     });
     holders_.push_back(value);
   }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "hkt/core/error.hpp"
+#include "hkt/models/efficient_attention.hpp"
 #include "hkt/ops/threads.hpp"
 
 namespace hkt::tasks {
@@ -43,8 +44,8 @@ StepMemory estimate_step_memory(const nn::ClassifierConfig& c, int64_t batch, in
   const double s = c.dtype == DType::Float64 ? 8.0 : 4.0;
   const double D = static_cast<double>(c.dim), B = static_cast<double>(batch), t = static_cast<double>(T);
   const double H = static_cast<double>(c.heads), N = static_cast<double>(c.layers);
-  const bool hkt = c.attention == "hkt";
-  const double L = hkt ? static_cast<double>(c.levels) : 1.0, F = static_cast<double>(c.ffn_mult);
+  const nn::HKTOptions* hkt = c.attention.find<nn::HKTOptions>();
+  const double L = hkt ? static_cast<double>(hkt->levels) : 1.0, F = static_cast<double>(c.ffn_mult);
   StepMemory m;
   // The process itself: code, libraries, thread stacks and pools, the allocator's slack
   // (13.5 MiB measured in a CPU build), or what it already holds where that is more: a build
@@ -72,9 +73,10 @@ StepMemory estimate_step_memory(const nn::ClassifierConfig& c, int64_t batch, in
   // position and layer for HKT and H-Transformer-1D (buffers of the sequence's length).
   double att = 0;
   if (hkt) att = B * t * (2.95 * D + 66.7 * H) * L / 3.0 + t * 8.8 * D;
-  else if (c.attention == "performer")  // linear in m: checked at m = 256 (performer-small, issue 68), 1.12-1.14
-    att = B * t * 15.15 * H * static_cast<double>(c.features);
-  else if (c.attention == "htransformer") att = B * t * 0.64 * D + t * 8.8 * D;
+  else if (const auto* p = c.attention.find<nn::PerformerOptions>())
+    // linear in m: checked at m = 256 (performer-small, issue 68), 1.12-1.14
+    att = B * t * 15.15 * H * static_cast<double>(p->features);
+  else if (c.attention.kind() == "htransformer") att = B * t * 0.64 * D + t * 8.8 * D;
   // Without gradients a kind keeps about a third of its training working set (no
   // statistics for the backward pass).
   m.attention = att * layers * s * kMargin * (training ? 1.0 : 0.35);
@@ -84,7 +86,7 @@ StepMemory estimate_step_memory(const nn::ClassifierConfig& c, int64_t batch, in
   // bias; per (b, h) task the kernel keeps its L levels of q~, k~, vsum, counts, under 2 Tp
   // (2 dh + dv + 3) doubles, and the merged (max, Y, Z) of two levels at a time): estimate /
   // peak RSS 1.22-1.39 over hkt-tiny T = 1,024-16,384 and htr-small T = 1,024, B = 1 and 4.
-  if (c.attention == "htransformer") m.attention += t * 1000.0 * layers * kMargin;
+  if (c.attention.kind() == "htransformer") m.attention += t * 1000.0 * layers * kMargin;
   m.data = static_cast<double>(examples) * static_cast<double>(bytes_per_example);
   return m;
 }

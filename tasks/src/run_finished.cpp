@@ -26,7 +26,7 @@ bool Run::finished_already(Console& con, TrainResult& out) {
   }
   // config.json must still describe this model (the fields the data fills in aside); if not,
   // the full path says how they differ.
-  nn::ClassifierConfig want = cfg.model_config_unfilled();
+  nn::ClassifierConfig want = cfg.model.config();
   want.vocab = mcfg.vocab, want.input_features = mcfg.input_features, want.classes = mcfg.classes;
   want.max_len = mcfg.max_len;
   if (want.to_json() != mcfg.to_json()) return false;

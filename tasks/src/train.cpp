@@ -64,9 +64,9 @@ void Run::setup() {
   } catch (const fs::filesystem_error& e) {  // a data folder that cannot be listed (a link loop, ...)
     throw InputError(str_cat("the data of task ", cfg.task, ": ", e.what()));
   }
-  if (const nn::AttentionKind* kind = nn::find_attention_kind(mcfg.attention);
+  if (const nn::AttentionKind* kind = nn::find_attention_kind(mcfg.attention.kind());
       kind && kind->cpu_only && !ropt.device.is_cpu())
-    throw InputError(str_cat("model ", cfg.model, ": the attention kind '", mcfg.attention,
+    throw InputError(str_cat("model ", cfg.model.preset(), ": the attention kind '", mcfg.attention.kind(),
                              "' has CPU kernels only; train it with --device cpu"));
   build_model(ropt.device);
   manual_seed(cfg.seed + 1);  // dropout
@@ -100,7 +100,7 @@ void Run::build_model(Device d) {
 // Before a data set is generated or read: the sizes the config gives (a task's
 // defaults are small), the model with a one-token vocabulary.
 void Run::check_memory_before_data() const {
-  nn::ClassifierConfig m = cfg.model_config_unfilled();
+  nn::ClassifierConfig m = cfg.model.config();
   if (cfg.data.seq_len > 0) m.max_len = cfg.data.seq_len;
   if (m.vocab == 0 && m.input_features == 0) m.vocab = 1;
   const int64_t n = cfg.data.train_size + cfg.data.val_size + cfg.data.test_size;
@@ -309,9 +309,10 @@ TrainResult Run::go(bool resuming) {
            std::to_string(data.train.seq_len) + ", " + std::to_string(data.train.classes) + " classes (ready in " +
            fmt(data_s, 1) + " s)");
   describe_data(con);
-  con.line("model " + cfg.model + " (" + mcfg.attention + ", dim " + std::to_string(mcfg.dim) + ", heads " +
-           std::to_string(mcfg.heads) + ", layers " + std::to_string(mcfg.layers) +
-           (mcfg.attention == "hkt" ? ", levels " + std::to_string(mcfg.levels) : std::string()) + "): " +
+  const nn::HKTOptions* hkt = mcfg.attention.find<nn::HKTOptions>();
+  con.line("model " + cfg.model.preset() + " (" + mcfg.attention.kind() + ", dim " + std::to_string(mcfg.dim) +
+           ", heads " + std::to_string(mcfg.heads) + ", layers " + std::to_string(mcfg.layers) +
+           (hkt ? ", levels " + std::to_string(hkt->levels) : std::string()) + "): " +
            std::to_string(np) + " parameters; " + std::to_string(total) + " steps of " +
            std::to_string(cfg.batch_size) + " (" + std::to_string(per_epoch) + " per epoch), lr " + short_num(cfg.lr) +
            " " + sched.str());

@@ -125,8 +125,8 @@ json config_json(const TrainConfig& c) {
   json j;
   j["task"] = c.task;
   j["data"] = data_json(c.data);
-  j["model"] = c.model;
-  j["model_overrides"] = json::parse(c.model_overrides);
+  j["model"] = c.model.preset();
+  j["model_overrides"] = json::parse(c.model.overrides_json());
   j["batch_size"] = c.batch_size;
   j["steps"] = c.steps;
   j["epochs"] = c.epochs;
@@ -157,18 +157,10 @@ using namespace detail;
 void TrainConfig::validate() const {
   HKT_CHECK(!task.empty(), kCfg, "task is empty");
   check_task_name(task, kCfg);
-  nn::ClassifierConfig::preset(model);  // throws for an unknown preset
   {
-    const json o = parse_json(model_overrides, "TrainConfig: model_overrides");
-    HKT_CHECK(o.is_object(), kCfg, "model_overrides must be a JSON object, got ", o.type_name());
-    json m = parse_json(nn::ClassifierConfig::preset(model).to_json(), "preset");
-    for (auto it = o.begin(); it != o.end(); ++it) {
-      HKT_CHECK(m.contains(it.key()), kCfg, "model_overrides: unknown key '", it.key(), "'");
-      m[it.key()] = it.value();
-    }
     try {
       // The task fills in vocab / input_features later; check everything else now.
-      nn::ClassifierConfig mc = nn::ClassifierConfig::from_json(m.dump());
+      nn::ClassifierConfig mc = model.config();
       if (mc.vocab == 0 && mc.input_features == 0) mc.vocab = 1;
       if (data.seq_len > 0) mc.max_len = data.seq_len;  // the levels' bound depends on T
       mc.validate();
@@ -251,6 +243,7 @@ TrainConfig TrainConfig::from_json(const std::string& text) {
 TrainConfig TrainConfig::from_json_unvalidated(const std::string& text) {
   const json j = parse_json(text, "TrainConfig");
   TrainConfig c;
+  std::string preset = c.model.preset(), overrides;  // read last: the preset first, then what is set over it
   each_key(j, "", [&](const std::string& k, const json& v, const std::string& key) {
     if (k == "task") get(v, key, c.task);
     else if (k == "data") {
@@ -270,10 +263,10 @@ TrainConfig TrainConfig::from_json_unvalidated(const std::string& text) {
         else return false;
         return true;
       });
-    } else if (k == "model") get(v, key, c.model);
+    } else if (k == "model") get(v, key, preset);
     else if (k == "model_overrides") {
       HKT_CHECK(v.is_object(), kCfg, "'model_overrides' must be a JSON object, got ", excerpt(v.dump()));
-      c.model_overrides = v.dump();
+      overrides = v.dump();
     } else if (k == "batch_size") get(v, key, c.batch_size);
     else if (k == "steps") get(v, key, c.steps);
     else if (k == "epochs") get(v, key, c.epochs);
@@ -295,26 +288,22 @@ TrainConfig TrainConfig::from_json_unvalidated(const std::string& text) {
     else return false;
     return true;
   });
+  c.model = preset;  // an unknown preset: the Error lists the known ones
+  if (!overrides.empty()) {
+    try {
+      c.model.apply_overrides(overrides);
+    } catch (const Error& e) {
+      throw Error(str_cat(kCfg, "model_overrides: ", e.what()));
+    }
+  }
   return c;
 }
 
-void TrainConfig::set_override(const std::string& key, const std::string& json_value) {
-  json o = parse_json(model_overrides, "TrainConfig: model_overrides");
-  o[key] = parse_json(json_value, str_cat("TrainConfig: override '", key, "'"));
-  model_overrides = o.dump();
-}
-
 nn::ClassifierConfig TrainConfig::model_config(const Dataset& train) const {
-  nn::ClassifierConfig c = model_config_unfilled();
+  nn::ClassifierConfig c = model.config();
   fill_model_config(c, train);
   return c;
 }
 
-nn::ClassifierConfig TrainConfig::model_config_unfilled() const {
-  json m = parse_json(nn::ClassifierConfig::preset(model).to_json(), "preset");
-  const json o = parse_json(model_overrides, "TrainConfig: model_overrides");
-  for (auto it = o.begin(); it != o.end(); ++it) m[it.key()] = it.value();
-  return nn::ClassifierConfig::from_json(m.dump());
-}
 
 }  // namespace hkt::tasks

@@ -200,7 +200,7 @@ void write_train_case(const std::string& dir, uint64_t seed) {
   c.dim = 16;
   c.heads = 2;
   c.layers = 1;
-  c.levels = 3;
+  c.attention.edit<HKTOptions>().levels = 3;
   c.classes = 4;
   c.max_len = 16;
   c.dropout = 0.0;
@@ -328,7 +328,6 @@ std::vector<Case> cases() {
     c.cls.dim = 16;
     c.cls.heads = 2;
     c.cls.layers = 2;
-    c.cls.levels = 3;
     c.cls.classes = 3;
     c.cls.max_len = 24;
     c.cls.dropout = 0.1;  // eval mode: no dropout
@@ -370,19 +369,19 @@ std::vector<Case> cases() {
   {
     Case& c = cls("classifier_local_tokens_T19_mask", "local", 19, {19, 12, 5});
     c.cls.vocab = 11;
-    c.cls.window = 4;
+    c.cls.attention.edit<LocalOptions>().window = 4;
   }
   {
     Case& c = cls("classifier_performer_tokens_causal_T19_mask", "performer", 19, {19, 12, 5});
     c.cls.vocab = 11;
-    c.cls.causal = true;
-    c.cls.features = 10;
+    c.cls.attention.causal = true;
+    c.cls.attention.edit<PerformerOptions>().features = 10;
   }
   {
     Case& c = cls("classifier_mha_features_causal_T12", "mha", 12, {12, 8});
     c.cls.input_features = 3;
-    c.cls.causal = true;
-    c.cls.bias = true;
+    c.cls.attention.causal = true;
+    c.cls.attention.bias = true;
   }
   return v;
 }
@@ -407,7 +406,7 @@ int main(int argc, char** argv) {
     size_t skipped = 0;
     for (const Case& c : cases()) {
       // Local attention has CPU kernels only: its cases are not written for --device cuda.
-      if (cuda && (c.kind == "local" || (c.kind == "classifier" && c.cls.attention == "local"))) {
+      if (cuda && (c.kind == "local" || (c.kind == "classifier" && c.cls.attention.kind() == "local"))) {
         ++seed;
         ++skipped;
         continue;

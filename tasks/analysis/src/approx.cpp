@@ -95,9 +95,9 @@ Report approx_report(const std::vector<ApproxModel>& runs, const ApproxModel& ta
        }()) {
     HKT_CHECK(m->model != nullptr, "approx: '", m->label, "' has no model");
     const nn::ClassifierConfig& c = m->model->config();
-    HKT_CHECK(c.layers == NL && c.heads == H && c.causal == tc.causal, "approx: '", m->label, "' has ", c.layers,
-              " layers, ", c.heads, " heads, causal ", c.causal, "; the target '", target.label, "' has ", NL,
-              " layers, ", H, " heads, causal ", tc.causal, ": their scores cannot be compared");
+    HKT_CHECK(c.layers == NL && c.heads == H && c.attention.causal == tc.attention.causal, "approx: '", m->label, "' has ", c.layers,
+              " layers, ", c.heads, " heads, causal ", c.attention.causal, "; the target '", target.label, "' has ", NL,
+              " layers, ", H, " heads, causal ", tc.attention.causal, ": their scores cannot be compared");
     HKT_CHECK(T <= c.max_len && (c.vocab > 0) == (data.vocab > 0) && data.vocab <= c.vocab &&
                   data.features == c.input_features,
               "approx: '", data.name, "' (vocab ", data.vocab, ", features ", data.features, ", T ", T,
@@ -129,9 +129,9 @@ Report approx_report(const std::vector<ApproxModel>& runs, const ApproxModel& ta
           std::vector<std::vector<double>> ta(static_cast<size_t>(H)), sa(static_cast<size_t>(H));
           for (int64_t h = 0; h < H; ++h) {
             ta[h] = matrix(tgt[i], b, h, H, T);
-            centre_rows(ta[h], T, len, tc.causal, keep);
+            centre_rows(ta[h], T, len, tc.attention.causal, keep);
             sa[h] = matrix(sv, b, h, H, T);
-            centre_rows(sa[h], T, len, tc.causal, keep);
+            centre_rows(sa[h], T, len, tc.attention.causal, keep);
           }
           for (int64_t a = 0; a < H; ++a)
             for (int64_t c = 0; c < H; ++c) {
@@ -150,8 +150,9 @@ Report approx_report(const std::vector<ApproxModel>& runs, const ApproxModel& ta
   Report rep;
   json& j = rep.json;
   j["tool"] = "hkt-analyze approx";
-  j["target"] = {{"label", target.label}, {"attention", tc.attention},
-                 {"levels", tc.attention == "hkt" ? json(tc.levels) : json(nullptr)}};
+  const nn::HKTOptions* th = tc.attention.find<nn::HKTOptions>();
+  j["target"] = {{"label", target.label}, {"attention", tc.attention.kind()},
+                 {"levels", th ? json(th->levels) : json(nullptr)}};
   j["data"] = {{"name", data.name}, {"examples", data.size()}, {"seq_len", T}};
   j["definitions"] = {
       {"scores", "per layer and head, the combined score matrix S (S_hier before the mask for HKT, Q K^T / sqrt(dh) "
@@ -170,8 +171,9 @@ Report approx_report(const std::vector<ApproxModel>& runs, const ApproxModel& ta
   for (int64_t r = 0; r < R; ++r) {
     const PairSums& ps = sums[static_cast<size_t>(r)];
     const nn::ClassifierConfig& c = runs[r].model->config();
-    const bool hkt = c.attention == "hkt";
-    const double levels = hkt ? double(c.levels) : 0.0;
+    const nn::HKTOptions* h = c.attention.find<nn::HKTOptions>();
+    const bool hkt = h != nullptr;
+    const double levels = hkt ? double(h->levels) : 0.0;
     json layers = json::array();
     double num = 0, num_f = 0, den = 0;
     for (int64_t i = 0; i < NL; ++i) {
@@ -194,7 +196,7 @@ Report approx_report(const std::vector<ApproxModel>& runs, const ApproxModel& ta
     const double re = den > 0 ? std::sqrt(num / den) : 0.0, ref = den > 0 ? std::sqrt(num_f / den) : 0.0;
     t.rows.push_back({double(r), levels, -1.0, re, ref});
     const bool self = runs[r].model == target.model;
-    json e = {{"label", runs[r].label}, {"attention", c.attention}, {"levels", hkt ? json(c.levels) : json(nullptr)},
+    json e = {{"label", runs[r].label}, {"attention", c.attention.kind()}, {"levels", hkt ? json(h->levels) : json(nullptr)},
               {"rel_error", re}, {"rel_error_fitted", ref}, {"layers", layers}, {"is_target", self}};
     if (hkt && !self && re > 0 && ref > 0) {
       fit_l.push_back(levels);

@@ -83,12 +83,12 @@ Report theory_report(nn::SequenceClassifier& model, const tasks::Dataset& data, 
   const nn::ClassifierConfig& cfg = model.config();
   HKT_CHECK(data.seq_len <= cfg.max_len, "theory: '", data.name, "' has sequences of length ", data.seq_len,
             " but the model's max_len is ", cfg.max_len);
-  HKT_CHECK(!cfg.causal, "theory: the level fit is defined here for bidirectional models; this one is causal");
+  HKT_CHECK(!cfg.attention.causal, "theory: the level fit is defined here for bidirectional models; this one is causal");
   const int64_t layers = cfg.layers, H = cfg.heads, R = static_cast<int64_t>(opt.ranks.size());
   FitSums sums{layers, H, R, opt.max_levels, {}, {}};
   sums.res.assign(static_cast<size_t>(layers * H * R * opt.max_levels), 0.0);
   sums.norm = sums.res;
-  const int64_t levels = cfg.attention == "hkt" ? cfg.levels : 1;
+  const int64_t levels = nn::score_levels(cfg.attention);
   std::vector<std::vector<double>> info_s(static_cast<size_t>(layers * H * levels)), info_z = info_s;
   const int64_t N = data.size(), T = data.seq_len;
   for (int64_t lo = 0; lo < N; lo += opt.batch_size) {
@@ -157,7 +157,7 @@ Report theory_report(nn::SequenceClassifier& model, const tasks::Dataset& data, 
                       "of the sample; rho2 of the line s ~ z; gaussian = -1/2 log(1 - rho2); correction = "
                       "skew_e^2 (1 - (1 - rho2)^3) / 12 + kurt_e^2 (1 - (1 - rho2)^4) / 48 (nats)"}};
   rep.json["options"] = {{"max_levels", opt.max_levels}, {"ranks", opt.ranks}, {"max_len", opt.max_len}};
-  rep.json["model_config"] = {{"attention", cfg.attention}, {"levels", levels}, {"layers", layers}, {"heads", H},
+  rep.json["model_config"] = {{"attention", cfg.attention.kind()}, {"levels", levels}, {"layers", layers}, {"heads", H},
                               {"dim", cfg.dim}};
   rep.json["data"] = {{"name", data.name}, {"examples", N}, {"seq_len", T}};
   rep.json["levelfit"] = fit_section(sums, opt.ranks, rep);

@@ -75,15 +75,15 @@ double fastest(const std::vector<double>& t) { return *std::min_element(t.begin(
 // Section 5: score FLOP ratio per L next to the measured forward time of one attention layer.
 json cost_section(const nn::ClassifierConfig& cfg, int64_t T, const AnalysisOptions& opt, Table& table) {
   const int64_t B = opt.cost_batch, D = cfg.dim, H = cfg.heads;
-  const int64_t lmax = std::max(opt.cost_max_levels, cfg.attention == "hkt" ? cfg.levels : int64_t{1});
+  const int64_t lmax = std::max(opt.cost_max_levels, nn::score_levels(cfg.attention));
   NoGradGuard ng;
   Generator gen(1);
   const Tensor x = randn({B, T, D}, {cfg.dtype}, &gen);
   nn::AttentionConfig ac;
   ac.dim = D;
   ac.heads = H;
-  ac.causal = cfg.causal;
-  ac.bias = cfg.bias;
+  ac.causal = cfg.attention.causal;
+  ac.bias = cfg.attention.bias;
   ac.dtype = cfg.dtype;
   ac.gen = &gen;
   nn::MultiHeadAttention mha(ac);
@@ -94,12 +94,14 @@ json cost_section(const nn::ClassifierConfig& cfg, int64_t T, const AnalysisOpti
   for (int64_t L = 1; L <= lmax; ++L) {
     nn::HKTConfig hc;
     static_cast<nn::AttentionConfig&>(hc) = ac;
+    const nn::HKTOptions* own = cfg.attention.find<nn::HKTOptions>();
+    const nn::HKTOptions o = own ? *own : nn::HKTOptions{};  // another kind: HKT's defaults
     hc.levels = L;
-    hc.share_qk = cfg.share_qk;
-    hc.pointwise = cfg.pointwise;
-    hc.learn_lambda = cfg.learn_lambda;
-    hc.hybrid = cfg.hybrid;
-    hc.conv_only = cfg.conv_only;
+    hc.share_qk = o.share_qk;
+    hc.pointwise = o.pointwise;
+    hc.learn_lambda = o.learn_lambda;
+    hc.hybrid = o.hybrid;
+    hc.conv_only = o.conv_only;
     nn::HKTAttention hkt(hc);
     (void)hkt.forward(x);  // warm-up
     std::vector<double> th;
@@ -308,7 +310,7 @@ Report analyze(nn::SequenceClassifier& model, const tasks::Dataset& data, const 
     }
     gates.push_back({{"layer", i}, {"lambda", lj}, {"beta", beta}});
   }
-  j["gates"] = cfg.attention == "hkt" ? gates : json(nullptr);
+  j["gates"] = cfg.attention.kind() == "hkt" ? gates : json(nullptr);
 
   // Per layer and level: the means over heads (what the plots draw), and over layers too.
   Table& lv = r.tables["levels.csv"];

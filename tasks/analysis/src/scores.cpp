@@ -88,7 +88,7 @@ ScoreStats collect_scores(nn::SequenceClassifier& model, const tasks::Dataset& d
   ScoreStats st;
   st.layers = cfg.layers;
   st.heads = cfg.heads;
-  st.levels = cfg.attention == "hkt" ? cfg.levels : 1;
+  st.levels = nn::score_levels(cfg.attention);
   st.level.resize(static_cast<size_t>(st.layers * st.heads * st.levels));
   // p per level: the window, capped by the median sequence length at that level (so that at least
   // half the examples, those with len_l >= p, give score vectors).

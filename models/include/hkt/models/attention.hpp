@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "hkt/models/attention_spec.hpp"
 #include "hkt/models/layers.hpp"
 #include "hkt/models/module.hpp"
 
@@ -43,6 +44,36 @@ struct HKTConfig : AttentionConfig {
                                   // Wq, Wk, downsamplers, theta or gate (ablation; needs hybrid)
   int64_t conv_kernel = 3;        // the hybrid branch's causal depthwise conv (stride 1)
 };
+
+// The options of the classifier's attention kinds "hkt" (HKTConfig's own fields, the same
+// defaults) and "mha" (none), ClassifierConfig::attention (hkt/models/attention_spec.hpp).
+struct HKTOptions final : KindOptionsOf<HKTOptions> {
+  static constexpr const char* kKind = "hkt";
+  int64_t levels = 3;
+  bool share_qk = false;
+  bool pointwise = true;
+  bool learn_lambda = true;
+  bool hybrid = true;
+  bool conv_only = false;
+  void write(nlohmann::ordered_json& j) const override;
+  bool read(const std::string& key, const nlohmann::ordered_json& v) override;
+  void validate(const char* who, int64_t max_len) const override;
+  int64_t matrices() const override { return 4 + 3 * levels; }  // Wq_l, Wk_l, pointwise map per level
+  bool operator==(const HKTOptions&) const = default;
+};
+struct MHAOptions final : KindOptionsOf<MHAOptions> {
+  static constexpr const char* kKind = "mha";
+  void write(nlohmann::ordered_json&) const override {}
+  bool read(const std::string&, const nlohmann::ordered_json&) override { return false; }
+  void validate(const char*, int64_t) const override {}
+  bool operator==(const MHAOptions&) const = default;
+};
+
+// The resolution levels of an attention's scores: HKT's L, 1 for every other kind.
+inline int64_t score_levels(const AttentionSpec& a) {
+  const HKTOptions* h = a.find<HKTOptions>();
+  return h ? h->levels : 1;
+}
 
 // One resolution level's causal downsampler (levels l >= 1):
 //   X_l = GELU(LayerNorm(Pointwise(DepthwiseCausalConv(X_{l-1}; k = 3, stride 2))))

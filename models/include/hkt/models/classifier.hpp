@@ -6,9 +6,10 @@
 //   N pre-LN blocks    x += Attn(LN(x)); x += FFN(LN(x))   (FFN = Linear(D, 4D), GELU, Linear(4D, D), dropout)
 //   final LayerNorm, mean pooling over non-pad positions, linear head to C classes.
 //
-// Attn is HKTAttention, MultiHeadAttention (the baseline), LocalAttention or
-// PerformerAttention (hkt/models/efficient_attention.hpp), chosen by the
-// config's `attention` through the table of hkt/models/attention_kinds.hpp.
+// Attn is HKTAttention, MultiHeadAttention (the baseline), LocalAttention,
+// PerformerAttention (hkt/models/efficient_attention.hpp) or
+// HTransformerAttention (hkt/models/htransformer.hpp), chosen by the config's
+// `attention` through the table of hkt/models/attention_kinds.hpp.
 //
 // Parameter names, in order (a module's own parameters come before its
 // children's): pos, embed.weight (or input_map.weight, input_map.bias),
@@ -25,13 +26,16 @@
 #include <string>
 
 #include "hkt/models/attention.hpp"
+#include "hkt/models/attention_spec.hpp"
 #include "hkt/models/layers.hpp"
 #include "hkt/models/module.hpp"
 
 namespace hkt::nn {
 
 struct ClassifierConfig {
-  std::string attention = "hkt";  // "hkt", "mha", "local" or "performer" (hkt/models/attention_kinds.hpp)
+  // The attention: its kind and that kind's typed options, causal and projection biases
+  // (hkt/models/attention_spec.hpp; the kinds: hkt/models/attention_kinds.hpp).
+  AttentionSpec attention;
   int64_t vocab = 0;              // > 0: Int64 token inputs [B, T]
   int64_t input_features = 0;     // > 0: real-valued inputs [B, T, F]
   int64_t max_len = 512;          // positional embedding size; T <= max_len
@@ -41,33 +45,6 @@ struct ClassifierConfig {
   int64_t ffn_mult = 4;
   double dropout = 0.1;
   int64_t classes = 2;
-  bool causal = false;
-  bool bias = false;  // attention projection biases
-  // HKT options (ignored for "mha").
-  int64_t levels = 3;
-  bool share_qk = false;
-  bool pointwise = true;
-  bool learn_lambda = true;
-  bool hybrid = true;
-  bool conv_only = false;  // beta = 0: the attention is Wo conv(Wv x) only (ablation; HKTConfig::conv_only)
-  // Local options (attention "local"): the half-width w of the window.
-  int64_t window = 64;
-  // Performer options (attention "performer"): m features per head, the map
-  // ("favor+" or "elu+1") and FAVOR+'s redraw interval in training forwards (0: never; -1:
-  // every call, as LRA's JAX code; hkt/models/efficient_attention.hpp). The default m here
-  // stays 64 because every archived config (of every kind) holds it and the "finished" check
-  // of resumed runs compares configs rebuilt from these defaults; the performer-small preset
-  // sets the Performer default, 256 (PerformerConfig::features says why).
-  int64_t features = 64;
-  std::string feature_map = "favor+";
-  int64_t redraw_interval = 1000;
-  // H-Transformer-1D options (attention "htransformer", hkt/models/htransformer.hpp): `block`
-  // is the paper's block size Nr (HTransformerConfig::block_size; the JSON key stays "block" so
-  // archived configs still parse); htr_levels must be 0 (all levels, the published algorithm;
-  // the key is kept for archived configs); htr_bias: the learned relative-position bias.
-  int64_t block = 16;
-  int64_t htr_levels = 0;
-  bool htr_bias = true;
   DType dtype = DType::Float32;
 
   // Throws hkt::Error naming the first invalid field. Sizes have stated
@@ -78,10 +55,16 @@ struct ClassifierConfig {
                            kMaxLen = int64_t{1} << 20, kMaxDim = int64_t{1} << 16, kMaxHeads = 1024,
                            kMaxLayers = 1024, kMaxFfnMult = 64, kMaxClasses = int64_t{1} << 20,
                            kMaxParams = int64_t{1} << 32;  // about, from the largest layers
-  // JSON text with every field (dtype as "float32"/"float64"), and back;
-  // unknown keys and wrong types are errors.
+  // JSON text, one flat object: "attention" (the kind's name), the shared fields, "causal",
+  // "bias", then every kind's keys in the table's order (this kind's options, the others'
+  // defaults: the layout of every archived config), dtype as "float32"/"float64". Reading:
+  // unknown keys and wrong types are errors, and so is another kind's key away from its
+  // default (an option this model would ignore).
   std::string to_json() const;
   static ClassifierConfig from_json(const std::string& json);
+  // How many times from_json has run in this process: a start reads its model's config
+  // once, at the file boundary (tests count it).
+  static int64_t from_json_count();
   // Missing keys keep their defaults; the result is not validated (the
   // classifier's constructor does that).
   //

@@ -18,6 +18,16 @@ struct LocalConfig : AttentionConfig {
   int64_t window = 64;  // w >= 0: query i sees keys |i - j| <= w (causal: i - w <= j <= i)
 };
 
+// The options of attention kind "local" (ClassifierConfig::attention).
+struct LocalOptions final : KindOptionsOf<LocalOptions> {
+  static constexpr const char* kKind = "local";
+  int64_t window = 64;
+  void write(nlohmann::ordered_json& j) const override;
+  bool read(const std::string& key, const nlohmann::ordered_json& v) override;
+  void validate(const char* who, int64_t max_len) const override;
+  bool operator==(const LocalOptions&) const = default;
+};
+
 // Sliding-window attention: the fused CPU op local_attention (O(T w) time,
 // O(T) memory; CPU only), or with fused = false the composite band-mask
 // reference.
@@ -45,6 +55,21 @@ struct PerformerConfig : AttentionConfig {
   int64_t redraw_interval = 1000;
   uint64_t seed = 0;                    // the features of draw n come from seed + n (orthogonal_features)
   double epsilon = 1e-6;                // FAVOR+'s additive stabiliser (favor_features; the JAX code's 1e-6)
+};
+
+// The options of attention kind "performer" (ClassifierConfig::attention). The default m
+// here stays 64 because every archived config (of every kind) holds it and the "finished"
+// check of resumed runs compares configs rebuilt from these defaults; the performer-small
+// preset sets the Performer default, 256 (PerformerConfig::features says why).
+struct PerformerOptions final : KindOptionsOf<PerformerOptions> {
+  static constexpr const char* kKind = "performer";
+  int64_t features = 64;
+  std::string feature_map = "favor+";
+  int64_t redraw_interval = 1000;
+  void write(nlohmann::ordered_json& j) const override;
+  bool read(const std::string& key, const nlohmann::ordered_json& v) override;
+  void validate(const char* who, int64_t max_len) const override;
+  bool operator==(const PerformerOptions&) const = default;
 };
 
 // Performer attention: phi(Q) (phi(K)^T V) / phi(Q) (phi(K)^T 1) per head

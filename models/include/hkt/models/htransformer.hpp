@@ -24,6 +24,21 @@ struct HTransformerConfig : AttentionConfig {
   // false = the composite of plain ops (htransformer_attention_reference); neither forms T x T.
 };
 
+// The options of attention kind "htransformer" (ClassifierConfig::attention): `block` is the
+// paper's block size Nr (HTransformerConfig::block_size; the JSON key stays "block" so
+// archived configs still parse); htr_levels must be 0 (all levels, the published algorithm;
+// the key is kept for archived configs); htr_bias: the learned relative-position bias.
+struct HTransformerOptions final : KindOptionsOf<HTransformerOptions> {
+  static constexpr const char* kKind = "htransformer";
+  int64_t block = 16;
+  int64_t htr_levels = 0;
+  bool htr_bias = true;
+  void write(nlohmann::ordered_json& j) const override;
+  bool read(const std::string& key, const nlohmann::ordered_json& v) override;
+  void validate(const char* who, int64_t max_len) const override;
+  bool operator==(const HTransformerOptions&) const = default;
+};
+
 class HTransformerAttention : public Module {
  public:
   explicit HTransformerAttention(const HTransformerConfig& cfg);

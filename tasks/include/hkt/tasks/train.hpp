@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "hkt/models/classifier.hpp"
+#include "hkt/tasks/model_spec.hpp"
 #include "hkt/tasks/registry.hpp"
 
 namespace hkt::tasks {
@@ -56,8 +57,7 @@ namespace hkt::tasks {
 struct TrainConfig {
   std::string task = "synthetic";
   TaskOptions data;
-  std::string model = "hkt-tiny";     // a ClassifierConfig preset
-  std::string model_overrides = "{}";  // JSON object of ClassifierConfig fields applied over the preset
+  ModelSpec model = "hkt-tiny";        // a ClassifierConfig preset and the typed fields set over it
   int64_t batch_size = 32;
   int64_t steps = 0;                   // > 0 wins over epochs
   int64_t epochs = 0;                  // used when steps == 0: steps = epochs * batches per epoch
@@ -95,12 +95,8 @@ struct TrainConfig {
   // The same without validate(): for a base that flags complete (hkt-train
   // --config FILE --steps N), validated once they are applied.
   static TrainConfig from_json_unvalidated(const std::string& json);
-  // Sets one field of model_overrides (value is JSON text, e.g. "3", "0.1", "\"mha\"").
-  void set_override(const std::string& key, const std::string& json_value);
-  // The preset with the overrides applied and the task's dimensions filled in.
+  // model.config() with the task's dimensions filled in (vocab or input_features, classes, max_len).
   nn::ClassifierConfig model_config(const Dataset& train) const;
-  // The same before the data is known (vocab, classes, max_len: the preset's or overrides').
-  nn::ClassifierConfig model_config_unfilled() const;
 
   // Limits of validate() (the model's are ClassifierConfig's).
   static constexpr int64_t kMaxBatch = int64_t{1} << 20, kMaxSteps = int64_t{1} << 48, kMaxEpochs = int64_t{1} << 20,
