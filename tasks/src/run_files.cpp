@@ -217,7 +217,7 @@ void Run::lengthen(Console& con) {
   std::error_code ec;
   fs::remove(dir / "summary.json", ec);
   fs::remove(dir / kTestPredictionsFile, ec);
-  con.line(str_cat("resume: training to step ", total, " (", sched.str(), ", the schedule of a run of ", total,
+  con.line(str_cat("resume: training to step ", total, " (", opt->schedule()->str(), ", the schedule of a run of ", total,
                    " steps)"));
 }
 

@@ -37,6 +37,13 @@ std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch) {
   return p;
 }
 
+// The learning-rate schedule of a run of `total` steps.
+nn::LRSchedule lr_schedule(const TrainConfig& cfg, int64_t total) {
+  if (cfg.schedule == "constant") return nn::LRSchedule::constant(cfg.warmup);
+  if (cfg.schedule == "cosine") return nn::LRSchedule::warmup_cosine(cfg.warmup, total, cfg.min_lr_factor);
+  return nn::LRSchedule::warmup_linear(cfg.warmup, total, cfg.min_lr_factor);
+}
+
 }  // namespace
 
 void Run::setup() {
@@ -83,9 +90,7 @@ void Run::setup() {
   }
   if (cfg.warmup > total)
     throw InputError(str_cat(kCfg, "warmup (", cfg.warmup, ") exceeds the number of steps (", total, ")"));
-  if (cfg.schedule == "constant") sched = nn::LRSchedule::constant(cfg.warmup);
-  else if (cfg.schedule == "cosine") sched = nn::LRSchedule::warmup_cosine(cfg.warmup, total, cfg.min_lr_factor);
-  else sched = nn::LRSchedule::warmup_linear(cfg.warmup, total, cfg.min_lr_factor);
+  opt->set_schedule(lr_schedule(cfg, total));
 }
 
 void Run::build_model(Device d) {
@@ -118,7 +123,7 @@ TrainResult Run::loop(Console& con) {
   r.params = model->num_parameters();
   const std::vector<Tensor> params = model->parameters();
   const double clip = cfg.clip_norm > 0 ? cfg.clip_norm : std::numeric_limits<double>::max();
-  const StepContext ctx{*model, *opt, sched, params, clip, W.size > 1 ? &dp : nullptr,
+  const StepContext ctx{*model, *opt, params, clip, W.size > 1 ? &dp : nullptr,
                         [this](const std::string& what, double v) { non_finite(what, v); }, &dp.reducer};
   std::vector<int64_t> order;
   int64_t order_epoch = -1, seg_steps = 0;
@@ -314,7 +319,7 @@ TrainResult Run::go(bool resuming) {
            (mcfg.attention == "hkt" ? ", levels " + std::to_string(mcfg.levels) : std::string()) + "): " +
            std::to_string(np) + " parameters; " + std::to_string(total) + " steps of " +
            std::to_string(cfg.batch_size) + " (" + std::to_string(per_epoch) + " per epoch), lr " + short_num(cfg.lr) +
-           " " + sched.str());
+           " " + opt->schedule()->str());
   if (W.size > 1)
     con.line(str_cat("data parallel: ", W.size, " processes (", W.local_size, " on this machine), ",
                      get_num_threads(), " threads each; each takes a share of every batch of ", cfg.batch_size,

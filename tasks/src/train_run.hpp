@@ -111,7 +111,6 @@ struct Run {
   nn::ClassifierConfig mcfg;
   std::unique_ptr<nn::SequenceClassifier> model;
   std::unique_ptr<nn::AdamW> opt;
-  nn::LRSchedule sched;
   int64_t total = 0, per_epoch = 0;
   StepMemory mem_estimate;  // of a step with the data set (setup(); summary.json)
   int64_t step = 0;  // completed steps
