@@ -115,7 +115,7 @@ void RunFolder::tidy_for_resume() {
   const std::vector<ParkedRun> kept = tidy_parked_runs(dir_, notes);
   if (kept.size() == 1 && !present(dir_ / "checkpoint") && !present(dir_ / "checkpoint.old")) {
     parked_ = kept[0].path;
-    const std::string kept_prefix = "'" + parked_.string() + "' holds a run";
+    const std::string kept_prefix = str_cat("'", parked_.string(), "' holds a run");
     std::erase_if(notes, [&](const std::string& n) { return n.rfind(kept_prefix, 0) == 0; });
     notes.push_back(str_cat("this run (no checkpoint yet) replaced the run in '", parked_.string(),
                             "' (moved aside by --overwrite, pid ", kept[0].by_pid, ", ", kept[0].at,

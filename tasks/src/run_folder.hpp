@@ -34,7 +34,7 @@ void check_run_folder(const std::filesystem::path& dir, const char* who);
 
 // The checkpoint --resume must continue from. checkpoint/ is only ever made by
 // renaming a whole save folder, so when it is there in any form it must be
-// complete; without it, checkpoint.old/ (a kill between save_folder's two
+// complete; without it, checkpoint.old/ (a kill between Checkpoints::save's two
 // renames). Empty when the run has none yet (killed before its first
 // checkpoint); InputError naming the file when one is damaged or missing.
 std::filesystem::path checkpoint_to_resume(const std::filesystem::path& run);

@@ -44,8 +44,7 @@ TrainResult TrainLoop::run(Console& con, Evaluator& eval, Checkpoints& ck) {
   const double clip = cfg_.clip_norm > 0 ? cfg_.clip_norm : std::numeric_limits<double>::max();
   const StepContext ctx{*st_.model, *st_.opt, params, clip, w.size > 1 ? &dp_ : nullptr,
                         [this](const std::string& what, double v) { non_finite(what, v); }, &dp_.reducer};
-  std::vector<int64_t> order;
-  int64_t order_epoch = -1, seg_steps = 0;
+  int64_t seg_steps = 0;
   Window win;
   int64_t& step = st_.step;
   while (step < st_.total) {
@@ -56,17 +55,8 @@ TrainResult TrainLoop::run(Console& con, Evaluator& eval, Checkpoints& ck) {
       return r;
     }
     const auto t0 = Clock::now();
-    const int64_t epoch = step / st_.per_epoch, pos = step % st_.per_epoch;
-    if (epoch != order_epoch) {
-      order = epoch_order(train_.size(), cfg_.seed, epoch);
-      order_epoch = epoch;
-    }
-    const int64_t lo = pos * cfg_.batch_size, hi = std::min(lo + cfg_.batch_size, train_.size());
-    // With several ranks, rank r takes examples [lo + n r / W, lo + n (r + 1) / W) of the global batch.
-    const int64_t n = hi - lo, mine_lo = lo + n * w.rank / w.size, mine_hi = lo + n * (w.rank + 1) / w.size;
-    dp_.lo = static_cast<uint64_t>(mine_lo - lo), dp_.count = static_cast<uint64_t>(mine_hi - mine_lo);
-    dp_.n = static_cast<uint64_t>(n);
-    const Batch hb = train_.batch(std::vector<int64_t>(order.begin() + mine_lo, order.begin() + mine_hi));
+    int64_t n = 0;
+    const Batch hb = next_batch(n);
     const StepStats st = train_step(ctx, on_device(hb, ropt_.device), hb.labels.to_vector<int64_t>());
     ++step;
     if (ropt_.after_step) ropt_.after_step(step, *st_.model);
@@ -78,15 +68,38 @@ TrainResult TrainLoop::run(Console& con, Evaluator& eval, Checkpoints& ck) {
     r.last_loss = st.loss;
     win.add(st, n, dt);
     report(con, win, st.lr, seg_steps);
-    const bool eval_test = cfg_.eval_test_every > 0 && step % cfg_.eval_test_every == 0;
-    if ((cfg_.eval_every > 0 && step % cfg_.eval_every == 0) || step == st_.total || eval_test)
-      eval.now(con, eval_test);
-    if ((cfg_.checkpoint_every > 0 && step % cfg_.checkpoint_every == 0) || step == st_.total) ck.save();
+    evaluate_and_save(con, eval, ck);
   }
   con.end_bar();
   r.completed = true;
   r.steps = step;
   return r;
+}
+
+// This rank's share of the global batch of the step under way (several ranks: rank r takes
+// examples [lo + n r / W, lo + n (r + 1) / W) of it); n: the global batch's size.
+Batch TrainLoop::next_batch(int64_t& n) {
+  const World& w = world();
+  const int64_t epoch = st_.step / st_.per_epoch, pos = st_.step % st_.per_epoch;
+  if (epoch != order_epoch_) {
+    order_ = epoch_order(train_.size(), cfg_.seed, epoch);
+    order_epoch_ = epoch;
+  }
+  const int64_t lo = pos * cfg_.batch_size, hi = std::min(lo + cfg_.batch_size, train_.size());
+  n = hi - lo;
+  const int64_t mine_lo = lo + n * w.rank / w.size, mine_hi = lo + n * (w.rank + 1) / w.size;
+  dp_.lo = static_cast<uint64_t>(mine_lo - lo), dp_.count = static_cast<uint64_t>(mine_hi - mine_lo);
+  dp_.n = static_cast<uint64_t>(n);
+  return train_.batch(std::vector<int64_t>(order_.begin() + mine_lo, order_.begin() + mine_hi));
+}
+
+// The evaluation and the checkpoint due after the step just taken (both at the last step).
+void TrainLoop::evaluate_and_save(Console& con, Evaluator& eval, Checkpoints& ck) const {
+  const int64_t step = st_.step;
+  const bool eval_test = cfg_.eval_test_every > 0 && step % cfg_.eval_test_every == 0;
+  if ((cfg_.eval_every > 0 && step % cfg_.eval_every == 0) || step == st_.total || eval_test)
+    eval.now(con, eval_test);
+  if ((cfg_.checkpoint_every > 0 && step % cfg_.checkpoint_every == 0) || step == st_.total) ck.save();
 }
 
 // SIGINT / SIGTERM: a checkpoint of the step reached (one process: with several, the

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hkt/tasks/dataset.hpp"
 #include "hkt/tasks/train.hpp"
@@ -29,6 +30,8 @@ class TrainLoop {
   const DataParallel& data_parallel() const { return dp_; }
 
  private:
+  Batch next_batch(int64_t& n);
+  void evaluate_and_save(Console& con, Evaluator& eval, Checkpoints& ck) const;
   [[noreturn]] void stop(Console& con, Checkpoints& ck);
   void report(Console& con, Window& win, double lr, int64_t seg_steps);
   [[noreturn]] void non_finite(const std::string& what, double v);
@@ -40,6 +43,8 @@ class TrainLoop {
   RunClock& clock_;
   RunFolder& folder_;
   DataParallel dp_;  // several ranks: this rank's share of each batch, the gradient reducer
+  std::vector<int64_t> order_;  // the training set's order in epoch order_epoch_ (epoch_order)
+  int64_t order_epoch_ = -1;
 };
 
 }  // namespace hkt::tasks::detail

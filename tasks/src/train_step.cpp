@@ -1,5 +1,5 @@
 // One training step: forward, loss, backward, clipping and the optimizer step
-// (train_step.hpp). The loop around it is in train.cpp.
+// (train_step.hpp). The loop around it is in train_loop.cpp.
 #include "train_step.hpp"
 
 #include <chrono>
