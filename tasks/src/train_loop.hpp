@@ -19,7 +19,7 @@ namespace hkt::tasks::detail {
 // Steps the run's TrainState from its step to its total (or to RunOptions::stop_after),
 // evaluating and checkpointing on the way, and times the steps in the run's clock. It
 // owns the data-parallel part of a step (DataParallel: the gradient reducer, the time
-// spent in all-reduces); the state, the clock and the folder are the run's.
+// spent in all-reduces) and the epoch's data order; the state, the clock and the folder are the run's.
 class TrainLoop {
  public:
   TrainLoop(const TrainConfig& cfg, const RunOptions& ropt, const Dataset& train, TrainState& st, RunClock& clock,

@@ -13,7 +13,7 @@
 //   TrainLoop    train_loop.hpp/.cpp: data order, one train_step() (train_step.cpp:
 //                forward, loss, backward, clipping, the optimizer step) per batch, when
 //                to log, evaluate and checkpoint, stop signals and non-finite values.
-//                Owns the data-parallel part of a step (DataParallel).
+//                Owns the epoch's data order and the data-parallel part of a step.
 //   Evaluator    evaluation.hpp/.cpp: the validation evaluations, best.safetensors,
 //                the test score of the best model; evaluate() itself.
 //   Checkpoints  checkpoints.hpp/.cpp: checkpoint/ written whole or not at all, and
