@@ -474,6 +474,42 @@ TEST_CASE("state round trip: resumed training is bit-identical") {
   }
 }
 
+TEST_CASE("an optimizer that owns its schedule steps as one given the factor by hand") {
+  Generator dg(11);
+  const Tensor x = randn({16, 3}, {}, &dg);
+  const Tensor y = randn({16, 2}, {}, &dg);
+  for (bool adam : {true, false}) {
+    CAPTURE(adam);
+    Regression by_hand = make_regression(adam, 1), owner = make_regression(adam, 1);
+    owner.opt->set_schedule(owner.sched);
+    REQUIRE(owner.opt->schedule().has_value());
+    CHECK(*owner.opt->schedule() == owner.sched);
+    for (int s = 0; s < 15; ++s) {
+      CAPTURE(s);
+      train_step(by_hand, x, y);
+      owner.opt->zero_grad();
+      mean(square(owner.model->forward(x) - y)).backward();
+      clip_grad_norm_(owner.model->parameters(), 1.0);
+      owner.opt->set_lr_factor(7.0);  // overridden by the schedule at the step
+      owner.opt->step();
+      CHECK(owner.opt->lr(0) == by_hand.opt->lr(0));  // the rate of the step just taken
+      const NamedTensors pa = by_hand.model->state_dict(), pb = owner.model->state_dict();
+      for (size_t k = 0; k < pa.size(); ++k) CHECK(vals(pa[k].second) == vals(pb[k].second));
+    }
+    // The state holds the same tensors, under the same names: the schedule is not part of it.
+    const NamedTensors sa = by_hand.opt->state_dict(), sb = owner.opt->state_dict();
+    REQUIRE(sa.size() == sb.size());
+    for (size_t k = 0; k < sa.size(); ++k) {
+      CHECK(sa[k].first == sb[k].first);
+      CHECK(vals(sa[k].second) == vals(sb[k].second));
+    }
+  }
+  Regression r = make_regression(true, 1);
+  LRSchedule bad{LRSchedule::Kind::WarmupCosine, 50, 10, 0.0};
+  check_error([&] { r.opt->set_schedule(bad); }, "warmup_steps (50) exceeds total_steps (10)");
+  CHECK(!r.opt->schedule().has_value());
+}
+
 TEST_CASE("optimizer load_state_dict errors modify nothing") {
   Generator dg(5);
   const Tensor x = randn({8, 3}, {}, &dg), y = randn({8, 2}, {}, &dg);

@@ -70,6 +70,7 @@ Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups)
 void Optimizer::step() {
   NoGradGuard no_grad;
   profiler::Scope timed("optimizer.step");
+  if (schedule_) set_lr_factor(schedule_->factor(steps_));
   // Check every gradient first, so that a bad one leaves all parameters untouched.
   std::vector<Tensor> grads(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -90,6 +91,11 @@ void Optimizer::step() {
 
 void Optimizer::zero_grad() {
   for (Tensor& p : params_) p.set_grad(Tensor());
+}
+
+void Optimizer::set_schedule(const LRSchedule& s) {
+  s.validate();
+  schedule_ = s;
 }
 
 void Optimizer::set_lr_factor(double f) {

@@ -1,4 +1,4 @@
-// What a training run prints (train_run.hpp): lines, the progress bar redrawn
+// What a training run prints (console.hpp): lines, the progress bar redrawn
 // in place on a terminal, the log line of a window of steps, number formats.
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "train_run.hpp"
+#include "console.hpp"
 
 namespace hkt::tasks::detail {
 

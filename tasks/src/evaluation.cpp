@@ -1,15 +1,18 @@
-// Evaluation (train.hpp, train_run.hpp): evaluate() on a split, split across the
-// ranks of a data-parallel job, and the run's evaluations during training.
+// Evaluation (train.hpp, evaluation.hpp): evaluate() on a split, split across the
+// ranks of a data-parallel job, and the run's evaluations (Evaluator).
 #include <algorithm>
 #include <numeric>
 
 #include "hkt/core/grad_mode.hpp"
+#include "hkt/core/random.hpp"
 #include "hkt/models/checkpoint.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/nn.hpp"
 #include "hkt/tasks/progress.hpp"
-#include "train_run.hpp"
+#include "comm.hpp"
+#include "evaluation.hpp"
+#include "train_step.hpp"
 
 namespace hkt::tasks {
 
@@ -109,37 +112,55 @@ std::string predictions_csv(const EvalResult& r, const Dataset& d) {
 }
 
 // Validation decides (the best model); the test set is scored here only when asked for
-// (eval_test_every: its curve, "test_acc" in the event), else once at the end (finish()).
-void Run::evaluate_now(Console& con, bool with_test) {
+// (eval_test_every: its curve, "test_acc" in the event), else once at the end (test_best()).
+void Evaluator::now(Console& con, bool with_test) {
+  const int64_t step = st_.step;
   // A large evaluation takes a while: on a terminal the bar says what runs (replaced by the result).
   if (con.tty())
-    con.bar(str_cat("eval  step ", step, "/", total, ": scoring ",
-                    cfg.eval_batches > 0 ? std::min(data.val.size(), cfg.eval_batches * cfg.batch_size) : data.val.size(),
+    con.bar(str_cat("eval  step ", step, "/", st_.total, ": scoring ",
+                    cfg_.eval_batches > 0 ? std::min(data_.val.size(), cfg_.eval_batches * cfg_.batch_size)
+                                          : data_.val.size(),
                     " validation examples", with_test ? " and the test set" : "", " ..."),
             true);
-  const EvalResult v = evaluate_split(*model, data.val, cfg.batch_size, cfg.eval_batches, true);
+  const EvalResult v = evaluate_split(*st_.model, data_.val, cfg_.batch_size, cfg_.eval_batches, true);
   EvalResult t;
-  if (with_test) t = evaluate_split(*model, data.test, cfg.batch_size, cfg.eval_batches, true);
-  final_val = v.accuracy;
-  const bool better = v.accuracy > best_val;
+  if (with_test) t = evaluate_split(*st_.model, data_.test, cfg_.batch_size, cfg_.eval_batches, true);
+  st_.final_val = v.accuracy;
+  const bool better = v.accuracy > st_.best_val;
   if (better) {
-    best_val = v.accuracy;
-    best_step = step;
-    if (!dir.empty() && writer())
-      nn::save_model((dir / "best.safetensors").string(), *model,
+    st_.best_val = v.accuracy;
+    st_.best_step = step;
+    if (folder_.writes())
+      nn::save_model((folder_.dir() / "best.safetensors").string(), *st_.model,
                      {{"hkt.step", std::to_string(step)}, {"hkt.val_acc", exact(v.accuracy)},
-                      {"hkt.model_config", mcfg.to_json()}});
+                      {"hkt.model_config", st_.mcfg.to_json()}});
   }
   // epoch: training epochs completed, fractional (for the curves of hkt-plot).
-  json ev{{"event", "eval"}, {"step", step}, {"epoch", static_cast<double>(step) / per_epoch},
+  json ev{{"event", "eval"}, {"step", step}, {"epoch", static_cast<double>(step) / st_.per_epoch},
           {"val_loss", v.loss}, {"val_acc", v.accuracy}};
   if (with_test) ev.update(json{{"test_loss", t.loss}, {"test_acc", t.accuracy}, {"test_curve", true}});
-  ev.update(json{{"best_step", best_step}, {"best_val_acc", best_val}});
-  metric(ev);
-  con.line("eval  step " + std::to_string(step) + "/" + std::to_string(total) + "  val loss " + fmt(v.loss) +
+  ev.update(json{{"best_step", st_.best_step}, {"best_val_acc", st_.best_val}});
+  folder_.metric(ev, step);
+  con.line("eval  step " + std::to_string(step) + "/" + std::to_string(st_.total) + "  val loss " + fmt(v.loss) +
            " acc " + fmt(v.accuracy) +
            (with_test ? "  test loss " + fmt(t.loss) + " acc " + fmt(t.accuracy) + " (curve)" : std::string()) +
            (better ? "  (best)" : ""));
+}
+
+EvalResult Evaluator::test_best(Console& con) {
+  con.line(str_cat("test: scoring the best model (step ", st_.best_step, ", by validation) on the ",
+                   data_.test.size(), " test examples ..."));
+  Generator gen(cfg_.seed);
+  nn::SequenceClassifier best(st_.mcfg, &gen);
+  best.to(device_);
+  if (folder_.writes()) nn::load_model((folder_.dir() / "best.safetensors").string(), best);
+  else if (folder_.none()) best.load_state_dict(st_.model->state_dict());  // no run folder: the final model stands in
+  if (!folder_.none()) broadcast_tensors(best.parameters());  // rank 0 read the file
+  const EvalResult t = evaluate_split(best, data_.test, cfg_.batch_size, 0, true);
+  folder_.write(kTestPredictionsFile, predictions_csv(t, data_.test));
+  folder_.metric(json{{"event", "test"}, {"step", st_.best_step}, {"test_loss", t.loss}, {"test_acc", t.accuracy}},
+                 st_.step);
+  return t;
 }
 
 }  // namespace detail

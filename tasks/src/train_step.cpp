@@ -1,5 +1,5 @@
 // One training step: forward, loss, backward, clipping and the optimizer step
-// (train_step.hpp). The loop around it is in train.cpp.
+// (train_step.hpp). The loop around it is in train_loop.cpp.
 #include "train_step.hpp"
 
 #include <chrono>
@@ -48,10 +48,9 @@ StepStats train_step(const StepContext& s, const Batch& b, const std::vector<int
   // Clipping.
   r.grad_norm = nn::clip_grad_norm_(s.params, s.clip);
   if (!std::isfinite(r.grad_norm)) s.non_finite("gradient norm", r.grad_norm);
-  // The optimizer step, at the schedule's learning rate.
-  s.opt.set_lr_factor(s.sched.factor(s.opt.steps()));
-  r.lr = s.opt.lr(0);
+  // The optimizer step, at its schedule's learning rate.
   s.opt.step();
+  r.lr = s.opt.lr(0);
   return r;
 }
 

@@ -10,7 +10,6 @@
 #include "hkt/core/tensor.hpp"
 #include "hkt/models/classifier.hpp"
 #include "hkt/models/optim.hpp"
-#include "hkt/models/schedule.hpp"
 #include "hkt/tasks/dataset.hpp"
 #include "comm.hpp"
 
@@ -41,8 +40,7 @@ struct DataParallel {
 
 struct StepContext {
   nn::SequenceClassifier& model;
-  nn::AdamW& opt;
-  const nn::LRSchedule& sched;
+  nn::AdamW& opt;                     // with its learning-rate schedule
   const std::vector<Tensor>& params;  // model.parameters()
   double clip;                        // max gradient norm
   DataParallel* dp;                   // null: one process

@@ -367,7 +367,7 @@ int probe() {
 }
 
 // One training step of hkt-small: forward, cross-entropy, backward, AdamW;
-// with `as_trainer`, hkt-train's step (tasks/src/train.cpp): the loss read
+// with `as_trainer`, hkt-train's step (tasks/src/train_step.cpp): the loss read
 // on the host and the gradients clipped to norm 1 as well, whose waits for
 // the GPU hkt-bench-launches counts (docs/cuda.md, "Host work per training step").
 void bench_train_step(int reps, const char* impl = "hkt", bool as_trainer = false) {

@@ -1,12 +1,12 @@
 // Optimizers (SGD, AdamW), parameter groups and gradient clipping.
 //
 //   auto opt = hkt::nn::AdamW(hkt::nn::decay_groups(model, 3e-4, 0.01));
+//   opt.set_schedule(hkt::nn::LRSchedule::warmup_cosine(100, total, 0.1));
 //   for (int64_t s = 0; s < total; ++s) {
 //     opt.zero_grad();
 //     loss(...).backward();
 //     hkt::nn::clip_grad_norm_(model.parameters(), 1.0);
-//     opt.set_lr_factor(schedule.factor(opt.steps()));
-//     opt.step();
+//     opt.step();  // at the schedule's rate for step opt.steps()
 //   }
 //
 // Semantics follow PyTorch's torch.optim: parameters without a gradient are
@@ -14,18 +14,20 @@
 // AdamW's bias correction counts each parameter's own updates).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hkt/core/tensor.hpp"
 #include "hkt/models/module.hpp"
+#include "hkt/models/schedule.hpp"
 #include "hkt/ops/optim.hpp"
 
 namespace hkt::nn {
 
 // Parameters sharing a learning rate and a weight decay. `lr` is the base
 // rate: the rate used by step() is lr * the optimizer's lr factor (see
-// Optimizer::set_lr_factor), so a schedule scales every group alike.
+// Optimizer::set_schedule and set_lr_factor), so a schedule scales every group alike.
 struct ParamGroup {
   std::vector<Tensor> params;
   double lr = 0.0;  // must be set: the optimizers require a positive rate
@@ -53,13 +55,23 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   // One update of every parameter that has a gradient, then steps() += 1.
+  // With a schedule, the factor is first set to schedule()->factor(steps()).
   void step();
   // Drops the gradients of all parameters (they become undefined).
   void zero_grad();
-  // The rate of group g becomes groups()[g].lr * f for every group (f >= 0).
+  // The optimizer owns its learning-rate schedule: from now on every step()
+  // sets the factor of every group to s.factor(steps()) before its update (s
+  // is validated here). The schedule is not part of state_dict(): whoever
+  // restores a state sets the schedule again (a resumed run may be given a
+  // longer one).
+  void set_schedule(const LRSchedule& s);
+  const std::optional<LRSchedule>& schedule() const { return schedule_; }
+  // The rate of group g becomes groups()[g].lr * f for every group (f >= 0);
+  // with a schedule, the next step() sets it again.
   void set_lr_factor(double f);
   double lr_factor(size_t group) const;
-  // The rate step() uses for a group now: base lr times its factor.
+  // The rate of a group: base lr times its factor (with a schedule: the rate
+  // of the last step()).
   double lr(size_t group) const;
   // Number of step() calls so far (restored by load_state_dict).
   int64_t steps() const { return steps_; }
@@ -107,6 +119,7 @@ class Optimizer {
   std::vector<size_t> group_of_;          // group index of params_[i]
   std::vector<NamedTensors> state_;       // per parameter, in state_spec order; empty until updated
   std::vector<double> factors_;           // per group
+  std::optional<LRSchedule> schedule_;    // none: the factors set_lr_factor gave
   int64_t steps_ = 0;
 };
 

@@ -1,5 +1,5 @@
-// Learning-rate schedules: a factor per optimizer step, applied with
-// Optimizer::set_lr_factor(schedule.factor(opt.steps())) before opt.step().
+// Learning-rate schedules: a factor per optimizer step. An optimizer given one
+// (Optimizer::set_schedule) applies factor(opt.steps()) at each step().
 //
 // `step` counts completed optimizer steps from 0. With W = warmup_steps,
 // N = total_steps and m = min_factor:
