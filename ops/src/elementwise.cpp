@@ -152,19 +152,19 @@ class ClampFn final : public Function {
 
 }  // namespace
 
-#define HKT_DEFINE_UNARY(name, S) \
+#define HKT_DEFINE_UNARY(name, S, D) \
   Tensor name(const Tensor& x) { return apply_op<UnaryFn<ew::S>>({x}, #name); }
 HKT_UNARY_OPS(HKT_DEFINE_UNARY)
 #undef HKT_DEFINE_UNARY
 
-#define HKT_DEFINE_BINARY(name, S)                                                                        \
+#define HKT_DEFINE_BINARY(name, S, D)                                                                      \
   Tensor name(const Tensor& a, const Tensor& b) { return apply_op<BinaryFn<ew::S, false>>({a, b}, #name); } \
   Tensor name(const Tensor& a, double b) { return name(a, scalar_like(b, a)); }                           \
   Tensor name(double a, const Tensor& b) { return name(scalar_like(a, b), b); }
 HKT_BINARY_OPS(HKT_DEFINE_BINARY)
 #undef HKT_DEFINE_BINARY
 
-#define HKT_DEFINE_COMPARE(name, S)                                                                      \
+#define HKT_DEFINE_COMPARE(name, S, D)                                                                     \
   Tensor name(const Tensor& a, const Tensor& b) { return apply_op<BinaryFn<ew::S, true>>({a, b}, #name); } \
   Tensor name(const Tensor& a, double b) { return name(a, scalar_like(b, a)); }
 HKT_COMPARE_OPS(HKT_DEFINE_COMPARE)

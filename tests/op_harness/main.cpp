@@ -67,7 +67,7 @@ std::vector<Case> two_inputs(std::mt19937_64& rng, const std::string& op, const 
 
 void add_elementwise(std::vector<OpEntry>& out) {
   const Tensor i64 = from_vector(std::vector<int64_t>{1, 2}, {2});
-#define HKT_ENTRY(name, S)                                                                                 \
+#define HKT_ENTRY(name, S, D)                                                                              \
   out.push_back({#name, {#name, #name "_backward"},                                                        \
                  [](std::mt19937_64& rng) {                                                                \
                    return one_input(rng, #name, [](const std::vector<Tensor>& in) { return name(in[0]); }); \
@@ -84,8 +84,8 @@ void add_elementwise(std::vector<OpEntry>& out) {
   out.back().differentiable = !(integer);                                                                    \
   out.back().bad_input = [] { name(f32({2}), zeros({2}, {DType::Float64})); };                              \
   out.back().bad_needle = #name ": dtype mismatch";
-#define HKT_BINARY(name, S) HKT_ENTRY(name, S, false)
-#define HKT_COMPARE(name, S) HKT_ENTRY(name, S, true)
+#define HKT_BINARY(name, S, D) HKT_ENTRY(name, S, false)
+#define HKT_COMPARE(name, S, D) HKT_ENTRY(name, S, true)
   HKT_BINARY_OPS(HKT_BINARY)
   HKT_COMPARE_OPS(HKT_COMPARE)
 #undef HKT_BINARY

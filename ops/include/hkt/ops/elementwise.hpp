@@ -9,11 +9,11 @@
 
 namespace hkt {
 
-#define HKT_DECLARE_UNARY(name, S) Tensor name(const Tensor& x);
+#define HKT_DECLARE_UNARY(name, S, D) Tensor name(const Tensor& x);
 HKT_UNARY_OPS(HKT_DECLARE_UNARY)
 #undef HKT_DECLARE_UNARY
 
-#define HKT_DECLARE_BINARY(name, S)               \
+#define HKT_DECLARE_BINARY(name, S, D)            \
   Tensor name(const Tensor& a, const Tensor& b); \
   Tensor name(const Tensor& a, double b);        \
   Tensor name(double a, const Tensor& b);
@@ -21,7 +21,7 @@ HKT_BINARY_OPS(HKT_DECLARE_BINARY)
 #undef HKT_DECLARE_BINARY
 
 // Comparisons: Bool results, no gradient.
-#define HKT_DECLARE_COMPARE(name, S)              \
+#define HKT_DECLARE_COMPARE(name, S, D)           \
   Tensor name(const Tensor& a, const Tensor& b); \
   Tensor name(const Tensor& a, double b);
 HKT_COMPARE_OPS(HKT_DECLARE_COMPARE)
