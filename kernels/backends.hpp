@@ -13,6 +13,7 @@
 // registered by its kernel files' register_elementwise, from its lists.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "hkt/kernels/registry.hpp"
 
@@ -36,13 +37,14 @@ const T* buf(const void* p) { return static_cast<const T*>(p); }
 template <class T>
 T* buf(void* p) { return static_cast<T*>(p); }
 
-// Fills table's slots on dev for every dtype of Set with make.operator()<T>().
+// Fills table's slots on dev for every dtype T of Set with make(std::type_identity<T>()),
+// the kernel for T (a tag argument rather than make.operator()<T>(): nvcc warns of the latter).
 template <DTypeSet Set, class Sig, class Make>
 void set_dtypes(KernelTable<Sig>& table, DeviceType dev, Make make) {
-  if constexpr (contains(Set, DType::Float32)) table.set(dev, DType::Float32, make.template operator()<float>());
-  if constexpr (contains(Set, DType::Float64)) table.set(dev, DType::Float64, make.template operator()<double>());
-  if constexpr (contains(Set, DType::Int64)) table.set(dev, DType::Int64, make.template operator()<int64_t>());
-  if constexpr (contains(Set, DType::Bool)) table.set(dev, DType::Bool, make.template operator()<bool>());
+  if constexpr (contains(Set, DType::Float32)) table.set(dev, DType::Float32, make(std::type_identity<float>()));
+  if constexpr (contains(Set, DType::Float64)) table.set(dev, DType::Float64, make(std::type_identity<double>()));
+  if constexpr (contains(Set, DType::Int64)) table.set(dev, DType::Int64, make(std::type_identity<int64_t>()));
+  if constexpr (contains(Set, DType::Bool)) table.set(dev, DType::Bool, make(std::type_identity<bool>()));
 }
 
 void register_cpu_kernels(Tables& t);
@@ -63,11 +65,21 @@ void register_elementwise(kernels::Tables& t);
 }  // namespace hkt::cuda
 #undef HKT_DECLARE_REGISTER
 
-// register_<id>: kernel(T) for every dtype T of op id's set on the backend.
-#define HKT_REGISTER_KERNEL(id, backend, dev, ...)                                                               \
-  void register_##id(::hkt::kernels::Tables& t) {                                                                \
-    ::hkt::kernels::set_dtypes<::hkt::kernels::op_info::id::backend>(                                             \
-        t.id, dev, []<class T>() -> ::hkt::kernels::op_info::id::Sig* { return &__VA_ARGS__; });                 \
+// For set_dtypes: the address of the kernel expression (naming T) for the tag's T.
+#define HKT_KERNEL_OF(...)                  \
+  [](auto tag) {                            \
+    using T = typename decltype(tag)::type; \
+    return &__VA_ARGS__;                    \
+  }
+// register_<id>: the kernel for every dtype T of op id's set on the backend, as
+// the list's signature (a kernel of another signature does not compile).
+#define HKT_REGISTER_KERNEL(id, backend, dev, ...)                                                     \
+  void register_##id(::hkt::kernels::Tables& t) {                                                      \
+    using Sig = ::hkt::kernels::op_info::id::Sig;                                                      \
+    ::hkt::kernels::set_dtypes<::hkt::kernels::op_info::id::backend>(t.id, dev, [](auto tag) -> Sig* { \
+      using T = typename decltype(tag)::type;                                                          \
+      return &__VA_ARGS__;                                                                             \
+    });                                                                                                \
   }
 #define HKT_CPU_KERNEL(id) HKT_REGISTER_KERNEL(id, cpu, ::hkt::DeviceType::CPU, id<T>)
 #define HKT_CPU_KERNEL_AS(id, ...) HKT_REGISTER_KERNEL(id, cpu, ::hkt::DeviceType::CPU, __VA_ARGS__)

@@ -123,14 +123,14 @@ void register_elementwise(kernels::Tables& t) {
   using kernels::set_dtypes;
   constexpr auto dev = DeviceType::CPU;
 #define HKT_REG(name, S, D)                                                                     \
-  set_dtypes<kernels::D>(t.name, dev, []<class T>() { return &unary<ew::S, T>; });              \
-  set_dtypes<kernels::D>(t.name##_backward, dev, []<class T>() { return &unary_grad<ew::S, T>; });
+  set_dtypes<kernels::D>(t.name, dev, HKT_KERNEL_OF(unary<ew::S, T>));              \
+  set_dtypes<kernels::D>(t.name##_backward, dev, HKT_KERNEL_OF(unary_grad<ew::S, T>));
   HKT_UNARY_OPS(HKT_REG)
 #undef HKT_REG
-#define HKT_REG(name, S, D) set_dtypes<kernels::D>(t.name, dev, []<class T>() { return &binary<ew::S, T, T>; });
+#define HKT_REG(name, S, D) set_dtypes<kernels::D>(t.name, dev, HKT_KERNEL_OF(binary<ew::S, T, T>));
   HKT_BINARY_OPS(HKT_REG)
 #undef HKT_REG
-#define HKT_REG(name, S, D) set_dtypes<kernels::D>(t.name, dev, []<class T>() { return &binary<ew::S, T, bool>; });
+#define HKT_REG(name, S, D) set_dtypes<kernels::D>(t.name, dev, HKT_KERNEL_OF(binary<ew::S, T, bool>));
   HKT_COMPARE_OPS(HKT_REG)
 #undef HKT_REG
 }
