@@ -9,6 +9,7 @@ Tensor f32(const Shape& s) { return zeros(s, {DType::Float32}); }
 // Domain of an op's operands: ops undefined (or not differentiable) somewhere get a safe range.
 std::pair<double, double> range(const std::string& op, size_t arg) {
   if (op == "log" || op == "sqrt" || op == "rsqrt") return {0.3, 2.0};
+  if (op == "log1p") return {-0.7, 2.0};
   if ((op == "div" && arg == 1) || (op == "pow" && arg == 0)) return {0.5, 2.0};
   return {-1.5, 1.5};
 }

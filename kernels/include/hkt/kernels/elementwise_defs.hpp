@@ -31,7 +31,10 @@ namespace hkt::ew {
   X(relu, Relu, kFloat)          \
   X(abs, Abs, kFloat)            \
   X(gelu_tanh, GeluTanh, kFloat) \
-  X(gelu_erf, GeluErf, kFloat)
+  X(gelu_erf, GeluErf, kFloat)   \
+  X(softplus, Softplus, kFloat)  \
+  X(log1p, Log1p, kFloat)        \
+  X(expm1, Expm1, kFloat)
 
 #define HKT_BINARY_OPS(X)   \
   X(add, Add, kNum)         \
@@ -109,6 +112,27 @@ struct GeluErf {
     const T pdf = T(0.3989422804014327) * std::exp(T(-0.5) * x * x);
     return cdf + x * pdf;
   }
+};
+// softplus(x) = log(1 + exp(x)), in the stable form max(x, 0) + log1p(exp(-|x|))
+// (no overflow for large x, no underflow to log(1) for very negative x). No
+// threshold: PyTorch's softplus (beta 1, threshold 20) returns x itself above
+// 20, where this differs from it by log1p(exp(-x)) < 2.1e-9 (nothing in
+// float32). dy/dx = sigmoid(x).
+struct Softplus {
+  template <class T> HKT_HD static T f(T x) {
+    return (x > T(0) ? x : T(0)) + std::log1p(std::exp(x < T(0) ? x : -x));
+  }
+  template <class T> HKT_HD static T df(T x, T) { return Sigmoid::f(x); }
+};
+// log(1 + x), accurate for small x; defined for x > -1 (-1 gives -inf).
+struct Log1p {
+  template <class T> HKT_HD static T f(T x) { return std::log1p(x); }
+  template <class T> HKT_HD static T df(T x, T) { return T(1) / (T(1) + x); }
+};
+// exp(x) - 1, accurate for small x; dy/dx = exp(x) = y + 1.
+struct Expm1 {
+  template <class T> HKT_HD static T f(T x) { return std::expm1(x); }
+  template <class T> HKT_HD static T df(T, T y) { return y + T(1); }
 };
 
 struct Add { template <class T> HKT_HD static T f(T a, T b) { return a + b; } };
