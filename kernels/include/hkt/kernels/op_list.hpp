@@ -56,6 +56,11 @@ using Binary = void(const void* a, const Strides& as, const void* b, const Strid
 using Reduce = void(const void* x, const Shape& shape, const Strides& strides, const std::vector<bool>& red,
                     void* out);
 
+// --- argmax over the dims flagged in red: out (int64, contiguous) = the row-major
+// position among the reduced elements of the first maximum (of the first NaN if any).
+using Argmax = void(const void* x, const Shape& shape, const Strides& strides, const std::vector<bool>& red,
+                    int64_t* out);
+
 // --- softmax along D of contiguous [outer, D, inner] ------------------------
 using Softmax = void(const void* x, void* y, int64_t outer, int64_t D, int64_t inner);
 using SoftmaxGrad = void(const void* y, const void* g, void* dx, int64_t outer, int64_t D, int64_t inner);
@@ -207,6 +212,7 @@ using LocalAttnGrad = void(const void* q, const void* k, const void* v, const bo
   X(normal,                "normal",                                  Random,        kFloat, kFloat) \
   X(sum,                   "sum",                                     Reduce,        kNum,   kNum) \
   X(max,                   "max",                                     Reduce,        kNum,   kNum) \
+  X(argmax,                "argmax",                                  Argmax,        kNum,   kNum) \
   X(softmax,               "softmax",                                 Softmax,       kFloat, kFloat) \
   X(softmax_backward,      "softmax_backward",                        SoftmaxGrad,   kFloat, kFloat) \
   X(log_softmax,           "log_softmax",                             Softmax,       kFloat, kFloat) \
