@@ -56,6 +56,11 @@ using Binary = void(const void* a, const Strides& as, const void* b, const Strid
 using Reduce = void(const void* x, const Shape& shape, const Strides& strides, const std::vector<bool>& red,
                     void* out);
 
+// --- clamp: y = min(max(x, lo), hi), bounds in x's dtype, y contiguous; backward:
+// gx = g where lo <= x <= hi, else 0 (x, g, gx contiguous) --------------------
+using Clamp = void(const void* x, const Strides& xs, void* y, const Shape& shape, double lo, double hi);
+using ClampGrad = void(const void* x, const void* g, void* gx, int64_t n, double lo, double hi);
+
 // --- argmax over the dims flagged in red: out (int64, contiguous) = the row-major
 // position among the reduced elements of the first maximum (of the first NaN if any).
 using Argmax = void(const void* x, const Shape& shape, const Strides& strides, const std::vector<bool>& red,
@@ -200,6 +205,8 @@ using LocalAttnGrad = void(const void* q, const void* k, const void* v, const bo
   X(index_add,             "index_add",                               IndexAdd,      kFloat, kFloat) \
   X(scatter_add,           "scatter_add",                             ScatterAdd,    kFloat, kFloat) \
   X(where,                 "where",                                   Where,         kAll,   kAll) \
+  X(clamp,                 "clamp",                                   Clamp,         kNum,   kNum) \
+  X(clamp_backward,        "clamp_backward",                          ClampGrad,     kFloat, kFloat) \
   X(matmul,                "matmul",                                  GemmBatched,   kFloat, kFloat) \
   X(sgd,                   "sgd_update_",                             Sgd,           kFloat, kFloat) \
   X(adamw,                 "adamw_update_",                           AdamW,         kFloat, kFloat) \

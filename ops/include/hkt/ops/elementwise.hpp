@@ -30,7 +30,10 @@ HKT_COMPARE_OPS(HKT_DECLARE_COMPARE)
 // GELU; approximate = true selects the tanh form.
 Tensor gelu(const Tensor& x, bool approximate = false);
 Tensor square(const Tensor& x);
-// min(max(x, lo), hi); the gradient passes where lo <= x <= hi.
+// y = min(max(x, lo), hi), one fused kernel (float32, float64, int64), with
+// lo and hi in x's dtype (lo <= hi, else an error). The gradient is g where
+// lo <= x <= hi and 0 elsewhere: it passes at the bounds themselves, as in
+// PyTorch. A NaN x gives lo (y = min(max(NaN, lo), hi), max taking lo).
 Tensor clamp(const Tensor& x, double lo, double hi);
 
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
