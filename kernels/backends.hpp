@@ -81,6 +81,22 @@ void register_elementwise(kernels::Tables& t);
       return &__VA_ARGS__;                                                                             \
     });                                                                                                \
   }
+// register_elementwise: the elementwise family from its lists, each op for the
+// dtypes of its entry, with the backend's unary<Op, T>, unary_grad<Op, T> and
+// binary<Op, T, R> (R: T, or bool for the comparisons).
+#define HKT_EW_SET(D, table, ...) ::hkt::kernels::set_dtypes<::hkt::kernels::D>(table, dev, HKT_KERNEL_OF(__VA_ARGS__));
+#define HKT_EW_UNARY(name, S, D) \
+  HKT_EW_SET(D, t.name, unary<ew::S, T>) HKT_EW_SET(D, t.name##_backward, unary_grad<ew::S, T>)
+#define HKT_EW_BINARY(name, S, D) HKT_EW_SET(D, t.name, binary<ew::S, T, T>)
+#define HKT_EW_COMPARE(name, S, D) HKT_EW_SET(D, t.name, binary<ew::S, T, bool>)
+#define HKT_REGISTER_ELEMENTWISE(device)                   \
+  void register_elementwise(::hkt::kernels::Tables& t) { \
+    constexpr ::hkt::DeviceType dev = device;            \
+    HKT_UNARY_OPS(HKT_EW_UNARY)                          \
+    HKT_BINARY_OPS(HKT_EW_BINARY)                        \
+    HKT_COMPARE_OPS(HKT_EW_COMPARE)                      \
+  }
+
 #define HKT_CPU_KERNEL(id) HKT_REGISTER_KERNEL(id, cpu, ::hkt::DeviceType::CPU, id<T>)
 #define HKT_CPU_KERNEL_AS(id, ...) HKT_REGISTER_KERNEL(id, cpu, ::hkt::DeviceType::CPU, __VA_ARGS__)
 #define HKT_CUDA_KERNEL(id) HKT_REGISTER_KERNEL(id, cuda, ::hkt::DeviceType::CUDA, id<T>)

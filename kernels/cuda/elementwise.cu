@@ -141,22 +141,8 @@ void where(const void* c, const Strides& cs, const void* a, const Strides& as, c
   CUDA_CHECK_LAUNCH();
 }
 
-// The elementwise family, from its lists: every op for the dtypes its entry gives.
-void register_elementwise(kernels::Tables& t) {
-  using kernels::set_dtypes;
-  constexpr auto dev = DeviceType::CUDA;
-#define HKT_REG(name, S, D)                                                                      \
-  set_dtypes<kernels::D>(t.name, dev, HKT_KERNEL_OF(unary<ew::S, T>));              \
-  set_dtypes<kernels::D>(t.name##_backward, dev, HKT_KERNEL_OF(unary_grad<ew::S, T>));
-  HKT_UNARY_OPS(HKT_REG)
-#undef HKT_REG
-#define HKT_REG(name, S, D) set_dtypes<kernels::D>(t.name, dev, HKT_KERNEL_OF(binary<ew::S, T, T>));
-  HKT_BINARY_OPS(HKT_REG)
-#undef HKT_REG
-#define HKT_REG(name, S, D) set_dtypes<kernels::D>(t.name, dev, HKT_KERNEL_OF(binary<ew::S, T, bool>));
-  HKT_COMPARE_OPS(HKT_REG)
-#undef HKT_REG
-}
+// The elementwise family, from its lists (kernels/backends.hpp).
+HKT_REGISTER_ELEMENTWISE(DeviceType::CUDA)
 
 // The op list's kernels, registered for its CUDA dtypes (kernels/backends.hpp).
 HKT_CUDA_KERNEL_AS(copy, copy_cast<T>)
