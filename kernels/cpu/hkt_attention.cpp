@@ -1,5 +1,5 @@
 // CPU kernels of the fused multi-scale attention (the op: ops/src/attention.cpp;
-// registered in kernels/cpu/register.cpp).
+// registered at the end of this file).
 //
 // Per batch b and head h, with L levels, T_l = ceil(T / 2^l):
 //   S[i, j] = sum_l lambda[h, l] * scale * (Q_l[r_l(i)] . K_l[r_l(j)])
