@@ -32,6 +32,36 @@ TEST_CASE("unary forward values") {
   same(pow(p, 2.0), {0.0625, 16});
 }
 
+TEST_CASE("softplus, log1p and expm1: values, stability and gradients at the extremes") {
+  const Tensor x = from_vector(std::vector<double>{-1000.0, -30.0, -1.0, 0.0, 1.0, 30.0, 1000.0}, {7});
+  const std::vector<double> sp = vals(softplus(x));
+  CHECK(sp[0] == 0.0);                                 // log1p(exp(-1000)): no log(0), no -inf
+  CHECK(sp[1] == doctest::Approx(std::exp(-30.0)).epsilon(1e-12));
+  CHECK(sp[2] == doctest::Approx(std::log1p(std::exp(-1.0))).epsilon(1e-15));
+  CHECK(sp[3] == doctest::Approx(std::log(2.0)).epsilon(1e-15));
+  CHECK(sp[4] == doctest::Approx(1.0 + std::log1p(std::exp(-1.0))).epsilon(1e-15));
+  CHECK(sp[6] == 1000.0);                              // no overflow of exp(1000)
+  // float32: the same, and x itself above ~17 (PyTorch's threshold-20 value).
+  const std::vector<float> sp32 = softplus(to_dtype(x, DType::Float32)).to_vector<float>();
+  CHECK(sp32[0] == 0.0f);
+  CHECK(sp32[5] == 30.0f);
+  CHECK(sp32[6] == 1000.0f);
+  // The gradient is sigmoid(x): 0 and 1 at the extremes, never NaN.
+  const Tensor xl = x.detach().set_requires_grad(true);
+  sum(softplus(xl)).backward();
+  const std::vector<double> g = xl.grad().to_vector<double>();
+  CHECK(g[0] == 0.0);
+  CHECK(g[3] == 0.5);
+  CHECK(g[6] == 1.0);
+  // log1p and expm1 keep the digits log(1 + x) and exp(x) - 1 lose near 0.
+  const Tensor tiny = from_vector(std::vector<double>{1e-10, -1e-10}, {2});
+  CHECK(vals(log1p(tiny))[0] == doctest::Approx(1e-10 - 0.5e-20).epsilon(1e-15));
+  CHECK(vals(expm1(tiny))[1] == doctest::Approx(-1e-10 + 0.5e-20).epsilon(1e-15));
+  CHECK(to_dtype(log1p(tiny), DType::Float32).to_vector<float>()[0] == doctest::Approx(1e-10f).epsilon(1e-6));
+  CHECK(std::isinf(vals(log1p(from_vector(std::vector<double>{-1.0}, {1})))[0]));
+  CHECK(vals(expm1(from_vector(std::vector<double>{-1000.0}, {1})))[0] == -1.0);
+}
+
 TEST_CASE("binary ops broadcast by NumPy rules") {
   const Tensor a = from_vector(std::vector<float>{1, 2, 3}, {3, 1});
   const Tensor b = from_vector(std::vector<float>{10, 20}, {1, 2});
@@ -61,7 +91,8 @@ TEST_CASE("unary gradients (float64 central differences)") {
   using UF = Tensor (*)(const Tensor&);
   const std::vector<std::pair<const char*, UF>> fns = {
       {"neg", neg},   {"exp", exp},         {"tanh", tanh},         {"sigmoid", sigmoid}, {"relu", relu},
-      {"abs", abs},   {"gelu_tanh", gelu_tanh}, {"gelu_erf", gelu_erf}, {"square", square}};
+      {"abs", abs},   {"gelu_tanh", gelu_tanh}, {"gelu_erf", gelu_erf}, {"square", square},
+      {"softplus", softplus}, {"expm1", expm1}};
   for (const auto& [name, fn] : fns) {
     const UF f = fn;  // a copy: clang 14 cannot capture a structured binding
     SUBCASE(name) {
@@ -70,7 +101,7 @@ TEST_CASE("unary gradients (float64 central differences)") {
     }
   }
   SUBCASE("positive-domain ops") {
-    for (UF f : {UF(log), UF(sqrt), UF(rsqrt)}) {
+    for (UF f : {UF(log), UF(sqrt), UF(rsqrt), UF(log1p)}) {
       gradcheck([f](const std::vector<Tensor>& in) { return f(in[0]); }, {leaf({2, 7}, 0.3, 2.0)});
       gradcheck([f](const std::vector<Tensor>& in) { return f(in[0]); }, {transposed_leaf({3, 2}, 0.3, 2.0)});
     }

@@ -1,5 +1,5 @@
-// The backward of the fused multi-scale attention; see kernels/cpu/attention.hpp
-// for the scheme (attention.hpp includes this header).
+// The backward of the fused multi-scale attention; see kernels/cpu/hkt_attention.cpp
+// for the scheme (hkt_attention.cpp includes this header).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -75,7 +75,7 @@ void write_tile(const AttnPlan& pl, int64_t t, int64_t l, const T* acc, bool col
 // Gradients. o, lse: the forward's outputs; dout [B, H, T, dh]. dq / dk (L
 // entries each), dv, dlambda may be null (not wanted); dlambda [H, L].
 template <class T>
-void attention_backward(const AttnArgs<T>& a, const T* o, const T* lse, const T* dout, const std::vector<T*>& dq,
+void attention_grad(const AttnArgs<T>& a, const T* o, const T* lse, const T* dout, const std::vector<T*>& dq,
                         const std::vector<T*>& dk, T* dv, T* dlambda) {
   using namespace attn_detail;
   const int64_t B = a.B, H = a.H, Tn = a.len, L = a.L, BH = B * H;

@@ -1,6 +1,6 @@
 // The problem, its tiling and the tile steps shared by the forward
-// (attention.hpp) and the backward (attention_backward.hpp) of the fused
-// multi-scale attention; kernels/cpu/attention.hpp describes the scheme.
+// (hkt_attention.cpp) and the backward (attention_backward.hpp) of the fused
+// multi-scale attention; kernels/cpu/hkt_attention.cpp describes the scheme.
 #pragma once
 #include <algorithm>
 #include <bit>

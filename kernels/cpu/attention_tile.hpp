@@ -1,4 +1,4 @@
-// Tile primitives of the fused multi-scale attention (kernels/cpu/attention.hpp):
+// Tile primitives of the fused multi-scale attention (kernels/cpu/hkt_attention.cpp):
 // the small matrix product, row maximum and exponential, the 2x upsampling
 // that carries a coarse level's scores to the next finer grid, and the 2 x 2
 // block sums that carry gradients back. Portable templates here; float32

@@ -1,5 +1,5 @@
 // float32 GELU (exact, erf form) on contiguous buffers with AVX2 + FMA, chosen
-// at run time (kernels/cpu/elementwise.hpp calls these for ew::GeluErf).
+// at run time (kernels/cpu/elementwise.cpp calls these for ew::GeluErf).
 //
 // erf is the rational approximation XLA and Eigen use for float32
 // (x P(x^2) / Q(x^2) on x clamped to [-4, 4]; a few ulp, checked against

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "hkt/core/error.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cpu {
 namespace {
@@ -82,5 +83,14 @@ template void gemm_batched<float>(bool, bool, int64_t, int64_t, int64_t, const f
                                   const float*, int64_t, const int64_t*, float*, int64_t);
 template void gemm_batched<double>(bool, bool, int64_t, int64_t, int64_t, const double*, int64_t,
                                    const int64_t*, const double*, int64_t, const int64_t*, double*, int64_t);
+
+// The op list's kernels (hkt/kernels/op_list.hpp's signatures), registered for its CPU dtypes.
+using kernels::buf;
+template <class T>
+void matmul(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const int64_t* a_off,
+            const void* b, int64_t ldb, const int64_t* b_off, void* c, int64_t batch) {
+  gemm_batched<T>(ta, tb, m, n, k, buf<T>(a), lda, a_off, buf<T>(b), ldb, b_off, buf<T>(c), batch);
+}
+HKT_CPU_KERNEL(matmul)
 
 }  // namespace hkt::cpu

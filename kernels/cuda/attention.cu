@@ -1,5 +1,5 @@
 // Fused HKT attention (and MHA, its L = 1 case) on the GPU: the math of
-// kernels/cpu/attention.hpp, FlashAttention-style, never forming T x T.
+// kernels/cpu/hkt_attention.cpp, FlashAttention-style, never forming T x T.
 //
 // Tiles. Positions are cut into tiles of BT (64, or 32 when shared memory is
 // short) starting at t * BT - off, off = 1 when causal, else 0; positions
@@ -46,6 +46,7 @@
 #include "kernels/cuda/attention_variants.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/tile_mm.cuh"
+#include "kernels/backends.hpp"
 
 namespace hkt::cuda {
 namespace {
@@ -460,5 +461,9 @@ template void attention_backward<double>(const AttnShape&, const std::vector<con
                                          const std::vector<const void*>&, const void*, const void*, const bool*,
                                          const void*, const void*, const void*, const std::vector<void*>&,
                                          const std::vector<void*>&, void*, void*);
+
+// The op list's kernels, registered for its CUDA dtypes (kernels/backends.hpp).
+HKT_CUDA_KERNEL_AS(attention, attention_forward<T>)
+HKT_CUDA_KERNEL(attention_backward)
 
 }  // namespace hkt::cuda

@@ -1,16 +1,16 @@
 // Host entry points of the fused CUDA attention (attention.cu); plain C++.
-// Same problem and conventions as kernels/cpu/attention.hpp (see there and
+// Same problem and conventions as kernels/cpu/hkt_attention.cpp (see there and
 // docs/cuda.md): q[l], k[l] [B, H, T_l, dh], v [B, H, T, dh], lambda [H, L],
 // valid [B, T] or null; o [B, H, T, dh], lse [B, H, T]. Device pointers.
 #pragma once
 #include <cstdint>
 #include <vector>
 
-#include "hkt/kernels/signatures.hpp"
+#include "hkt/kernels/op_list.hpp"
 
 namespace hkt::cuda {
 
-using AttnShape = sig::AttnShape;  // the op list's (hkt/kernels/signatures.hpp)
+using AttnShape = sig::AttnShape;  // the op list's (hkt/kernels/op_list.hpp)
 
 template <class T>
 void attention_forward(const AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,

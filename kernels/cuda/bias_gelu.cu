@@ -1,9 +1,9 @@
-// bias_gelu on the GPU, as kernels/cpu/bias_gelu.hpp: one thread per element of
+// bias_gelu on the GPU, as kernels/cpu/bias_gelu.cpp: one thread per element of
 // contiguous x [rows, C], with the same functors (hkt/kernels/elementwise_defs.hpp).
 //   y = gelu(x + b[c]),   dx = g * gelu'(x + b[c])
 #include "hkt/kernels/elementwise_defs.hpp"
-#include "hkt/kernels/signatures.hpp"
 #include "kernels/cuda/common.cuh"
+#include "kernels/backends.hpp"
 
 namespace hkt::cuda {
 namespace {
@@ -52,11 +52,8 @@ void bias_gelu_backward(const void* xv, const void* bv, const void* gv, void* dx
   CUDA_CHECK_LAUNCH();
 }
 
-#define HKT_INST(T)                                                                            \
-  template void bias_gelu_forward<T>(const void*, const void*, void*, int64_t, int64_t, bool); \
-  template void bias_gelu_backward<T>(const void*, const void*, const void*, void*, int64_t, int64_t, bool);
-HKT_INST(float)
-HKT_INST(double)
-#undef HKT_INST
+// The op list's kernels, registered for its CUDA dtypes (kernels/backends.hpp).
+HKT_CUDA_KERNEL_AS(bias_gelu, bias_gelu_forward<T>)
+HKT_CUDA_KERNEL(bias_gelu_backward)
 
 }  // namespace hkt::cuda

@@ -1,11 +1,11 @@
-// Causal depthwise conv1d on the GPU, as kernels/cpu/conv.hpp:
+// Causal depthwise conv1d on the GPU, as kernels/cpu/conv.cpp:
 //   y[b, t, c] = bias[c] + sum_{j<k} w[c, j] x[b, s t + s - 1 - j, c]   (x = 0 outside [0, T))
 // forward and dx: one thread per output element (dx is a gather, no atomics);
 // dw, db: the CPU's row chunks (rules::conv_grad_chunks) with double partials summed in chunk
 // order, so the bits are reproducible.
 #include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/kernels_nn.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cuda {
 namespace {
@@ -120,13 +120,8 @@ void conv_backward(const void* xv, const void* wv, const void* gv, int64_t B, in
   CUDA_CHECK_LAUNCH();
 }
 
-#define HKT_INST(T)                                                                                            \
-  template void conv_forward<T>(const void*, const void*, const void*, void*, int64_t, int64_t, int64_t,       \
-                                int64_t, int64_t);                                                             \
-  template void conv_backward<T>(const void*, const void*, const void*, int64_t, int64_t, int64_t, int64_t,    \
-                                 int64_t, void*, void*, void*);
-HKT_INST(float)
-HKT_INST(double)
-#undef HKT_INST
+// The op list's kernels, registered for its CUDA dtypes (kernels/backends.hpp).
+HKT_CUDA_KERNEL_AS(conv, conv_forward<T>)
+HKT_CUDA_KERNEL(conv_backward)
 
 }  // namespace hkt::cuda

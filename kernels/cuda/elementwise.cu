@@ -3,7 +3,7 @@
 // dense fast path, and StridedIndex for broadcast and non-contiguous operands.
 #include "hkt/kernels/elementwise_defs.hpp"
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/kernels.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cuda {
 namespace {
@@ -141,42 +141,13 @@ void where(const void* c, const Strides& cs, const void* a, const Strides& as, c
   CUDA_CHECK_LAUNCH();
 }
 
-// --- explicit instantiations, from the op lists ---------------------------
-#define HKT_INST_UNARY(name, S)                                                              \
-  template void unary<ew::S, float>(const void*, const Strides&, void*, const Shape&);       \
-  template void unary<ew::S, double>(const void*, const Strides&, void*, const Shape&);      \
-  template void unary_grad<ew::S, float>(const void*, const void*, const void*, void*, int64_t); \
-  template void unary_grad<ew::S, double>(const void*, const void*, const void*, void*, int64_t);
-HKT_UNARY_OPS(HKT_INST_UNARY)
-#undef HKT_INST_UNARY
+// The elementwise family, from its lists (kernels/backends.hpp).
+HKT_REGISTER_ELEMENTWISE(DeviceType::CUDA)
 
-#define HKT_INST_BINARY_T(S, T, R) \
-  template void binary<ew::S, T, R>(const void*, const Strides&, const void*, const Strides&, void*, const Shape&);
-#define HKT_INST_BINARY(name, S)          \
-  HKT_INST_BINARY_T(S, float, float)      \
-  HKT_INST_BINARY_T(S, double, double)    \
-  HKT_INST_BINARY_T(S, int64_t, int64_t)
-HKT_BINARY_OPS(HKT_INST_BINARY)
-#define HKT_INST_COMPARE(name, S)      \
-  HKT_INST_BINARY_T(S, float, bool)    \
-  HKT_INST_BINARY_T(S, double, bool)   \
-  HKT_INST_BINARY_T(S, int64_t, bool)  \
-  HKT_INST_BINARY_T(S, bool, bool)
-HKT_COMPARE_OPS(HKT_INST_COMPARE)
-#undef HKT_INST_COMPARE
-#undef HKT_INST_BINARY
-#undef HKT_INST_BINARY_T
-
-#define HKT_INST_ALL(T)                                                                                   \
-  template void copy_cast<T>(const void*, DType, const Strides&, void*, const Strides&, const Shape&);     \
-  template void copy_same<T>(const void*, const Strides&, void*, const Strides&, const Shape&);            \
-  template void fill<T>(void*, const Strides&, const Shape&, double);                                      \
-  template void where<T>(const void*, const Strides&, const void*, const Strides&, const void*, const Strides&, \
-                         void*, const Shape&);
-HKT_INST_ALL(float)
-HKT_INST_ALL(double)
-HKT_INST_ALL(int64_t)
-HKT_INST_ALL(bool)
-#undef HKT_INST_ALL
+// The op list's kernels, registered for its CUDA dtypes (kernels/backends.hpp).
+HKT_CUDA_KERNEL_AS(copy, copy_cast<T>)
+HKT_CUDA_KERNEL_AS(cat, copy_same<T>)
+HKT_CUDA_KERNEL(fill)
+HKT_CUDA_KERNEL(where)
 
 }  // namespace hkt::cuda

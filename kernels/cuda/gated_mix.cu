@@ -1,10 +1,10 @@
-// Per-channel gated mix on the GPU, as kernels/cpu/gated_mix.hpp:
+// Per-channel gated mix on the GPU, as kernels/cpu/gated_mix.cpp:
 //   y[r, c] = w[c] a[r, c] + (1 - w[c]) b[r, c]
 // forward, da, db: one thread per element; dw: a fixed number of row chunks
 // with double partials summed in chunk order, so the bits are reproducible.
 #include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/kernels_nn.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cuda {
 namespace {
@@ -25,7 +25,6 @@ __global__ void mix_dadb_kernel(const T* w, const T* g, T* da, T* db, int64_t C,
     if (db) db[e] = (T(1) - wc) * g[e];
   }
 }
-
 
 // part[ch, c] = sum over the rows of chunk ch of g (a - b).
 template <class T>
@@ -87,12 +86,8 @@ void gated_mix_backward(const void* av, const void* bv, const void* wv, const vo
   CUDA_CHECK_LAUNCH();
 }
 
-#define HKT_INST(T)                                                                                            \
-  template void gated_mix_forward<T>(const void*, const void*, const void*, void*, int64_t, int64_t);        \
-  template void gated_mix_backward<T>(const void*, const void*, const void*, const void*, int64_t, int64_t, \
-                                      void*, void*, void*);
-HKT_INST(float)
-HKT_INST(double)
-#undef HKT_INST
+// The op list's kernels, registered for its CUDA dtypes (kernels/backends.hpp).
+HKT_CUDA_KERNEL_AS(gated_mix, gated_mix_forward<T>)
+HKT_CUDA_KERNEL(gated_mix_backward)
 
 }  // namespace hkt::cuda

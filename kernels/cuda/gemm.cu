@@ -10,7 +10,7 @@
 // stride, one tall product when B is shared and the A_i are consecutive row
 // blocks, otherwise one call per entry.
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/kernels.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cuda {
 namespace {
@@ -71,9 +71,7 @@ void gemm_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void*
   }
 }
 
-template void gemm_batched<float>(bool, bool, int64_t, int64_t, int64_t, const void*, int64_t, const int64_t*,
-                                  const void*, int64_t, const int64_t*, void*, int64_t);
-template void gemm_batched<double>(bool, bool, int64_t, int64_t, int64_t, const void*, int64_t, const int64_t*,
-                                   const void*, int64_t, const int64_t*, void*, int64_t);
+// The op list's kernels, registered for its CUDA dtypes (kernels/backends.hpp).
+HKT_CUDA_KERNEL_AS(matmul, gemm_batched<T>)
 
 }  // namespace hkt::cuda

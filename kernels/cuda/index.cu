@@ -1,4 +1,4 @@
-// Indexing kernels on the GPU, as kernels/cpu/index.hpp: the index range
+// Indexing kernels on the GPU, as kernels/cpu/index.cpp: the index range
 // check, the strided gather (index_select, embedding, gather) and the two
 // scatter-adds of their backwards. The scatter-adds give every destination
 // element to one thread, which adds its contributions in ascending source
@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/kernels_nn.hpp"
 #include "kernels/cuda/runtime.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cuda {
 namespace {
@@ -133,19 +133,17 @@ void scatter_add_dim(const void* g, const Strides& gs, int64_t g_dim, const int6
 }
 
 #define HKT_INST(T)                                                                                           \
-  template void indexed_gather<T>(const void*, const Strides&, int64_t, const int64_t*, const Strides&, void*, \
-                                  const Shape&);
-HKT_INST(float)
-HKT_INST(double)
-HKT_INST(int64_t)
-HKT_INST(bool)
-#undef HKT_INST
-#define HKT_INST(T)                                                                                           \
   template void index_add_rows<T>(const void*, const int64_t*, int64_t, int64_t, int64_t, void*, int64_t);    \
   template void scatter_add_dim<T>(const void*, const Strides&, int64_t, const int64_t*, const Strides&,      \
                                    int64_t, void*, const Strides&, int64_t, const Shape&, int64_t);
 HKT_INST(float)
 HKT_INST(double)
 #undef HKT_INST
+
+// The op list's kernels, registered for its CUDA dtypes (kernels/backends.hpp).
+HKT_CUDA_KERNEL_AS(index_check, first_out_of_range)
+HKT_CUDA_KERNEL_AS(gather, indexed_gather<T>)
+HKT_CUDA_KERNEL_AS(index_add, index_add_rows<T>)
+HKT_CUDA_KERNEL_AS(scatter_add, scatter_add_dim<T>)
 
 }  // namespace hkt::cuda

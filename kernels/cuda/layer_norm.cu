@@ -1,5 +1,5 @@
 // layer_norm over the last dim of a contiguous [rows, D] array, as on the CPU
-// (kernels/cpu/layer_norm.hpp): per row, mean and variance in double (two
+// (kernels/cpu/layer_norm.cpp): per row, mean and variance in double (two
 // passes), rstd = 1 / sqrt(var + eps), y = (x - mean) rstd w + b. Backward:
 //   dx = rstd (gw - mean_j(gw) - xhat mean_j(gw xhat)),  gw = g w
 //   dw = sum_rows g xhat,  db = sum_rows g
@@ -7,7 +7,7 @@
 // each column's chunk partials (double) summed in chunk order, so the bits are reproducible.
 #include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/kernels.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cuda {
 namespace {
@@ -137,13 +137,8 @@ void layer_norm_backward(const void* xv, const void* gv, const void* wv, const v
   CUDA_CHECK_LAUNCH();
 }
 
-#define HKT_INST(T)                                                                                           \
-  template void layer_norm_forward<T>(const void*, const void*, const void*, void*, void*, void*, int64_t,    \
-                                      int64_t, double);                                                       \
-  template void layer_norm_backward<T>(const void*, const void*, const void*, const void*, const void*,       \
-                                       int64_t, int64_t, void*, void*, void*);
-HKT_INST(float)
-HKT_INST(double)
-#undef HKT_INST
+// The op list's kernels, registered for its CUDA dtypes (kernels/backends.hpp).
+HKT_CUDA_KERNEL_AS(layer_norm, layer_norm_forward<T>)
+HKT_CUDA_KERNEL(layer_norm_backward)
 
 }  // namespace hkt::cuda

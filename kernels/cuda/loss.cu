@@ -1,12 +1,12 @@
-// Cross-entropy on the GPU (fused log-softmax + NLL), as kernels/cpu/loss.hpp:
+// Cross-entropy on the GPU (fused log-softmax + NLL), as kernels/cpu/loss.cpp:
 // forward keeps the per-row log-sum-exp (double inside), backward recomputes
 // the softmax as exp(x - lse). One block per row.
 #include <limits>
 #include <vector>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/kernels_nn.hpp"
 #include "kernels/cuda/runtime.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cuda {
 namespace {
@@ -95,12 +95,9 @@ void ce_backward(const void* x, const int64_t* t, int64_t N, int64_t C, int64_t 
   CUDA_CHECK_LAUNCH();
 }
 
-#define HKT_INST(T)                                                                                          \
-  template void ce_forward<T>(const void*, const int64_t*, int64_t, int64_t, int64_t, void*, void*);         \
-  template void ce_backward<T>(const void*, const int64_t*, int64_t, int64_t, int64_t, const void*,          \
-                               const void*, int64_t, double, void*);
-HKT_INST(float)
-HKT_INST(double)
-#undef HKT_INST
+// The op list's kernels, registered for its CUDA dtypes (kernels/backends.hpp).
+HKT_CUDA_KERNEL_AS(ce_check, ce_check_targets)
+HKT_CUDA_KERNEL_AS(cross_entropy, ce_forward<T>)
+HKT_CUDA_KERNEL_AS(cross_entropy_backward, ce_backward<T>)
 
 }  // namespace hkt::cuda

@@ -1,4 +1,4 @@
-// Optimizer updates on the GPU, with the arithmetic of kernels/cpu/optim.hpp
+// Optimizer updates on the GPU, with the arithmetic of kernels/cpu/optim.cpp
 // (double inside, state stored in the parameter's type): SGD, AdamW (one
 // fused pass per parameter, or one launch over many parameters), scale, and
 // the sum of squares used by gradient clipping (fixed chunks merged in order).
@@ -7,10 +7,13 @@
 #include "hkt/kernels/optim_defs.hpp"
 #include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/kernels_nn.hpp"
 #include "kernels/cuda/runtime.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cuda {
+
+using AdamWTensor = opt::AdamWTensor;  // one parameter of a multi-tensor step (the op list's)
+
 namespace {
 
 template <class T>
@@ -212,17 +215,13 @@ void scale(void* x, int64_t n, double factor) {
   CUDA_CHECK_LAUNCH();
 }
 
-#define HKT_INST(T)                                                                                           \
-  template void sgd_update<T>(void*, const void*, void*, int64_t, double, double, double, double, bool, bool); \
-  template void adamw_update<T>(void*, const void*, void*, void*, int64_t, double, double, double, double,    \
-                                double, double);                                                              \
-  template void adamw_update_multi<T>(const std::vector<AdamWTensor>&, double, double, double);               \
-  template double sum_squares<T>(const void*, int64_t);                                                       \
-  template void sum_squares_multi<T>(const std::vector<opt::MultiTensor>&, double*);                          \
-  template void scale_multi<T>(const std::vector<opt::MultiTensor>&, double);                                 \
-  template void scale<T>(void*, int64_t, double);
-HKT_INST(float)
-HKT_INST(double)
-#undef HKT_INST
+// The op list's kernels, registered for its CUDA dtypes (kernels/backends.hpp).
+HKT_CUDA_KERNEL_AS(sgd, sgd_update<T>)
+HKT_CUDA_KERNEL_AS(adamw, adamw_update<T>)
+HKT_CUDA_KERNEL_AS(adamw_multi, adamw_update_multi<T>)
+HKT_CUDA_KERNEL(sum_squares)
+HKT_CUDA_KERNEL(scale)
+HKT_CUDA_KERNEL(sum_squares_multi)
+HKT_CUDA_KERNEL(scale_multi)
 
 }  // namespace hkt::cuda

@@ -5,7 +5,7 @@
 #include "hkt/core/random.hpp"
 #include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/kernels.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cuda {
 namespace {
@@ -64,12 +64,9 @@ void dropout_mask(void* out, int64_t n, uint64_t seed, uint64_t first, double p)
   CUDA_CHECK_LAUNCH();
 }
 
-#define HKT_INST(T)                                                                    \
-  template void rand_uniform<T>(void*, int64_t, uint64_t, uint64_t, double, double);   \
-  template void rand_normal<T>(void*, int64_t, uint64_t, uint64_t, double, double);    \
-  template void dropout_mask<T>(void*, int64_t, uint64_t, uint64_t, double);
-HKT_INST(float)
-HKT_INST(double)
-#undef HKT_INST
+// The op list's kernels, registered for its CUDA dtypes (kernels/backends.hpp).
+HKT_CUDA_KERNEL_AS(uniform, rand_uniform<T>)
+HKT_CUDA_KERNEL_AS(normal, rand_normal<T>)
+HKT_CUDA_KERNEL_AS(dropout, dropout_mask<T>)
 
 }  // namespace hkt::cuda

@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/kernels.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cuda {
 namespace {
@@ -119,12 +119,8 @@ void reduce_max(const void* x, const Shape& shape, const Strides& strides, const
   reduce<T, MaxR<T>>(x, shape, strides, red, out);
 }
 
-#define HKT_INST(T)                                                                                          \
-  template void reduce_sum<T>(const void*, const Shape&, const Strides&, const std::vector<bool>&, void*);   \
-  template void reduce_max<T>(const void*, const Shape&, const Strides&, const std::vector<bool>&, void*);
-HKT_INST(float)
-HKT_INST(double)
-HKT_INST(int64_t)
-#undef HKT_INST
+// The op list's kernels, registered for its CUDA dtypes (kernels/backends.hpp).
+HKT_CUDA_KERNEL_AS(sum, reduce_sum<T>)
+HKT_CUDA_KERNEL_AS(max, reduce_max<T>)
 
 }  // namespace hkt::cuda

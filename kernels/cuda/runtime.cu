@@ -8,6 +8,7 @@
 #include "hkt/core/storage.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/runtime.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cuda {
 namespace {
@@ -206,5 +207,19 @@ void empty_cache() {
   CUDA_CHECK(cudaStreamSynchronize(stream()));
   allocator().release_cached();
 }
+
+// to_device's copies: nbytes between a device buffer and a host or device one.
+void transfer(void* dst, Device to, const void* src, Device from, size_t nbytes) {
+  if (from.is_cpu())
+    copy_host_to_device(dst, src, nbytes);
+  else if (to.is_cpu())
+    copy_device_to_host(dst, src, nbytes);
+  else
+    copy_device_to_device(dst, src, nbytes);
+}
+
+// The op list's transfer (every dtype) and require_device (to_device's device check).
+HKT_CUDA_KERNEL_AS(transfer, transfer)
+HKT_CUDA_KERNEL_AS(require_device, require_device)
 
 }  // namespace hkt::cuda

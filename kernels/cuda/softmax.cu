@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/kernels.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cuda {
 namespace {
@@ -101,5 +101,11 @@ HKT_INST(float, true)
 HKT_INST(double, false)
 HKT_INST(double, true)
 #undef HKT_INST
+
+// The op list's kernels, registered for its CUDA dtypes (kernels/backends.hpp).
+HKT_CUDA_KERNEL_AS(softmax, softmax_forward<T, false>)
+HKT_CUDA_KERNEL_AS(log_softmax, softmax_forward<T, true>)
+HKT_CUDA_KERNEL_AS(softmax_backward, softmax_backward<T, false>)
+HKT_CUDA_KERNEL_AS(log_softmax_backward, softmax_backward<T, true>)
 
 }  // namespace hkt::cuda

@@ -35,12 +35,12 @@ void add_builtin_ops(Registry& r, kernels::Tables& t) {
 #define HKT_ADD(id, name, Sig, cpu, cuda) add_locked(r, {&t.id, cpu, cuda});
   HKT_KERNEL_OPS(HKT_ADD)
 #undef HKT_ADD
-#define HKT_ADD(name, S)                  \
-  add_locked(r, {&t.name, kFloat, kF32}); \
-  add_locked(r, {&t.name##_backward, kFloat, kF32});
+#define HKT_ADD(name, S, D)     \
+  add_locked(r, {&t.name, D, D}); \
+  add_locked(r, {&t.name##_backward, D, D});
   HKT_UNARY_OPS(HKT_ADD)
 #undef HKT_ADD
-#define HKT_ADD(name, S) add_locked(r, {&t.name, kFloat, kF32});
+#define HKT_ADD(name, S, D) add_locked(r, {&t.name, D, D});
   HKT_BINARY_OPS(HKT_ADD)
   HKT_COMPARE_OPS(HKT_ADD)
 #undef HKT_ADD

@@ -1,6 +1,6 @@
 // hkt_attention: fused multi-scale attention, one op with its own forward and
 // backward kernels (the op list's hkt_attention and hkt_attention_backward;
-// CPU: kernels/cpu/attention.hpp, which states the formula and its gradient).
+// CPU: kernels/cpu/hkt_attention.cpp, which states the formula and its gradient).
 //   S = sum_l lambda[h, l] scale Q_l K_l^T (level rows repeated 2^l times),
 //   O = softmax(S + mask) V
 #include "hkt/ops/attention.hpp"

@@ -1,5 +1,5 @@
 // causal_depthwise_conv1d: one op with its own forward and backward kernels
-// (kernels/cpu/conv.hpp).
+// (kernels/cpu/conv.cpp).
 #include "hkt/ops/conv.hpp"
 
 #include "hkt/core/function.hpp"

@@ -1,4 +1,4 @@
-// dropout: a Philox keep-mask (kernels/cpu/random.hpp), saved for backward.
+// dropout: a Philox keep-mask (kernels/cpu/random.cpp), saved for backward.
 #include "hkt/core/function.hpp"
 #include "hkt/kernels/registry.hpp"
 #include "hkt/ops/elementwise.hpp"

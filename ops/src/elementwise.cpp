@@ -126,45 +126,21 @@ class BinaryFn final : public Function {
 
 Tensor scalar_like(double v, const Tensor& t) { return scalar_tensor(v, t.dtype(), t.device()); }
 
-// Clamp: y = min(max(x, lo), hi); gradient passes where lo <= x <= hi.
-class ClampFn final : public Function {
- public:
-  ClampFn(double lo, double hi) : lo_(lo), hi_(hi) {}
-  const char* name() const override { return "clamp"; }
-  std::vector<TensorMeta> infer(const std::vector<Tensor>& in) const override {
-    HKT_CHECK(lo_ <= hi_, "clamp: lower bound ", lo_, " exceeds upper bound ", hi_);
-    return {in[0].meta()};
-  }
-  std::vector<Tensor> forward(const std::vector<Tensor>& in, const std::vector<TensorMeta>&) override {
-    x_ = in[0];
-    return {minimum(maximum(in[0], lo_), hi_)};
-  }
-  std::vector<Tensor> backward(const std::vector<Tensor>& g) override {
-    const Tensor x = x_.get("clamp");
-    const Tensor pass = to_dtype(ge(x, lo_), g[0].dtype()) * to_dtype(le(x, hi_), g[0].dtype());
-    return {g[0] * pass};
-  }
-
- private:
-  double lo_, hi_;
-  SavedTensor x_;
-};
-
 }  // namespace
 
-#define HKT_DEFINE_UNARY(name, S) \
+#define HKT_DEFINE_UNARY(name, S, D) \
   Tensor name(const Tensor& x) { return apply_op<UnaryFn<ew::S>>({x}, #name); }
 HKT_UNARY_OPS(HKT_DEFINE_UNARY)
 #undef HKT_DEFINE_UNARY
 
-#define HKT_DEFINE_BINARY(name, S)                                                                        \
+#define HKT_DEFINE_BINARY(name, S, D)                                                                      \
   Tensor name(const Tensor& a, const Tensor& b) { return apply_op<BinaryFn<ew::S, false>>({a, b}, #name); } \
   Tensor name(const Tensor& a, double b) { return name(a, scalar_like(b, a)); }                           \
   Tensor name(double a, const Tensor& b) { return name(scalar_like(a, b), b); }
 HKT_BINARY_OPS(HKT_DEFINE_BINARY)
 #undef HKT_DEFINE_BINARY
 
-#define HKT_DEFINE_COMPARE(name, S)                                                                      \
+#define HKT_DEFINE_COMPARE(name, S, D)                                                                     \
   Tensor name(const Tensor& a, const Tensor& b) { return apply_op<BinaryFn<ew::S, true>>({a, b}, #name); } \
   Tensor name(const Tensor& a, double b) { return name(a, scalar_like(b, a)); }
 HKT_COMPARE_OPS(HKT_DEFINE_COMPARE)
@@ -172,6 +148,5 @@ HKT_COMPARE_OPS(HKT_DEFINE_COMPARE)
 
 Tensor gelu(const Tensor& x, bool approximate) { return approximate ? gelu_tanh(x) : gelu_erf(x); }
 Tensor square(const Tensor& x) { return x * x; }
-Tensor clamp(const Tensor& x, double lo, double hi) { return apply_op<ClampFn>({x}, lo, hi); }
 
 }  // namespace hkt

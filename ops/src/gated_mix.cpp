@@ -1,5 +1,5 @@
 // gated_mix: one op with its own forward and backward kernels
-// (kernels/cpu/gated_mix.hpp, kernels/cuda/gated_mix.cu).
+// (kernels/cpu/gated_mix.cpp, kernels/cuda/gated_mix.cu).
 #include "hkt/core/function.hpp"
 #include "hkt/kernels/registry.hpp"
 #include "hkt/ops/factory.hpp"

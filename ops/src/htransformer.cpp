@@ -1,6 +1,6 @@
 // htransformer_attention: H-Transformer-1D's hierarchical attention in the
 // published layout (the math is in hkt/ops/htransformer.hpp), fused (one op
-// with its own forward and backward kernels, kernels/cpu/htransformer.hpp) and
+// with its own forward and backward kernels, kernels/cpu/htransformer.cpp) and
 // as the composite of differentiable ops it is tested against
 // (htransformer_attention_reference: per level [B, H, Tl, 3 Nr] scores at
 // most, never T x T).

@@ -1,5 +1,5 @@
 // layer_norm: one fused op with its own forward and backward kernels
-// (kernels/cpu/layer_norm.hpp).
+// (kernels/cpu/layer_norm.cpp).
 #include "hkt/core/function.hpp"
 #include "hkt/kernels/registry.hpp"
 #include "hkt/ops/factory.hpp"

@@ -1,4 +1,4 @@
-// cross_entropy: fused log-softmax + NLL (kernels/cpu/loss.hpp).
+// cross_entropy: fused log-softmax + NLL (kernels/cpu/loss.cpp).
 #include "hkt/core/function.hpp"
 #include "hkt/kernels/registry.hpp"
 #include "hkt/ops/elementwise.hpp"

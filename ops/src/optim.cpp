@@ -1,4 +1,4 @@
-// In-place optimizer updates: argument checks here, loops in kernels/cpu/optim.hpp.
+// In-place optimizer updates: argument checks here, loops in kernels/cpu/optim.cpp.
 #include "hkt/ops/optim.hpp"
 
 #include <algorithm>
@@ -70,7 +70,7 @@ void sgd_update_(Tensor& param, const Tensor& grad, Tensor& momentum_buf, double
 }
 
 namespace {
-// The per-step scalars of kernels/cpu/optim.hpp's adamw_update, after the checks.
+// The per-step scalars of kernels/cpu/optim.cpp's adamw_update, after the checks.
 struct AdamWScalars {
   double decay, step_size, bc2_sqrt;
 };

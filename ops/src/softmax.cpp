@@ -1,4 +1,4 @@
-// softmax / log_softmax: one fused kernel per direction (kernels/cpu/softmax.hpp).
+// softmax / log_softmax: one fused kernel per direction (kernels/cpu/softmax.cpp).
 #include "hkt/core/function.hpp"
 #include "hkt/kernels/registry.hpp"
 #include "hkt/ops/factory.hpp"

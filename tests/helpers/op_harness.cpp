@@ -126,6 +126,12 @@ Tensor make(const Arg& a, DType floating, Device dev, uint64_t seed, bool grad) 
   return leaf ? t.detach().set_requires_grad(true) : t.detach();
 }
 
+std::string expect(const Tensor& t, const Shape& shape, const std::vector<double>& values, double tol) {
+  if (!t.defined()) return "no tensor (expected " + shape_str(shape) + ")";
+  if (t.shape() != shape) return "shape " + shape_str(t.shape()) + ", expected " + shape_str(shape);
+  return compare(t, from_vector(values, shape), tol);
+}
+
 int run(const std::vector<OpEntry>& entries, const Options& opt) {
   Report rep;
   const bool device = cuda_is_available();
@@ -201,6 +207,10 @@ int run(const std::vector<OpEntry>& entries, const Options& opt) {
       });
     } else {
       rep.fail(e.op, "bad input", "the entry has no bad-input case");
+    }
+    if (e.examples) {
+      ++checks;
+      check(rep, e.op, "worked examples", e.examples);
     }
     total_cases += cases.size();
     total_checks += checks;

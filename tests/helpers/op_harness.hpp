@@ -12,7 +12,8 @@
 //     where a device is available and every kernel the entry lists has the
 //     CUDA kernels its spec requires (an op whose spec requires none is
 //     CPU-only);
-// and per op a bad input that must raise an hkt::Error containing a given text.
+// and per op a bad input that must raise an hkt::Error containing a given text,
+// and its worked examples (values worked out by hand: ties, edge cases), if any.
 // run() prints one line per op (its cases and checks) and the totals, and
 // counts as failures an op with no cases and, when asked, a registered kernel
 // op that no entry covers.
@@ -63,6 +64,7 @@ struct OpEntry {
   double tol_device = 1e-4;              // device vs CPU (float32), the same form
   std::function<void()> bad_input;       // must throw hkt::Error ...
   std::string bad_needle;                // ... whose message contains this
+  std::function<std::string()> examples;  // worked examples: "" when all hold, else what differs
   GradcheckOptions grad;
 };
 
@@ -78,6 +80,10 @@ Shape shape(std::mt19937_64& rng, size_t rank, int64_t lo = 1, int64_t hi = 5);
 // The tensor of an Arg in a floating dtype on a device (seeded by seed);
 // floating ones require grad when grad is set.
 Tensor make(const Arg& a, DType floating, Device dev, uint64_t seed, bool grad);
+
+// For worked examples: "" when t (any dtype, any device) has this shape and
+// these values (exactly, or within tol), else what differs.
+std::string expect(const Tensor& t, const Shape& shape, const std::vector<double>& values, double tol = 0.0);
 
 // Runs every check of every entry; prints the report; returns the number of failures.
 int run(const std::vector<OpEntry>& entries, const Options& opt = {});

@@ -1,6 +1,12 @@
 // Elementwise functions shared by the CPU and CUDA kernels: one list, from
-// which the kernels, the op names and the op functions all derive.
+// which the kernels of both backends and their registration, the op names, the
+// op functions (hkt/ops/elementwise.hpp), the op-test harness's entries and the
+// op page all derive. Adding an elementwise op is one list line and one struct
+// (docs/extending.md).
 //
+// X(name, Struct, dtypes): the op `name` (hkt::name(...), its kernel tables
+// "name" and, unary, "name_backward") computed by ew::Struct, with kernels for
+// these dtypes (hkt/kernels/op_list.hpp's sets) on every backend.
 // Unary ops: f(x), and df(x, y) = dy/dx given the input x and output y.
 // Binary ops: f(a, b). Comparisons: f(a, b) -> bool.
 #pragma once
@@ -14,36 +20,38 @@
 
 namespace hkt::ew {
 
-// X(name, Struct)
-#define HKT_UNARY_OPS(X)   \
-  X(neg, Neg)              \
-  X(exp, Exp)              \
-  X(log, Log)              \
-  X(sqrt, Sqrt)            \
-  X(rsqrt, Rsqrt)          \
-  X(tanh, Tanh)            \
-  X(sigmoid, Sigmoid)      \
-  X(relu, Relu)            \
-  X(abs, Abs)              \
-  X(gelu_tanh, GeluTanh)   \
-  X(gelu_erf, GeluErf)
+#define HKT_UNARY_OPS(X)         \
+  X(neg, Neg, kFloat)            \
+  X(exp, Exp, kFloat)            \
+  X(log, Log, kFloat)            \
+  X(sqrt, Sqrt, kFloat)          \
+  X(rsqrt, Rsqrt, kFloat)        \
+  X(tanh, Tanh, kFloat)          \
+  X(sigmoid, Sigmoid, kFloat)    \
+  X(relu, Relu, kFloat)          \
+  X(abs, Abs, kFloat)            \
+  X(gelu_tanh, GeluTanh, kFloat) \
+  X(gelu_erf, GeluErf, kFloat)   \
+  X(softplus, Softplus, kFloat)  \
+  X(log1p, Log1p, kFloat)        \
+  X(expm1, Expm1, kFloat)
 
-#define HKT_BINARY_OPS(X) \
-  X(add, Add)             \
-  X(sub, Sub)             \
-  X(mul, Mul)             \
-  X(div, Div)             \
-  X(pow, Pow)             \
-  X(maximum, Maximum)     \
-  X(minimum, Minimum)
+#define HKT_BINARY_OPS(X)   \
+  X(add, Add, kNum)         \
+  X(sub, Sub, kNum)         \
+  X(mul, Mul, kNum)         \
+  X(div, Div, kFloat)       \
+  X(pow, Pow, kFloat)       \
+  X(maximum, Maximum, kNum) \
+  X(minimum, Minimum, kNum)
 
 #define HKT_COMPARE_OPS(X) \
-  X(eq, Eq)                \
-  X(ne, Ne)                \
-  X(lt, Lt)                \
-  X(le, Le)                \
-  X(gt, Gt)                \
-  X(ge, Ge)
+  X(eq, Eq, kAll)          \
+  X(ne, Ne, kAll)          \
+  X(lt, Lt, kAll)          \
+  X(le, Le, kAll)          \
+  X(gt, Gt, kAll)          \
+  X(ge, Ge, kAll)
 
 struct Neg {
   template <class T> HKT_HD static T f(T x) { return -x; }
@@ -104,6 +112,27 @@ struct GeluErf {
     const T pdf = T(0.3989422804014327) * std::exp(T(-0.5) * x * x);
     return cdf + x * pdf;
   }
+};
+// softplus(x) = log(1 + exp(x)), in the stable form max(x, 0) + log1p(exp(-|x|))
+// (no overflow for large x, no underflow to log(1) for very negative x). No
+// threshold: PyTorch's softplus (beta 1, threshold 20) returns x itself above
+// 20, where this differs from it by log1p(exp(-x)) < 2.1e-9 (nothing in
+// float32). dy/dx = sigmoid(x).
+struct Softplus {
+  template <class T> HKT_HD static T f(T x) {
+    return (x > T(0) ? x : T(0)) + std::log1p(std::exp(x < T(0) ? x : -x));
+  }
+  template <class T> HKT_HD static T df(T x, T) { return Sigmoid::f(x); }
+};
+// log(1 + x), accurate for small x; defined for x > -1 (-1 gives -inf).
+struct Log1p {
+  template <class T> HKT_HD static T f(T x) { return std::log1p(x); }
+  template <class T> HKT_HD static T df(T x, T) { return T(1) / (T(1) + x); }
+};
+// exp(x) - 1, accurate for small x; dy/dx = exp(x) = y + 1.
+struct Expm1 {
+  template <class T> HKT_HD static T f(T x) { return std::expm1(x); }
+  template <class T> HKT_HD static T df(T, T y) { return y + T(1); }
 };
 
 struct Add { template <class T> HKT_HD static T f(T a, T b) { return a + b; } };

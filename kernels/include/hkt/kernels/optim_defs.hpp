@@ -1,5 +1,5 @@
 // The per-element updates of the optimizers, shared by the CPU loops
-// (kernels/cpu/optim.hpp) and the CUDA kernels (kernels/cuda/optim.cu), so the
+// (kernels/cpu/optim.cpp) and the CUDA kernels (kernels/cuda/optim.cu), so the
 // two backends compute the same arithmetic in the same order.
 #pragma once
 #include <cmath>

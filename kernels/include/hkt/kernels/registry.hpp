@@ -6,9 +6,9 @@
 //   hkt::supports("softmax", DeviceType::CUDA, DType::Float64);
 //   hkt::missing_kernels();   // the completeness check: empty when complete
 //
-// The tables are filled on first use by each backend built into the library,
-// each from its own registration file (kernels/cpu/register.cpp,
-// kernels/cuda/register.cu), with the signatures of hkt/kernels/signatures.hpp.
+// The tables are filled on first use by each backend built into the library:
+// every kernel file registers its kernels for the dtypes the list gives
+// (kernels/backends.hpp), with the list's signatures (hkt/kernels/op_list.hpp).
 // An op defined outside the library keeps its own KernelTable and registers it
 // with register_op, stating the dtypes each backend must provide; it is then
 // known to supports(), missing_kernels() and the op-test harness.
@@ -20,7 +20,6 @@
 #include "hkt/core/kernel_table.hpp"
 #include "hkt/kernels/elementwise_defs.hpp"
 #include "hkt/kernels/op_list.hpp"
-#include "hkt/kernels/signatures.hpp"
 
 namespace hkt {
 namespace kernels {
@@ -29,12 +28,12 @@ struct Tables {
 #define HKT_TABLE(id, name, Sig, cpu, cuda) KernelTable<sig::Sig> id{name};
   HKT_KERNEL_OPS(HKT_TABLE)
 #undef HKT_TABLE
-#define HKT_TABLE(name, S)   \
+#define HKT_TABLE(name, S, D)          \
   KernelTable<sig::Unary> name{#name}; \
   KernelTable<sig::UnaryGrad> name##_backward{#name "_backward"};
   HKT_UNARY_OPS(HKT_TABLE)
 #undef HKT_TABLE
-#define HKT_TABLE(name, S) KernelTable<sig::Binary> name{#name};
+#define HKT_TABLE(name, S, D) KernelTable<sig::Binary> name{#name};
   HKT_BINARY_OPS(HKT_TABLE)
   HKT_COMPARE_OPS(HKT_TABLE)
 #undef HKT_TABLE
@@ -46,7 +45,7 @@ Tables& tables();
 // The tables of an elementwise functor (ew::Exp -> tables().exp, ...).
 template <class Op>
 struct EwTable;
-#define HKT_EW_TABLE(name, S)                                                     \
+#define HKT_EW_TABLE(name, S, D)                                                  \
   template <>                                                                     \
   struct EwTable<ew::S> {                                                         \
     static KernelTable<sig::Unary>& fwd() { return tables().name; }               \
@@ -54,7 +53,7 @@ struct EwTable;
   };
 HKT_UNARY_OPS(HKT_EW_TABLE)
 #undef HKT_EW_TABLE
-#define HKT_EW_TABLE(name, S) \
+#define HKT_EW_TABLE(name, S, D) \
   template <>                 \
   struct EwTable<ew::S> {     \
     static KernelTable<sig::Binary>& fwd() { return tables().name; } \

@@ -24,7 +24,7 @@ constexpr int64_t hkt_level_len(int64_t T, int64_t l) { return rules::attn_level
 // [B, H, T, dh], same dtype (float32 or float64) as the inputs.
 //
 // Memory: O(T) per head. Saves O and the per-row log-sum-exp; the backward
-// recomputes the score tiles (kernels/cpu/attention.hpp). Gradients flow to
+// recomputes the score tiles (kernels/cpu/hkt_attention.cpp). Gradients flow to
 // q[l], k[l], v and lambda; valid is not differentiable. Results are bitwise
 // identical for any number of threads.
 //

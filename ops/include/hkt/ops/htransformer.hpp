@@ -39,7 +39,7 @@
 // htransformer_score_count, 37,376 at T = 512, Nr = 16 (causal 22,784), under
 // 5 Tp Nr' (causal 3 Tp Nr'): O(T Nr dh) time; O(T (dh + dv)) memory per
 // (batch, head) for the levels. The fused op (CPU kernels in
-// kernels/cpu/htransformer.hpp) saves its inputs, Y and one log-sum-exp per
+// kernels/cpu/htransformer.cpp) saves its inputs, Y and one log-sum-exp per
 // query and recomputes the scores in the backward; the composite
 // (htransformer_attention_reference, plain differentiable ops) keeps
 // O(T Nr) per head for its graph. Gradients flow to q, k, v and bias.

@@ -1,5 +1,5 @@
 // CPU kernels of the fused multi-scale attention (the op: ops/src/attention.cpp;
-// registered in kernels/cpu/register.cpp).
+// registered at the end of this file).
 //
 // Per batch b and head h, with L levels, T_l = ceil(T / 2^l):
 //   S[i, j] = sum_l lambda[h, l] * scale * (Q_l[r_l(i)] . K_l[r_l(j)])
@@ -38,9 +38,8 @@
 // of threads. float32 inputs accumulate in float32 (dlambda in double).
 //
 // attention_plan.hpp holds the problem (AttnArgs), its tiling (AttnPlan) and the
-// tile steps both passes share; this header the forward, attention_backward.hpp
-// the backward. Including this header brings in both passes.
-#pragma once
+// tile steps both passes share; this file the forward, attention_backward.hpp
+// the backward, and the op list's entry points of both.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -50,6 +49,7 @@
 #include "kernels/cpu/attention_backward.hpp"
 #include "kernels/cpu/attention_plan.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cpu {
 
@@ -125,5 +125,37 @@ void attention_forward(const AttnArgs<T>& a, T* o, T* lse) {
     }
   });
 }
+
+// The op list's kernels (hkt/kernels/op_list.hpp's signatures), registered for its CPU dtypes.
+using kernels::buf;
+template <class T>
+AttnArgs<T> attn_args(const sig::AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                      const void* v, const void* lambda, const bool* valid) {
+  AttnArgs<T> a;
+  a.B = s.B, a.H = s.H, a.len = s.T, a.dh = s.dh, a.L = s.L;
+  for (const void* p : q) a.q.push_back(buf<T>(p));
+  for (const void* p : k) a.k.push_back(buf<T>(p));
+  a.v = buf<T>(v), a.lambda = buf<T>(lambda), a.valid = valid;
+  a.causal = s.causal, a.scale = s.scale;
+  return a;
+}
+template <class T>
+void attention(const sig::AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
+               const void* v, const void* lambda, const bool* valid, void* o, void* lse) {
+  attention_forward<T>(attn_args<T>(s, q, k, v, lambda, valid), buf<T>(o), buf<T>(lse));
+}
+template <class T>
+void attention_backward(const sig::AttnShape& s, const std::vector<const void*>& q, const std::vector<const void*>& k,
+                        const void* v, const void* lambda, const bool* valid, const void* o, const void* lse,
+                        const void* dout, const std::vector<void*>& dq, const std::vector<void*>& dk, void* dv,
+                        void* dlambda) {
+  std::vector<T*> dqt, dkt;
+  for (void* p : dq) dqt.push_back(buf<T>(p));
+  for (void* p : dk) dkt.push_back(buf<T>(p));
+  attention_grad<T>(attn_args<T>(s, q, k, v, lambda, valid), buf<T>(o), buf<T>(lse), buf<T>(dout), dqt, dkt,
+                    buf<T>(dv), buf<T>(dlambda));
+}
+HKT_CPU_KERNEL(attention)
+HKT_CPU_KERNEL(attention_backward)
 
 }  // namespace hkt::cpu

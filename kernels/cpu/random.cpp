@@ -1,12 +1,12 @@
 // CPU kernels for random tensors: element i uses Philox counter (first + i),
 // so results do not depend on the thread count.
-#pragma once
 #include <cmath>
 #include <cstdint>
 
 #include "hkt/core/random.hpp"
 #include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cpu {
 
@@ -46,5 +46,23 @@ void dropout_mask(T* out, int64_t n, uint64_t seed, uint64_t first, double p) {
     }
   });
 }
+
+// The op list's kernels (hkt/kernels/op_list.hpp's signatures), registered for its CPU dtypes.
+using kernels::buf;
+template <class T>
+void uniform(void* o, int64_t n, uint64_t seed, uint64_t first, double lo, double hi) {
+  rand_uniform<T>(buf<T>(o), n, seed, first, lo, hi);
+}
+template <class T>
+void normal(void* o, int64_t n, uint64_t seed, uint64_t first, double mean, double std) {
+  rand_normal<T>(buf<T>(o), n, seed, first, mean, std);
+}
+template <class T>
+void dropout(void* o, int64_t n, uint64_t seed, uint64_t first, double p) {
+  dropout_mask<T>(buf<T>(o), n, seed, first, p);
+}
+HKT_CPU_KERNEL(uniform)
+HKT_CPU_KERNEL(normal)
+HKT_CPU_KERNEL(dropout)
 
 }  // namespace hkt::cpu

@@ -11,13 +11,13 @@
 // a fixed number of row chunks (a function of the shapes only) into double
 // partials that are added in chunk order: the bits do not depend on the
 // thread count.
-#pragma once
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cpu {
 
@@ -47,7 +47,7 @@ void gated_mix_forward(const T* a, const T* b, const T* w, T* y, int64_t rows, i
 // g = dL/dy. Any of da, db, dw may be null (not wanted).
 //   da = w g,   db = (1 - w) g,   dw[c] = sum_r g[r, c] (a[r, c] - b[r, c])
 template <class T>
-void gated_mix_backward(const T* a, const T* b, const T* w, const T* g, int64_t rows, int64_t C, T* da, T* db,
+void gated_mix_grad(const T* a, const T* b, const T* w, const T* g, int64_t rows, int64_t C, T* da, T* db,
                         T* dw) {
   if (C <= 0) return;
   if (rows <= 0) {
@@ -90,5 +90,19 @@ void gated_mix_backward(const T* a, const T* b, const T* w, const T* g, int64_t 
     dw[c] = static_cast<T>(sum);
   }
 }
+
+// The op list's kernels (hkt/kernels/op_list.hpp's signatures), registered for its CPU dtypes.
+using kernels::buf;
+template <class T>
+void gated_mix(const void* a, const void* b, const void* w, void* y, int64_t rows, int64_t C) {
+  gated_mix_forward<T>(buf<T>(a), buf<T>(b), buf<T>(w), buf<T>(y), rows, C);
+}
+template <class T>
+void gated_mix_backward(const void* a, const void* b, const void* w, const void* g, int64_t rows, int64_t C,
+                        void* da, void* db, void* dw) {
+  gated_mix_grad<T>(buf<T>(a), buf<T>(b), buf<T>(w), buf<T>(g), rows, C, buf<T>(da), buf<T>(db), buf<T>(dw));
+}
+HKT_CPU_KERNEL(gated_mix)
+HKT_CPU_KERNEL(gated_mix_backward)
 
 }  // namespace hkt::cpu

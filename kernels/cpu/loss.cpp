@@ -4,21 +4,23 @@
 // Forward saves the per-row log-sum-exp only; backward recomputes the softmax
 // from the logits as exp(x - lse). Rows are independent and each is reduced
 // sequentially in double, so results do not depend on the thread count.
-#pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cpu {
 
-// Validates targets: every target must be in [0, C) or equal `ignore`.
-// Sets *bad_row to the first offending row (or -1) and *bad_value to its
-// target, and *count to the number of targets not equal to `ignore`.
-inline void ce_check_targets(const int64_t* t, int64_t N, int64_t C, int64_t ignore, int64_t* bad_row,
-                             int64_t* bad_value, int64_t* count) {
+// ce_check (sig::CeCheck, the int64 slot: T = int64_t) validates targets:
+// every target must be in [0, C) or equal `ignore`. Sets *bad_row to the first
+// offending row (or -1) and *bad_value to its target, and *count to the number
+// of targets not equal to `ignore`.
+template <class T>
+void ce_check(const int64_t* t, int64_t N, int64_t C, int64_t ignore, int64_t* bad_row, int64_t* bad_value,
+              int64_t* count) {
   *bad_row = -1;
   *bad_value = 0;
   int64_t n = 0;
@@ -81,5 +83,20 @@ void ce_backward(const T* x, const int64_t* t, int64_t N, int64_t C, int64_t ign
     }
   });
 }
+
+// The op list's kernels (hkt/kernels/op_list.hpp's signatures), registered for its CPU dtypes.
+using kernels::buf;
+template <class T>
+void cross_entropy(const void* x, const int64_t* t, int64_t N, int64_t C, int64_t ignore, void* loss, void* lse) {
+  ce_forward<T>(buf<T>(x), t, N, C, ignore, buf<T>(loss), buf<T>(lse));
+}
+template <class T>
+void cross_entropy_backward(const void* x, const int64_t* t, int64_t N, int64_t C, int64_t ignore, const void* lse,
+                            const void* g, int64_t g_stride, double scale, void* dx) {
+  ce_backward<T>(buf<T>(x), t, N, C, ignore, buf<T>(lse), buf<T>(g), g_stride, scale, buf<T>(dx));
+}
+HKT_CPU_KERNEL(ce_check)
+HKT_CPU_KERNEL(cross_entropy)
+HKT_CPU_KERNEL(cross_entropy_backward)
 
 }  // namespace hkt::cpu

@@ -26,7 +26,6 @@
 // and the coarsening transposed top-down: d x_{l-1}[2p + j] += d x_l[p] / n_l[p]
 // (n_l = the number of non-empty children, at least 1) for the means, the
 // first child only for causal q, both children for vsum.
-#pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -34,6 +33,7 @@
 #include <vector>
 
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cpu {
 
@@ -187,7 +187,7 @@ void htransformer_forward(const HtrDims& d, const T* q, const T* k, const T* v, 
 // dq, dk [B, H, T, dh], dv [B, H, T, dv], dbias [H, 4 block - 1] (each may be
 // null) from the forward's y and lse and the output gradient g.
 template <class T>
-void htransformer_backward(const HtrDims& d, const T* q, const T* k, const T* v, const bool* valid, const T* bias,
+void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, const bool* valid, const T* bias,
                            const T* y, const T* lse, const T* g, T* dq, T* dk, T* dv, T* dbias) {
   const int64_t nq = d.T * d.dh, nv = d.T * d.dv, nbias = 4 * d.block - 1, dh = d.dh, dvd = d.dv;
   std::vector<double> dtab(dbias ? d.B * d.H * nbias : 0, 0.0);  // per (b, h), reduced over b below
@@ -293,5 +293,25 @@ void htransformer_backward(const HtrDims& d, const T* q, const T* k, const T* v,
         dbias[h * nbias + j] = static_cast<T>(acc);
       }
 }
+
+// The op list's kernels (hkt/kernels/op_list.hpp's signatures), registered for its CPU dtypes.
+using kernels::buf;
+inline HtrDims htr_dims(const sig::HtrShape& d) {
+  return {d.B, d.H, d.T, d.dh, d.dv, d.block, d.Tp, d.nr, d.L, d.causal, d.scale};
+}
+template <class T>
+void htransformer(const sig::HtrShape& d, const void* q, const void* k, const void* v, const bool* valid,
+                  const void* bias, void* y, void* lse) {
+  htransformer_forward<T>(htr_dims(d), buf<T>(q), buf<T>(k), buf<T>(v), valid, buf<T>(bias), buf<T>(y), buf<T>(lse));
+}
+template <class T>
+void htransformer_backward(const sig::HtrShape& d, const void* q, const void* k, const void* v, const bool* valid,
+                           const void* bias, const void* y, const void* lse, const void* g, void* dq, void* dk,
+                           void* dv, void* dbias) {
+  htransformer_grad<T>(htr_dims(d), buf<T>(q), buf<T>(k), buf<T>(v), valid, buf<T>(bias), buf<T>(y), buf<T>(lse),
+                       buf<T>(g), buf<T>(dq), buf<T>(dk), buf<T>(dv), buf<T>(dbias));
+}
+HKT_CPU_KERNEL(htransformer)
+HKT_CPU_KERNEL(htransformer_backward)
 
 }  // namespace hkt::cpu

@@ -4,20 +4,21 @@
 // Determinism: every scatter-add writes each destination element from exactly
 // one task, and that task adds the contributions in ascending source order,
 // so the result is bitwise identical for any thread count and never races.
-#pragma once
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "hkt/core/shape.hpp"
 #include "kernels/cpu/loops.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cpu {
 
-// Linear (row-major) position of the first index outside [0, size), or -1.
-// `idx` is strided with `strides` over `shape`; `*bad` receives its value.
-inline int64_t first_out_of_range(const int64_t* idx, const Strides& strides, const Shape& shape, int64_t size,
-                                  int64_t* bad) {
+// index_check (sig::IndexRange, the int64 slot: T = int64_t): linear (row-major)
+// position of the first index outside [0, size), or -1. `idx` is strided with
+// `strides` over `shape`; `*bad` receives its value.
+template <class T>
+int64_t index_check(const int64_t* idx, const Strides& strides, const Shape& shape, int64_t size, int64_t* bad) {
   int64_t found = -1;
   if (numel_of(shape) == 0) return found;
   const Layout<1> L = coalesce<1>(shape, {strides});
@@ -121,5 +122,26 @@ void scatter_add_dim(const T* g, const Strides& gs, int64_t g_dim, const int64_t
       },
       grain);
 }
+
+// The op list's kernels (hkt/kernels/op_list.hpp's signatures), registered for its CPU dtypes.
+using kernels::buf;
+template <class T>
+void gather(const void* x, const Strides& xs, int64_t xd, const int64_t* idx, const Strides& is, void* o,
+            const Shape& shape) {
+  indexed_gather<T>(buf<T>(x), xs, xd, idx, is, buf<T>(o), shape);
+}
+template <class T>
+void index_add(const void* g, const int64_t* idx, int64_t outer, int64_t n, int64_t inner, void* gx, int64_t size) {
+  index_add_rows<T>(buf<T>(g), idx, outer, n, inner, buf<T>(gx), size);
+}
+template <class T>
+void scatter_add(const void* g, const Strides& gs, int64_t g_dim, const int64_t* idx, const Strides& is, int64_t i_dim,
+                 void* gx, const Strides& gxs, int64_t gx_dim, const Shape& cols, int64_t len) {
+  scatter_add_dim<T>(buf<T>(g), gs, g_dim, idx, is, i_dim, buf<T>(gx), gxs, gx_dim, cols, len);
+}
+HKT_CPU_KERNEL(index_check)
+HKT_CPU_KERNEL(gather)
+HKT_CPU_KERNEL(index_add)
+HKT_CPU_KERNEL(scatter_add)
 
 }  // namespace hkt::cpu

@@ -4,7 +4,6 @@
 // walked in row-major order. Long reductions are cut into fixed chunks whose
 // partial results are merged in chunk order, so the result is the same for
 // any number of threads.
-#pragma once
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -12,6 +11,7 @@
 
 #include "hkt/core/shape.hpp"
 #include "kernels/cpu/loops.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cpu {
 
@@ -118,5 +118,18 @@ struct MaxReducer {
   void merge(Acc& a, const Acc& b) const { add(a, b); }
   T finish(const Acc& a) const { return a; }
 };
+
+// The op list's kernels (hkt/kernels/op_list.hpp's signatures), registered for its CPU dtypes.
+using kernels::buf;
+template <class T>
+void sum(const void* x, const Shape& shape, const Strides& strides, const std::vector<bool>& red, void* o) {
+  reduce<T>(buf<T>(x), shape, strides, red, buf<T>(o), SumReducer<T>{});
+}
+template <class T>
+void max(const void* x, const Shape& shape, const Strides& strides, const std::vector<bool>& red, void* o) {
+  reduce<T>(buf<T>(x), shape, strides, red, buf<T>(o), MaxReducer<T>{});
+}
+HKT_CPU_KERNEL(sum)
+HKT_CPU_KERNEL(max)
 
 }  // namespace hkt::cpu

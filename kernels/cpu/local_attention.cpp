@@ -16,7 +16,6 @@
 // the band of queries that see the tile. Every output row is written by one
 // task with a fixed order of sums, so the bits do not depend on the number of
 // threads. O(T w dh) time; O(T) memory besides each task's tiles (tile x band).
-#pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -25,6 +24,7 @@
 
 #include "kernels/cpu/attention_tile.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cpu {
 
@@ -158,7 +158,7 @@ void local_attention_forward(const LocalDims& d, const T* q, const T* k, const T
 
 // Gradients of the forward above: dq, dk, dv [B, H, T, dh] (all written).
 template <class T>
-void local_attention_backward(const LocalDims& d, const T* q, const T* k, const T* v, const bool* valid, const T* o,
+void local_attention_grad(const LocalDims& d, const T* q, const T* k, const T* v, const bool* valid, const T* o,
                               const T* lse, const T* dout, T* dq, T* dk, T* dv) {
   using namespace local_detail;
   using namespace attn_detail;
@@ -247,5 +247,23 @@ void local_attention_backward(const LocalDims& d, const T* q, const T* k, const 
     }
   });
 }
+
+// The op list's kernels (hkt/kernels/op_list.hpp's signatures), registered for its CPU dtypes.
+using kernels::buf;
+template <class T>
+void local_attention(const void* q, const void* k, const void* v, const bool* valid, void* o, void* lse, int64_t B,
+                     int64_t H, int64_t len, int64_t dh, int64_t w, bool causal, double scale) {
+  local_attention_forward<T>({B, H, len, dh, w, causal, scale}, buf<T>(q), buf<T>(k), buf<T>(v), valid, buf<T>(o),
+                             buf<T>(lse));
+}
+template <class T>
+void local_attention_backward(const void* q, const void* k, const void* v, const bool* valid, const void* o,
+                              const void* lse, const void* g, int64_t B, int64_t H, int64_t len, int64_t dh,
+                              int64_t w, bool causal, double scale, void* dq, void* dk, void* dv) {
+  local_attention_grad<T>({B, H, len, dh, w, causal, scale}, buf<T>(q), buf<T>(k), buf<T>(v), valid, buf<T>(o),
+                          buf<T>(lse), buf<T>(g), buf<T>(dq), buf<T>(dk), buf<T>(dv));
+}
+HKT_CPU_KERNEL(local_attention)
+HKT_CPU_KERNEL(local_attention_backward)
 
 }  // namespace hkt::cpu

@@ -17,13 +17,13 @@
 //                (a function of the shapes only); each chunk sums into its own
 //                double partial buffer and the partials are added in chunk
 //                order, so the bits do not depend on the thread count.
-#pragma once
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cpu {
 
@@ -150,5 +150,20 @@ void causal_dwconv1d_backward(const T* x, const T* w, const T* g, int64_t B, int
     }
   });
 }
+
+// The op list's kernels (hkt/kernels/op_list.hpp's signatures), registered for its CPU dtypes.
+using kernels::buf;
+template <class T>
+void conv(const void* x, const void* w, const void* bias, void* y, int64_t B, int64_t len, int64_t C, int64_t k,
+          int64_t s) {
+  causal_dwconv1d_forward<T>(buf<T>(x), buf<T>(w), buf<T>(bias), buf<T>(y), B, len, C, k, s);
+}
+template <class T>
+void conv_backward(const void* x, const void* w, const void* g, int64_t B, int64_t len, int64_t C, int64_t k,
+                   int64_t s, void* dx, void* dw, void* db) {
+  causal_dwconv1d_backward<T>(buf<T>(x), buf<T>(w), buf<T>(g), B, len, C, k, s, buf<T>(dx), buf<T>(dw), buf<T>(db));
+}
+HKT_CPU_KERNEL(conv)
+HKT_CPU_KERNEL(conv_backward)
 
 }  // namespace hkt::cpu

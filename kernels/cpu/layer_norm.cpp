@@ -5,7 +5,6 @@
 // Backward: dx per row; dweight and dbias reduce over rows in a fixed number
 // of chunks (rules::layer_norm_chunks, shared with the CUDA kernel) whose
 // double partial sums are added in chunk order, so the bits do not depend on the thread count.
-#pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -13,6 +12,7 @@
 
 #include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cpu {
 
@@ -56,7 +56,7 @@ void layer_norm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rs
 //   dw = sum_rows g * xhat,   db = sum_rows g
 // Any of dx, dw, db may be null (not wanted); w may be null (no weight).
 template <class T>
-void layer_norm_backward(const T* x, const T* g, const T* w, const T* mean, const T* rstd, int64_t rows, int64_t D,
+void layer_norm_grad(const T* x, const T* g, const T* w, const T* mean, const T* rstd, int64_t rows, int64_t D,
                          T* dx, T* dw, T* db) {
   if (D <= 0) return;
   if (rows <= 0) {
@@ -127,5 +127,21 @@ void layer_norm_backward(const T* x, const T* g, const T* w, const T* mean, cons
     }
   });
 }
+
+// The op list's kernels (hkt/kernels/op_list.hpp's signatures), registered for its CPU dtypes.
+using kernels::buf;
+template <class T>
+void layer_norm(const void* x, const void* w, const void* b, void* y, void* mean, void* rstd, int64_t rows, int64_t D,
+                double eps) {
+  layer_norm_forward<T>(buf<T>(x), buf<T>(w), buf<T>(b), buf<T>(y), buf<T>(mean), buf<T>(rstd), rows, D, eps);
+}
+template <class T>
+void layer_norm_backward(const void* x, const void* g, const void* w, const void* mean, const void* rstd,
+                         int64_t rows, int64_t D, void* dx, void* dw, void* db) {
+  layer_norm_grad<T>(buf<T>(x), buf<T>(g), buf<T>(w), buf<T>(mean), buf<T>(rstd), rows, D, buf<T>(dx), buf<T>(dw),
+                     buf<T>(db));
+}
+HKT_CPU_KERNEL(layer_norm)
+HKT_CPU_KERNEL(layer_norm_backward)
 
 }  // namespace hkt::cpu

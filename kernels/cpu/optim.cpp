@@ -3,7 +3,6 @@
 // arithmetic is done in double for both float and double parameters; state
 // is stored in the parameter's type. Elementwise work is split into fixed
 // chunks, so the results never depend on the number of threads.
-#pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -12,6 +11,7 @@
 #include "hkt/kernels/optim_defs.hpp"
 #include "hkt/kernels/shared_rules.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cpu {
 
@@ -46,7 +46,7 @@ void adamw_update(T* p, const T* g, T* m, T* v, int64_t n, double beta1, double 
 
 // sum of x[i]^2 accumulated in double: fixed chunks, merged in chunk order.
 template <class T>
-double sum_squares(const T* x, int64_t n) {
+double sum_squares_chunked(const T* x, int64_t n) {
   constexpr int64_t kChunk = rules::kSumSquaresChunk;
   auto chunk = [&](int64_t lo, int64_t hi) {
     double s = 0.0;
@@ -69,10 +69,51 @@ double sum_squares(const T* x, int64_t n) {
 
 // x = x * factor (computed in double).
 template <class T>
-void scale(T* x, int64_t n, double factor) {
+void scale_values(T* x, int64_t n, double factor) {
   parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) x[i] = static_cast<T>(static_cast<double>(x[i]) * factor);
   });
 }
+
+// The op list's kernels (hkt/kernels/op_list.hpp's signatures), registered for its CPU dtypes.
+using kernels::buf;
+template <class T>
+void sgd(void* p, const void* g, void* m, int64_t n, double lr, double momentum, double dampening, double wd,
+         bool nesterov, bool first_step) {
+  sgd_update<T>(buf<T>(p), buf<T>(g), buf<T>(m), n, lr, momentum, dampening, wd, nesterov, first_step);
+}
+template <class T>
+void adamw(void* p, const void* g, void* m, void* v, int64_t n, double beta1, double beta2, double eps, double decay,
+           double step_size, double bc2_sqrt) {
+  adamw_update<T>(buf<T>(p), buf<T>(g), buf<T>(m), buf<T>(v), n, beta1, beta2, eps, decay, step_size, bc2_sqrt);
+}
+template <class T>
+void adamw_multi(const std::vector<opt::AdamWTensor>& ts, double beta1, double beta2, double eps) {
+  for (const opt::AdamWTensor& t : ts)
+    adamw<T>(t.p, t.g, t.m, t.v, t.n, beta1, beta2, eps, t.decay, t.step_size, t.bc2_sqrt);
+}
+template <class T>
+double sum_squares(const void* x, int64_t n) {
+  return sum_squares_chunked<T>(buf<T>(x), n);
+}
+template <class T>
+void scale(void* x, int64_t n, double factor) {
+  scale_values<T>(buf<T>(x), n, factor);
+}
+template <class T>
+void sum_squares_multi(const std::vector<opt::MultiTensor>& ts, double* o) {
+  for (size_t i = 0; i < ts.size(); ++i) o[i] = sum_squares_chunked<T>(buf<T>(ts[i].x), ts[i].n);
+}
+template <class T>
+void scale_multi(const std::vector<opt::MultiTensor>& ts, double factor) {
+  for (const opt::MultiTensor& t : ts) scale_values<T>(buf<T>(t.x), t.n, factor);
+}
+HKT_CPU_KERNEL(sgd)
+HKT_CPU_KERNEL(adamw)
+HKT_CPU_KERNEL(adamw_multi)
+HKT_CPU_KERNEL(sum_squares)
+HKT_CPU_KERNEL(scale)
+HKT_CPU_KERNEL(sum_squares_multi)
+HKT_CPU_KERNEL(scale_multi)
 
 }  // namespace hkt::cpu

@@ -10,7 +10,6 @@
 // Degenerate rows: a row whose elements are all -inf has no defined softmax;
 // softmax gives 0 there and log_softmax gives -inf (their backward gives 0).
 // NaN anywhere in a row makes the whole row NaN.
-#pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/backends.hpp"
 
 namespace hkt::cpu {
 
@@ -128,7 +128,7 @@ void softmax_forward(const T* x, T* y, int64_t outer, int64_t D, int64_t inner) 
 //   softmax:      dx = y * (g - sum(g * y))
 //   log_softmax:  dx = g - exp(y) * sum(g)   (0 on all -inf rows)
 template <class T, bool Log>
-void softmax_backward(const T* y, const T* g, T* dx, int64_t outer, int64_t D, int64_t inner) {
+void softmax_grad(const T* y, const T* g, T* dx, int64_t outer, int64_t D, int64_t inner) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   if (outer <= 0 || D <= 0 || inner <= 0) return;
   if (inner == 1) {
@@ -199,5 +199,28 @@ void softmax_backward(const T* y, const T* g, T* dx, int64_t outer, int64_t D, i
     }
   });
 }
+
+// The op list's kernels (hkt/kernels/op_list.hpp's signatures), registered for its CPU dtypes.
+using kernels::buf;
+template <class T>
+void softmax(const void* x, void* y, int64_t outer, int64_t D, int64_t inner) {
+  softmax_forward<T, false>(buf<T>(x), buf<T>(y), outer, D, inner);
+}
+template <class T>
+void log_softmax(const void* x, void* y, int64_t outer, int64_t D, int64_t inner) {
+  softmax_forward<T, true>(buf<T>(x), buf<T>(y), outer, D, inner);
+}
+template <class T>
+void softmax_backward(const void* y, const void* g, void* dx, int64_t outer, int64_t D, int64_t inner) {
+  softmax_grad<T, false>(buf<T>(y), buf<T>(g), buf<T>(dx), outer, D, inner);
+}
+template <class T>
+void log_softmax_backward(const void* y, const void* g, void* dx, int64_t outer, int64_t D, int64_t inner) {
+  softmax_grad<T, true>(buf<T>(y), buf<T>(g), buf<T>(dx), outer, D, inner);
+}
+HKT_CPU_KERNEL(softmax)
+HKT_CPU_KERNEL(log_softmax)
+HKT_CPU_KERNEL(softmax_backward)
+HKT_CPU_KERNEL(log_softmax_backward)
 
 }  // namespace hkt::cpu
