@@ -106,7 +106,7 @@ int hkt::apps::train_main(int argc, char** argv, const std::function<void(hkt::t
       cfg = topts.resolve();
       if (!run_dir.empty()) cfg.run_dir = run_dir;
       if (cfg.run_dir.empty()) cfg.run_dir = "runs/" + cfg.task + "-" + cfg.model.preset() + "-s" + std::to_string(cfg.seed);
-      cfg.validate();
+      // Validated once here (resolve(); the folder is no part of it), and by train() for its callers.
     } catch (const hkt::Error& e) {
       throw hkt::tasks::InputError(e.what());
     }
