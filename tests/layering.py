@@ -18,7 +18,11 @@ Fails (exit status 1, one line per finding) when
      HKT_WGMMA_EMULATED): the emulator supplies stand-ins, kernels do not
      branch on it. Files in PENDING_EMULATOR (none now) are reported as notes, not
      failures, until the lab moves their conditionals out (issue 39, item 1);
-     a file there that no longer has any is noted too, to drop from the list.
+     a file there that no longer has any is noted too, to drop from the list;
+  4. a public header (LAYER/include/hkt/...) is missing from its umbrella:
+     hkt/tasks.hpp includes every hkt/tasks/ header, hkt/hkt.hpp every other
+     one but the kernels' (the consumer stage of tools/test.sh checks the same
+     on the installed tree, but only after the whole build: this finds it first).
 Files come from `git ls-files` (every file under ROOT when it is not a git
 checkout). Exit status 0 when all hold, 2 for a usage error.
 """
@@ -184,6 +188,21 @@ def check_emulator(root, files, out, notes):
         notes.append(f"{f}: no emulator conditional left: drop it from PENDING_EMULATOR")
 
 
+def check_umbrellas(root, files, out):
+    umbrella = {"hkt": "models/include/hkt/hkt.hpp", "tasks": "tasks/include/hkt/tasks.hpp"}
+    text = {k: read(root, v) or "" for k, v in umbrella.items()}
+    for f in files:
+        m = re.match(r"^(core|kernels|ops|models|tasks)/include/(hkt/.+\.hpp)$", f)
+        if not m:
+            continue
+        h = m.group(2)
+        if h in ("hkt/hkt.hpp", "hkt/tasks.hpp") or h.startswith("hkt/kernels/"):
+            continue
+        which = "tasks" if h.startswith("hkt/tasks/") else "hkt"
+        if f'"{h}"' not in text[which]:
+            out.append(f"{umbrella[which]}: does not include the public header {h} ({f})")
+
+
 def read(root, f):
     try:
         with open(os.path.join(root, f), encoding="utf-8") as fh:
@@ -203,6 +222,7 @@ def main():
     check_includes(root, files, fileset, out)
     check_cmake(root, files, out)
     check_outside_paths(root, files, out)
+    check_umbrellas(root, files, out)
     notes = []
     check_emulator(root, files, out, notes)
     for line in notes:

@@ -42,6 +42,7 @@
 #include "hkt/models/optim.hpp"
 #include "hkt/models/schedule.hpp"
 #include "hkt/models/checkpoint.hpp"
+#include "hkt/models/attention_spec.hpp"
 #include "hkt/models/attention.hpp"
 #include "hkt/models/htransformer.hpp"
 #include "hkt/models/classifier.hpp"

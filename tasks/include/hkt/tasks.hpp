@@ -13,6 +13,7 @@
 #include "hkt/tasks/imdb.hpp"
 #include "hkt/tasks/listops.hpp"
 #include "hkt/tasks/memory.hpp"
+#include "hkt/tasks/model_spec.hpp"
 #include "hkt/tasks/progress.hpp"
 #include "hkt/tasks/registry.hpp"
 #include "hkt/tasks/stats.hpp"
