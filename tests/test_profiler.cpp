@@ -86,12 +86,57 @@ TEST_CASE("profiler: forward ops, backward nodes and regions, with self and tota
   // Largest self time first: the region (it slept).
   CHECK(es.front().name == "region my region");
   const std::string t = profiler::table(2);
-  CHECK(t.find("| op | calls | self ms | total ms | self % |") != std::string::npos);
+  CHECK(t.find("| op | calls | self ms | total ms | self % | GFLOP | GFLOP/s | GB | GB/s |") != std::string::npos);
   CHECK(t.find("| region my region | 1 |") != std::string::npos);
   CHECK(t.find("more) |") != std::string::npos);  // the rest in one line
   CHECK(t.find("| **all** |") != std::string::npos);
   profiler::reset();
   CHECK(profiler::entries().empty());
+}
+
+TEST_CASE("profiler: FLOPs and bytes per op (products count FLOPs, views move no bytes)") {
+  Clean c;
+  profiler::enable();
+  Tensor a = randn({2, 16, 24}).set_requires_grad(true);  // a batch of 2: [16, 24] @ [24, 8]
+  Tensor b = randn({2, 24, 8}).set_requires_grad(true);
+  Tensor y = matmul(a, b);
+  Tensor r = reshape(y, {2, 128});  // a view
+  Tensor s = sum(r);
+  s.backward();
+  {
+    profiler::Scope outside("no op");
+    profiler::count(5, 7);  // counts on the innermost scope
+  }
+  profiler::enable(false);
+  profiler::count(1e9, 1e9);  // off: nothing
+  const auto es = profiler::entries();
+  const profiler::Entry* mm = find(es, "fwd matmul");
+  REQUIRE(mm != nullptr);
+  REQUIRE(mm->calls == 3);  // the forward and the two products of its backward
+  // Each product is 2 m n k over the batch: forward [16, 24] x [24, 8], dA [16, 8] x [8, 24],
+  // dB [24, 16] x [16, 8]: the same 2 * 2 * 16 * 24 * 8 each.
+  CHECK(mm->flops == doctest::Approx(3 * 2.0 * 2 * 16 * 24 * 8));
+  // Bytes: inputs and output of the forward, 4 bytes a float; the backward's products move at
+  // least as much, counted on their own.
+  CHECK(mm->bytes >= 4.0 * (2 * 16 * 24 + 2 * 24 * 8 + 2 * 16 * 8));
+  const profiler::Entry* view = find(es, "fwd reshape");
+  REQUIRE(view != nullptr);
+  CHECK(view->bytes == 0.0);
+  CHECK(view->flops == 0.0);
+  const profiler::Entry* sm = find(es, "fwd sum");
+  REQUIRE(sm != nullptr);
+  CHECK(sm->bytes == doctest::Approx(4.0 * (2 * 128 + 1)));
+  CHECK(sm->flops == 0.0);
+  const profiler::Entry* region = find(es, "region no op");
+  REQUIRE(region != nullptr);
+  CHECK(region->flops == 5.0);
+  CHECK(region->bytes == 7.0);
+  const std::string t = profiler::table();
+  const size_t at = t.find("| fwd reshape |");
+  REQUIRE(at != std::string::npos);
+  const std::string line = t.substr(at, t.find('\n', at) - at);
+  CHECK(line.size() > 18);
+  CHECK(line.substr(line.size() - 18) == " | - | - | - | - |");  // the view: no work counted
 }
 
 TEST_CASE("profiler: layout copies are named copy, dtype casts to_dtype") {

@@ -149,6 +149,14 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       const std::string timed_name = profiler::enabled() ? n->name() : std::string();
       profiler::Scope timed("bwd", timed_name.c_str());
       in_grads = n->apply(grads);
+      // A node that ran kernels of its own (no op inside it) moved its gradients in and out.
+      if (timed.on() && !timed.had_children()) {
+        double bytes = 0;
+        for (const std::vector<Tensor>* ts : {&grads, &in_grads})
+          for (const Tensor& t : *ts)
+            if (t.defined()) bytes += static_cast<double>(t.numel()) * static_cast<double>(dtype_size(t.dtype()));
+        profiler::count(0, bytes);
+      }
     }
     if (!retain_graph) n->release();
     for (size_t i = 0; i < n->next.size(); ++i) {

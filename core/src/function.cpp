@@ -44,6 +44,23 @@ Tensor SavedTensor::get(const char* op) const {
   return t_;
 }
 
+// The bytes an op reads and writes: its inputs and its new outputs (none for a view).
+static double moved_bytes(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
+  double in = 0, out = 0;
+  bool any_new = false;
+  for (const Tensor& t : inputs)
+    if (t.defined()) in += static_cast<double>(t.numel()) * static_cast<double>(dtype_size(t.dtype()));
+  for (const Tensor& t : outputs) {
+    if (!t.defined()) continue;
+    bool view = false;
+    for (const Tensor& i : inputs) view = view || (i.defined() && i.storage() == t.storage());
+    if (view) continue;
+    any_new = true;
+    out += static_cast<double>(t.numel()) * static_cast<double>(dtype_size(t.dtype()));
+  }
+  return any_new ? in + out : 0.0;
+}
+
 std::vector<Tensor> apply(const std::shared_ptr<Function>& fn, const std::vector<Tensor>& inputs) {
   const char* op = fn->name();
   std::vector<TensorMeta> metas = fn->infer(inputs);
@@ -52,6 +69,7 @@ std::vector<Tensor> apply(const std::shared_ptr<Function>& fn, const std::vector
     NoGradGuard no_grad;
     profiler::Scope timed("fwd", op);
     outs = fn->forward(inputs, metas);
+    if (timed.on()) profiler::count(0, moved_bytes(inputs, outs));
   }
   HKT_CHECK(outs.size() == metas.size(), op, ": forward returned ", outs.size(), " outputs but the shape rule ",
             "declares ", metas.size());

@@ -72,27 +72,44 @@ std::vector<Entry> entries() {
   return out;
 }
 
+// work / seconds in units of 1e9, or "-" when nothing was counted.
+std::string rate(double work, double s) { return work > 0 && s > 0 ? fmt(work / s / 1e9, 1) : "-"; }
+
 std::string table(size_t top) {
   const std::vector<Entry> es = entries();
-  double sum = 0;
-  for (const Entry& e : es) sum += e.self_s;
+  double sum = 0, flops = 0, bytes = 0;
+  for (const Entry& e : es) sum += e.self_s, flops += e.flops, bytes += e.bytes;
   std::ostringstream o;
-  o << "| op | calls | self ms | total ms | self % |\n|---|--:|--:|--:|--:|\n";
+  o << "| op | calls | self ms | total ms | self % | GFLOP | GFLOP/s | GB | GB/s |\n"
+       "|---|--:|--:|--:|--:|--:|--:|--:|--:|\n";
   const size_t n = top == 0 ? es.size() : std::min(top, es.size());
   for (size_t i = 0; i < n; ++i) {
     const Entry& e = es[i];
     o << "| " << e.name << " | " << e.calls << " | " << fmt(1e3 * e.self_s, 2) << " | " << fmt(1e3 * e.total_s, 2)
-      << " | " << fmt(sum > 0 ? 100 * e.self_s / sum : 0.0, 1) << " |\n";
+      << " | " << fmt(sum > 0 ? 100 * e.self_s / sum : 0.0, 1) << " | "
+      << (e.flops > 0 ? fmt(e.flops / 1e9, 3) : "-") << " | " << rate(e.flops, e.self_s) << " | "
+      << (e.bytes > 0 ? fmt(e.bytes / 1e9, 3) : "-") << " | " << rate(e.bytes, e.self_s) << " |\n";
   }
   if (n < es.size()) {
-    double rest = 0;
+    double rest = 0, rest_flops = 0, rest_bytes = 0;
     int64_t calls = 0;
-    for (size_t i = n; i < es.size(); ++i) rest += es[i].self_s, calls += es[i].calls;
+    for (size_t i = n; i < es.size(); ++i)
+      rest += es[i].self_s, calls += es[i].calls, rest_flops += es[i].flops, rest_bytes += es[i].bytes;
     o << "| (" << es.size() - n << " more) | " << calls << " | " << fmt(1e3 * rest, 2) << " | | "
-      << fmt(sum > 0 ? 100 * rest / sum : 0.0, 1) << " |\n";
+      << fmt(sum > 0 ? 100 * rest / sum : 0.0, 1) << " | " << (rest_flops > 0 ? fmt(rest_flops / 1e9, 3) : "-")
+      << " | " << rate(rest_flops, rest) << " | " << (rest_bytes > 0 ? fmt(rest_bytes / 1e9, 3) : "-") << " | "
+      << rate(rest_bytes, rest) << " |\n";
   }
-  o << "| **all** | | " << fmt(1e3 * sum, 2) << " | | 100.0 |\n";
+  o << "| **all** | | " << fmt(1e3 * sum, 2) << " | | 100.0 | " << fmt(flops / 1e9, 3) << " | "
+    << rate(flops, sum) << " | " << fmt(bytes / 1e9, 3) << " | " << rate(bytes, sum) << " |\n";
   return o.str();
+}
+
+void count(double flops, double bytes) {
+  Scope* s = t_top;
+  if (s == nullptr || !enabled()) return;
+  s->flops_ += flops;
+  s->bytes_ += bytes;
 }
 
 Scope::Scope(const char* kind, const char* name) : kind_(kind), name_(name), on_(enabled()) {
@@ -115,6 +132,8 @@ Scope::~Scope() {
   ++e.calls;
   e.total_s += total;
   e.self_s += total - child_;
+  e.flops += flops_;
+  e.bytes += bytes_;
 }
 
 }  // namespace hkt::profiler

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "hkt/core/function.hpp"
+#include "hkt/core/profiler.hpp"
 #include "hkt/kernels/registry.hpp"
 #include "hkt/kernels/shared_rules.hpp"
 #include "hkt/ops/factory.hpp"
@@ -79,6 +80,7 @@ class HKTAttentionFn final : public Function {
     kernels::tables().attention.get(v.device(), v.dtype())(dims(v), ptrs(q), ptrs(k), v.raw_data(), lam.raw_data(),
                                                  valid.defined() ? valid.data<bool>() : nullptr, o.raw_data(),
                                                  lse.raw_data());
+    profiler::count(flops(v));
     for (int64_t l = 0; l < L_; ++l) {
       q_.emplace_back(q[static_cast<size_t>(l)]);
       k_.emplace_back(k[static_cast<size_t>(l)]);
@@ -129,6 +131,7 @@ class HKTAttentionFn final : public Function {
         dims(v), ptrs(q), ptrs(k), v.raw_data(), lam.raw_data(), valid.defined() ? valid.data<bool>() : nullptr,
         o.raw_data(), lse.raw_data(), g.raw_data(), dq, dk, want_v ? dv.raw_data() : nullptr,
         want_lam ? dlam.raw_data() : nullptr);
+    profiler::count(2 * flops(v));  // a backward: twice the forward's products, as nn::model_flops counts
     // Levels whose inputs need no gradient still got one computed; drop them.
     for (size_t i = 0; i < static_cast<size_t>(2 * L_); ++i)
       if (!needs_input_grad(i)) res[i] = Tensor();
@@ -138,6 +141,17 @@ class HKTAttentionFn final : public Function {
  private:
   size_t valid_index() const { return static_cast<size_t>(2 * L_ + 2); }
   sig::AttnShape dims(const Tensor& v) const { return {v.size(0), v.size(1), v.size(2), v.size(3), L_, causal_, scale_}; }
+  // The forward's products (nn::score_flops and the P V product; causal: the pairs at or below
+  // the diagonal): 2 dh per score of every level, 2 dv per weight of the fine map.
+  double flops(const Tensor& v) const {
+    if (!profiler::enabled()) return 0;
+    const double bh = static_cast<double>(v.size(0)) * static_cast<double>(v.size(1));
+    const double dh = static_cast<double>(v.size(3));
+    auto pairs = [&](int64_t t) { return causal_ ? 0.5 * double(t) * double(t + 1) : double(t) * double(t); };
+    double f = 2.0 * bh * pairs(v.size(2)) * dh;
+    for (int64_t l = 0; l < L_; ++l) f += 2.0 * bh * pairs(rules::attn_level_len(v.size(2), l)) * dh;
+    return f;
+  }
   static std::vector<const void*> ptrs(const std::vector<Tensor>& ts) {
     std::vector<const void*> p;
     for (const Tensor& t : ts) p.push_back(t.raw_data());

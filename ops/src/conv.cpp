@@ -3,6 +3,7 @@
 #include "hkt/ops/conv.hpp"
 
 #include "hkt/core/function.hpp"
+#include "hkt/core/profiler.hpp"
 #include "hkt/kernels/registry.hpp"
 #include "hkt/ops/factory.hpp"
 
@@ -49,6 +50,7 @@ class CausalDepthwiseConv1dFn final : public Function {
     Tensor y = Tensor::empty(out[0].shape, out[0].dtype, out[0].device);
     kernels::tables().conv.get(x.device(), x.dtype())(x.raw_data(), w.raw_data(), data_or_null(b), y.raw_data(),
                                                       x.size(0), x.size(1), x.size(2), w.size(1), stride_);
+    profiler::count(2.0 * static_cast<double>(y.numel()) * static_cast<double>(w.size(1)));  // 2 k per output
     x_ = x;
     w_ = w;
     return {y};
@@ -65,6 +67,8 @@ class CausalDepthwiseConv1dFn final : public Function {
     kernels::tables().conv_backward.get(x.device(), x.dtype())(x.raw_data(), w.raw_data(), g.raw_data(), x.size(0),
                                                                x.size(1), C, k, stride_, data_or_null_mut(dx),
                                                                data_or_null_mut(dw), data_or_null_mut(db));
+    // dx and dw: 2 k per output element each (the forward's count twice).
+    profiler::count(4.0 * static_cast<double>(g.numel()) * static_cast<double>(k));
     return {dx, dw, db};
   }
 

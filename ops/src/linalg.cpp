@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "hkt/core/function.hpp"
+#include "hkt/core/profiler.hpp"
 #include "hkt/kernels/registry.hpp"
 #include "hkt/ops/factory.hpp"
 #include "hkt/ops/reduce.hpp"
@@ -114,6 +115,8 @@ class MatmulFn final : public Function {
     const int64_t m = a.shape()[a.dim() - 2], k = a.shape().back(), n = b.shape().back();
     kernels::tables().matmul.get(a.device(), a.dtype())(la.trans, lb.trans, m, n, k, a.raw_data(), la.ld, ao.data(),
                                               b.raw_data(), lb.ld, bo.data(), y.raw_data(), nb);
+    profiler::count(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
+                    static_cast<double>(nb));
     return {y};
   }
   std::vector<Tensor> backward(const std::vector<Tensor>& grads) override {

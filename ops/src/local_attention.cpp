@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "hkt/core/function.hpp"
+#include "hkt/core/profiler.hpp"
 #include "hkt/kernels/registry.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
@@ -69,6 +70,7 @@ class LocalAttentionFn final : public Function {
     kernels::tables().local_attention.get(v.device(), v.dtype())(
         q.raw_data(), k.raw_data(), v.raw_data(), valid.defined() ? valid.data<bool>() : nullptr, o.raw_data(),
         lse.raw_data(), v.size(0), v.size(1), v.size(2), v.size(3), w_, causal_, scale_);
+    profiler::count(flops(v));
     q_ = q;
     k_ = k;
     v_ = v;
@@ -90,12 +92,22 @@ class LocalAttentionFn final : public Function {
         q.raw_data(), k.raw_data(), v.raw_data(), valid.defined() ? valid.data<bool>() : nullptr, o.raw_data(),
         lse.raw_data(), g.raw_data(), v.size(0), v.size(1), v.size(2), v.size(3), w_, causal_, scale_,
         res[0].raw_data(), res[1].raw_data(), res[2].raw_data());
+    profiler::count(2 * flops(v));  // twice the forward's products, as nn::model_flops counts a backward
     for (size_t i = 0; i < 3; ++i)
       if (!needs_input_grad(i)) res[i] = Tensor();
     return res;
   }
 
  private:
+  // The forward's products: 2 dh per visible (query, key) pair for the scores and 2 dh for P V.
+  double flops(const Tensor& v) const {
+    if (!profiler::enabled()) return 0;
+    const int64_t T = v.size(2);
+    double pairs = 0;
+    for (int64_t i = 0; i < T; ++i)
+      pairs += static_cast<double>((causal_ ? i : std::min(T - 1, i + w_)) - std::max<int64_t>(0, i - w_) + 1);
+    return 4.0 * static_cast<double>(v.size(0)) * static_cast<double>(v.size(1)) * pairs * static_cast<double>(v.size(3));
+  }
   int64_t w_;
   bool causal_;
   double scale_;

@@ -515,7 +515,9 @@ def bench(threads, reps, shapes, device, configs=("default",), hkt=None, rounds=
         for T, B in shapes:
             for name in presets:
                 if hkt:
-                    s, mib, _ = run_child([hkt, "--step", name, str(T), str(B), str(reps)], dict(os.environ))
+                    # hkt at the same thread count as PyTorch (oneTBB and OpenBLAS both).
+                    env = dict(os.environ, HKT_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+                    s, mib, _ = run_child([hkt, "--step", name, str(T), str(B), str(reps)], env)
                     res.setdefault((T, B, name, "hkt"), []).append((s, mib))
                 for c in configs:
                     s, mib, lib = bench_one(name, T, B, reps, threads, device, c)

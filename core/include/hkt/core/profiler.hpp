@@ -20,6 +20,14 @@
 // do not scale. CUDA kernels are asynchronous: their time lands on whichever
 // later op waits for the device (a copy to the host), unless you synchronise.
 // Off by default; when off, the cost per op is one relaxed atomic load.
+//
+// Work per op: hkt::apply counts the bytes an op reads and writes (its inputs
+// and new outputs; a view moves none), autograd those of a backward node that
+// runs kernels of its own (gradients in and out), and ops whose arithmetic is
+// products count their FLOPs (matmul 2 m n k; the attention kinds their score
+// and value products, a backward twice its forward, as nn::model_flops counts
+// a training step). The table gives each op's GFLOP/s and GB/s on its self
+// time: products against the machine's sgemm, the rest against its memory.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -39,12 +47,19 @@ struct Entry {
   int64_t calls = 0;
   double total_s = 0;  // inclusive
   double self_s = 0;   // minus the time of scopes opened inside it
+  double flops = 0;    // counted by the op (count()), summed over calls
+  double bytes = 0;    // read and written, summed over calls
 };
 // Everything recorded, largest self time first.
 std::vector<Entry> entries();
 // A markdown table of the `top` entries by self time (0: all), with each
 // one's share of the summed self time, and a last line for the rest.
 std::string table(size_t top = 25);
+
+// Adds work to the innermost open scope on this thread (nothing when the
+// profiler is off or no scope is open): an op's forward or backward calls it
+// with the FLOPs of its products.
+void count(double flops, double bytes = 0);
 
 // Times a region while alive (nothing when the profiler is off). kind: "fwd",
 // "bwd", "region"; name must outlive the scope (a literal, an op's name()).
@@ -53,6 +68,9 @@ class Scope {
   Scope(const char* kind, const char* name);
   explicit Scope(const char* name) : Scope("region", name) {}
   ~Scope();
+  bool on() const { return on_; }
+  // Whether an inner scope (an op called from this one) has closed.
+  bool had_children() const { return child_ > 0; }
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
 
@@ -60,7 +78,8 @@ class Scope {
   const char* kind_;
   const char* name_;
   bool on_;
-  double start_ = 0, child_ = 0;
+  double start_ = 0, child_ = 0, flops_ = 0, bytes_ = 0;
+  friend void count(double, double);
   Scope* parent_ = nullptr;
 };
 
