@@ -223,6 +223,34 @@ TEST_CASE("dropout masks are reproducible and keep about 1 - p") {
   CHECK(mean(dropout(x, 0.5, true, &g3)).item<float>() == doctest::Approx(1.0).epsilon(0.02));
 }
 
+TEST_CASE("dropout keeps element i when its Philox word x has x / 2^32 >= p, at every length and dtype") {
+  // The rule written out: counter (first + i, 0) under the seed, the first word of Philox-4x32-10.
+  // The CPU kernel draws eight counters per AVX2 register where it can and the rest one by one;
+  // both must give these bits, lengths that are not multiples of 8 and counters whose low word
+  // wraps included.
+  for (DType dt : {DType::Float32, DType::Float64})
+    for (double p : {1e-9, 0.1, 0.3, 0.5, 0.999999})
+      for (int64_t n : {1, 7, 8, 9, 23, 1001})
+        for (uint64_t first : {uint64_t{0}, uint64_t{0xFFFFFFFFull} - 5, uint64_t{123456789}}) {
+          CAPTURE(p);
+          CAPTURE(n);
+          CAPTURE(first);
+          Generator g(0xC0FFEEull + static_cast<uint64_t>(n));
+          g.set_offset(first);
+          const Tensor m = dropout(ones({n}, {dt}), p, true, &g);
+          const std::vector<double> got = to_dtype(m, DType::Float64).to_vector<double>();
+          const double scale = dt == DType::Float32 ? static_cast<double>(static_cast<float>(1.0 / (1.0 - p)))
+                                                    : 1.0 / (1.0 - p);
+          int64_t wrong = 0;
+          for (int64_t i = 0; i < n; ++i) {
+            const auto r = philox4x32(first + static_cast<uint64_t>(i), 0, 0xC0FFEEull + static_cast<uint64_t>(n));
+            const double want = static_cast<double>(r[0]) / 4294967296.0 >= p ? scale : 0.0;
+            wrong += got[static_cast<size_t>(i)] != want;
+          }
+          CHECK(wrong == 0);
+        }
+}
+
 TEST_CASE("dropout is the identity in eval mode or with p = 0") {
   const Tensor x = randn({3, 4});
   CHECK(dropout(x, 0.5, false).is_same(x));
