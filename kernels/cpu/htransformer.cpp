@@ -61,11 +61,12 @@ void htransformer_forward(const HtrDims& d, const T* q, const T* k, const T* v, 
   const int64_t nq = d.T * d.dh, nv = d.T * d.dv, nbias = 4 * d.block - 1, dv = d.dv, dvp = up8(dv), nr = d.nr;
   parallel_for(0, d.B * d.H, 1, [&](int64_t lo, int64_t hi) {
     Tile<T> w(d);
-    std::vector<T> M, Y, Z, Mu, Yu, Zu;  // per row of this level and of the (merged) level above
+    Workspace<T>& ws = Workspace<T>::local();
+    const std::vector<Level<T>>& P = ws.P;
+    std::vector<T>&M = ws.M, &Y = ws.Y, &Z = ws.Z, &Mu = ws.Mu, &Yu = ws.Yu, &Zu = ws.Zu;
     for (int64_t bh = lo; bh < hi; ++bh) {
       w.set_bias(bias ? bias + (bh % d.H) * nbias : nullptr, nbias);
-      const std::vector<Level<T>> P =
-          build(d, q + bh * nq, k + bh * nq, v + bh * nv, valid ? valid + (bh / d.H) * d.T : nullptr, false);
+      build(d, q + bh * nq, k + bh * nq, v + bh * nv, valid ? valid + (bh / d.H) * d.T : nullptr, false, ws.P);
       for (int64_t l = d.L - 1; l >= 0; --l) {
         const Level<T>& x = P[static_cast<size_t>(l)];
         const int64_t n = x.n;
@@ -123,13 +124,16 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
   std::vector<double> dtab(dbias ? d.B * d.H * nbias : 0, 0.0);  // per (b, h), reduced over b below
   parallel_for(0, d.B * d.H, 1, [&](int64_t lo, int64_t hi) {
     Tile<T> w(d);
+    Workspace<T>& ws = Workspace<T>::local();
+    const std::vector<Level<T>>& P = ws.P;
+    std::vector<std::vector<T>>&E = ws.E, &G = ws.G, &D = ws.D, &dqc = ws.dqc, &dkc = ws.dkc, &dvs = ws.dvs;
+    if (static_cast<int64_t>(E.size()) < d.L)
+      for (auto* x : {&E, &G, &D, &dqc, &dkc, &dvs}) x->resize(static_cast<size_t>(d.L));
     for (int64_t bh = lo; bh < hi; ++bh) {
       w.set_bias(bias ? bias + (bh % d.H) * nbias : nullptr, nbias);
-      const std::vector<Level<T>> P =
-          build(d, q + bh * nq, k + bh * nq, v + bh * nv, valid ? valid + (bh / d.H) * d.T : nullptr, true);
+      build(d, q + bh * nq, k + bh * nq, v + bh * nv, valid ? valid + (bh / d.H) * d.T : nullptr, true, ws.P);
       // The pyramid of sum_i exp(-lse_i - E) g_i and sum_i exp(-lse_i - E) g_i . y_i over each
       // group, with E the group's max of -lse (-inf: no live query in the group).
-      std::vector<std::vector<T>> E(d.L), G(d.L), D(d.L);
       E[0].assign(d.Tp, kNinf<T>), G[0].assign((d.Tp + 2) * dvp, T(0)), D[0].assign(d.Tp, T(0));
       for (int64_t i = 0; i < d.T; ++i) {
         const T li = lse[bh * d.T + i];
@@ -155,9 +159,8 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
           for (int64_t e = 0; e < dvd; ++e) G[l][p * dvp + e] = a * ga[e] + b * gb[e];
         }
       }
-      std::vector<std::vector<T>> dqc(d.L), dkc(d.L), dvs(d.L);
       for (int64_t l = 0; l < d.L; ++l) {
-        dqc[l].assign((d.Tp >> l) * dhp, T(0)), dkc[l] = dqc[l];
+        dqc[l].assign((d.Tp >> l) * dhp, T(0)), dkc[l].assign((d.Tp >> l) * dhp, T(0));
         dvs[l].assign((d.Tp >> l) * dvp, T(0));
       }
       double* db = dbias ? dtab.data() + bh * nbias : nullptr;

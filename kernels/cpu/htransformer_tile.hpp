@@ -39,15 +39,18 @@ struct Level {
   std::vector<char> ne;              // the group holds a valid token
 };
 
+// Builds the levels into P (its vectors reused: a workspace kept per thread
+// spares the allocations and page faults of fresh buffers at every call).
 template <class T>
-std::vector<Level<T>> build(const HtrDims& d, const T* q, const T* k, const T* v, const bool* valid, bool with_vt) {
+void build(const HtrDims& d, const T* q, const T* k, const T* v, const bool* valid, bool with_vt,
+           std::vector<Level<T>>& P) {
   const int64_t dh = d.dh, dv = d.dv, dhp = up8(dh), dvp = up8(dv);
-  std::vector<Level<T>> P(static_cast<size_t>(d.L));
+  if (static_cast<int64_t>(P.size()) < d.L) P.resize(static_cast<size_t>(d.L));
   for (int64_t l = 0; l < d.L; ++l) {
     Level<T>& x = P[static_cast<size_t>(l)];
     const int64_t n = d.Tp >> l;
     x.n = n, x.ldt = n + 8;
-    x.q.assign((n + 2) * dhp, T(0)), x.k = x.q, x.v.assign((n + 2) * dvp, T(0));
+    x.q.assign((n + 2) * dhp, T(0)), x.k.assign((n + 2) * dhp, T(0)), x.v.assign((n + 2) * dvp, T(0));
     x.c.assign(n + 8, T(0)), x.div.assign(n, T(1)), x.ne.assign(n, 0);
     if (l == 0) {
       for (int64_t t = 0; t < d.T; ++t) {
@@ -84,8 +87,19 @@ std::vector<Level<T>> build(const HtrDims& d, const T* q, const T* k, const T* v
         for (int64_t e = 0; e < dv; ++e) x.vt[e * x.ldt + r] = x.v[r * dvp + e];
     }
   }
-  return P;
 }
+
+// The per-thread buffers of the kernels (htransformer.cpp), reused across (b, h) and calls.
+template <class T>
+struct Workspace {
+  std::vector<Level<T>> P;
+  std::vector<T> M, Y, Z, Mu, Yu, Zu;                 // forward: per row of a level and of the level above
+  std::vector<std::vector<T>> E, G, D, dqc, dkc, dvs;  // backward: per level
+  static Workspace& local() {
+    static thread_local Workspace w;
+    return w;
+  }
+};
 
 // The score tile of one query block: its rows [0, mr) (mr = nr rounded up to
 // even) against up to three key blocks (segments LEFT, ANCHOR, RIGHT, in this
