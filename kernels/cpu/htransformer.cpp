@@ -103,9 +103,15 @@ void htransformer_forward(const HtrDims& d, const T* q, const T* k, const T* v, 
       }
       const std::vector<T>& c0 = P[0].c;
       for (int64_t i = 0; i < d.T; ++i) {
-        const bool live = c0[i] > 0 && Zu[i] > 0;
-        for (int64_t e = 0; e < dv; ++e) y[bh * nv + i * dv + e] = live ? Yu[i * dvp + e] / Zu[i] : T(0);
-        lse[bh * d.T + i] = live ? Mu[i] + std::log(Zu[i]) : std::numeric_limits<T>::infinity();
+        T* yi = y + bh * nv + i * dv;
+        if (!(c0[i] > 0 && Zu[i] > 0)) {
+          std::fill_n(yi, dv, T(0));
+          lse[bh * d.T + i] = std::numeric_limits<T>::infinity();
+          continue;
+        }
+        const T z = Zu[i], *yr = Yu.data() + i * dvp;
+        for (int64_t e = 0; e < dv; ++e) yi[e] = yr[e] / z;
+        lse[bh * d.T + i] = Mu[i] + std::log(z);
       }
     }
   });
@@ -203,8 +209,7 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
           for (int64_t a = 0; a < nr; ++a)
             for (int64_t e = 0; e < dh; ++e) dqc[l][(p0 + a) * dhp + e] = scale * w.acc[a * dhp + e];
           // d k~ += scale dS^T q~, d vsum += P^T G, per segment.
-          for (int64_t j = 0; j < ld; ++j)
-            for (int64_t a = 0; a < mr; ++a) w.pt[j * mr + a] = w.s[a * ld + j], w.dst[j * mr + a] = w.g[a * ld + j];
+          tr(w.pt.data(), mr, w.s.data(), ld, mr, ld), tr(w.dst.data(), mr, w.g.data(), ld, mr, ld);
           for (int64_t i = 0; i < w.ns; ++i) {
             const int64_t r0 = w.seg[i].start;
             mm(w.dst.data() + i * nrp * mr, mr, x.q.data() + p0 * dhp, dhp, w.acc.data(), dhp, nrp, dhp, nr, false);
@@ -230,15 +235,15 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
             for (int64_t e = 0; e < dvd; ++e) dvs[l - 1][ch * dvp + e] += dvs[l][p * dvp + e];
           }
         }
-      for (int64_t i = 0; i < d.T; ++i) {
-        const bool real = P[0].c[i] > 0;
-        for (int64_t e = 0; e < dh; ++e) {
-          if (dq) dq[bh * nq + i * dh + e] = real ? dqc[0][i * dhp + e] : T(0);
-          if (dk) dk[bh * nq + i * dh + e] = real ? dkc[0][i * dhp + e] : T(0);
+      auto put = [&](T* out, const std::vector<T>& src, int64_t n, int64_t ld) {  // padding rows 0
+        if (!out) return;
+        for (int64_t i = 0; i < d.T; ++i) {
+          if (P[0].c[i] > 0) std::copy_n(src.data() + i * ld, n, out + i * n);
+          else std::fill_n(out + i * n, n, T(0));
         }
-        if (dv)
-          for (int64_t e = 0; e < dvd; ++e) dv[bh * nv + i * dvd + e] = real ? dvs[0][i * dvp + e] : T(0);
-      }
+      };
+      put(dq ? dq + bh * nq : nullptr, dqc[0], dh, dhp), put(dk ? dk + bh * nq : nullptr, dkc[0], dh, dhp);
+      put(dv ? dv + bh * nv : nullptr, dvs[0], dvd, dvp);
     }
   });
   if (dbias)

@@ -113,12 +113,13 @@ struct Tile {
   };
   int64_t nr, half, nrp, mr, ld = 0, ns = 0, dhp, dvp;
   Seg seg[3];
-  std::vector<T> tab, s, g, cp, pt, dst, acc;  // bias (padded by nrp + 8 both sides), scores, ..., counts per column
+  // bias (padded by nrp + 8 both sides), scores, ..., counts per column, 0 / -inf per column (c > 0 / not)
+  std::vector<T> tab, s, g, cp, pt, dst, acc, cm;
 
   explicit Tile(const HtrDims& d)
       : nr(d.nr), half(d.nr / 2), nrp(up8(d.nr)), mr(up2(d.nr)), dhp(up8(d.dh)), dvp(up8(d.dv)) {
     tab.assign(4 * d.block - 1 + 2 * (nrp + 8), T(0));
-    s.resize(mr * 3 * nrp), g.resize(mr * 3 * nrp), cp.resize(3 * nrp);
+    s.resize(mr * 3 * nrp), g.resize(mr * 3 * nrp), cp.resize(3 * nrp), cm.resize(3 * nrp);
     pt.resize(3 * nrp * mr), dst.resize(3 * nrp * mr), acc.resize(std::max(nrp, mr) * std::max(dhp, dvp));
   }
   void set_bias(const T* bias, int64_t nbias) {
@@ -149,14 +150,16 @@ struct Tile {
       std::fill_n(cp.data() + i * nrp, nrp, T(0));
       std::copy_n(x.c.data() + seg[i].start, nr, cp.data() + i * nrp);
     }
+    for (int64_t j = 0; j < ld; ++j) cm[j] = cp[j] > 0 ? T(0) : kNinf<T>;
     for (int64_t a = 0; a < nr; ++a)
       for (int64_t i = 0; i < ns; ++i) {
         int64_t lo, hi;
         range(d, l, i, a, lo, hi);
         T* r = s.data() + a * ld + i * nrp;
         const T* bt = tab.data() + nrp + 8 + (seg[i].start - blk * nr - a + 2 * d.block - 1);
-        const T* c = cp.data() + i * nrp;
-        for (int64_t j = 0; j < nrp; ++j) r[j] = j >= lo && j < hi && c[j] > 0 ? r[j] * scale + bt[j] : kNinf<T>;
+        const T* c = cm.data() + i * nrp;
+        std::fill_n(r, lo, kNinf<T>), std::fill(r + hi, r + nrp, kNinf<T>);
+        for (int64_t j = lo; j < hi; ++j) r[j] = r[j] * scale + bt[j] + c[j];
       }
     std::fill(s.begin() + nr * ld, s.begin() + mr * ld, T(0));
     return ns;
