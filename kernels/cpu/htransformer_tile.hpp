@@ -34,7 +34,7 @@ template <class T>
 struct Level {
   int64_t n = 0, ldt = 0;            // tokens, the column stride of kt / vt (n + 8)
   std::vector<T> q, k, v;            // q~, k~ [n + 2, dhp], vsum [n + 2, dvp]
-  std::vector<T> kt, vt;             // k~ [dh, ldt] and vsum [dv, ldt] transposed (vt: only if asked)
+  std::vector<T> kt, vt;             // k~ [dhp, ldt] and vsum [dvp, ldt] transposed (vt: only if asked)
   std::vector<T> c, div;             // counts of valid fine keys [n + 8]; the mean's divisor (>= 1) [n]
   std::vector<char> ne;              // the group holds a valid token
 };
@@ -78,13 +78,12 @@ void build(const HtrDims& d, const T* q, const T* k, const T* v, const bool* val
         for (int64_t e = 0; e < dv; ++e) vp[e] = va[e] + vz[e];
       }
     }
-    x.kt.assign(dh * x.ldt, T(0));
-    for (int64_t r = 0; r < n; ++r)
-      for (int64_t e = 0; e < dh; ++e) x.kt[e * x.ldt + r] = x.k[r * dhp + e];
+    // (n rows, dhp columns: the zero columns of k~ and vsum fill the spare rows of kt, vt)
+    x.kt.assign(dhp * x.ldt, T(0));
+    attn_detail::tr(x.kt.data(), x.ldt, x.k.data(), dhp, n, dhp);
     if (with_vt) {
-      x.vt.assign(dv * x.ldt, T(0));
-      for (int64_t r = 0; r < n; ++r)
-        for (int64_t e = 0; e < dv; ++e) x.vt[e * x.ldt + r] = x.v[r * dvp + e];
+      x.vt.assign(dvp * x.ldt, T(0));
+      attn_detail::tr(x.vt.data(), x.ldt, x.v.data(), dvp, n, dvp);
     }
   }
 }
