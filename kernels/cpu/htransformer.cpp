@@ -140,29 +140,38 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
       build(d, q + bh * nq, k + bh * nq, v + bh * nv, valid ? valid + (bh / d.H) * d.T : nullptr, true, ws.P);
       // The pyramid of sum_i exp(-lse_i - E) g_i and sum_i exp(-lse_i - E) g_i . y_i over each
       // group, with E the group's max of -lse (-inf: no live query in the group).
-      E[0].assign(d.Tp, kNinf<T>), G[0].assign((d.Tp + 2) * dvp, T(0)), D[0].assign(d.Tp, T(0));
+      // (G: every row written, zeros where no live query, and the 2 spare rows zeroed)
+      E[0].assign(d.Tp, kNinf<T>), G[0].resize((d.Tp + 2) * dvp), D[0].assign(d.Tp, T(0));
+      std::fill(G[0].begin() + d.T * dvp, G[0].end(), T(0));
       for (int64_t i = 0; i < d.T; ++i) {
         const T li = lse[bh * d.T + i];
+        T* gi = G[0].data() + i * dvp;
+        std::fill_n(gi, dvp, T(0));
         if (P[0].c[i] == 0 || std::isinf(li)) continue;
         E[0][i] = -li;
         T acc = 0;
         for (int64_t e = 0; e < dvd; ++e) {
-          G[0][i * dvp + e] = g[bh * nv + i * dvd + e];
+          gi[e] = g[bh * nv + i * dvd + e];
           acc += g[bh * nv + i * dvd + e] * y[bh * nv + i * dvd + e];
         }
         D[0][i] = acc;
       }
       for (int64_t l = 1; l < d.L; ++l) {
         const int64_t n = d.Tp >> l;
-        E[l].assign(n, kNinf<T>), G[l].assign((n + 2) * dvp, T(0)), D[l].assign(n, T(0));
+        E[l].assign(n, kNinf<T>), G[l].resize((n + 2) * dvp), D[l].assign(n, T(0));
+        std::fill(G[l].begin() + n * dvp, G[l].end(), T(0));
         for (int64_t p = 0; p < n; ++p) {
           const T ea = E[l - 1][2 * p], eb = E[l - 1][2 * p + 1], mx = std::max(ea, eb);
-          if (mx == kNinf<T>) continue;
+          T* gp = G[l].data() + p * dvp;
+          if (mx == kNinf<T>) {
+            std::fill_n(gp, dvp, T(0));
+            continue;
+          }
           const T a = std::exp(ea - mx), b = std::exp(eb - mx);
           E[l][p] = mx;
           D[l][p] = a * D[l - 1][2 * p] + b * D[l - 1][2 * p + 1];
           const T *ga = G[l - 1].data() + 2 * p * dvp, *gb = ga + dvp;
-          for (int64_t e = 0; e < dvd; ++e) G[l][p * dvp + e] = a * ga[e] + b * gb[e];
+          for (int64_t e = 0; e < dvp; ++e) gp[e] = a * ga[e] + b * gb[e];
         }
       }
       for (int64_t l = 0; l < d.L; ++l) {

@@ -50,15 +50,22 @@ void build(const HtrDims& d, const T* q, const T* k, const T* v, const bool* val
     Level<T>& x = P[static_cast<size_t>(l)];
     const int64_t n = d.Tp >> l;
     x.n = n, x.ldt = n + 8;
-    x.q.assign((n + 2) * dhp, T(0)), x.k.assign((n + 2) * dhp, T(0)), x.v.assign((n + 2) * dvp, T(0));
+    // Every row is written below (so no zero fill first), but the 2 spare rows.
+    x.q.resize((n + 2) * dhp), x.k.resize((n + 2) * dhp), x.v.resize((n + 2) * dvp);
+    std::fill_n(x.q.data() + n * dhp, 2 * dhp, T(0)), std::fill_n(x.k.data() + n * dhp, 2 * dhp, T(0));
+    std::fill_n(x.v.data() + n * dvp, 2 * dvp, T(0));
     x.c.assign(n + 8, T(0)), x.div.assign(n, T(1)), x.ne.assign(n, 0);
     if (l == 0) {
-      for (int64_t t = 0; t < d.T; ++t) {
-        if (valid && !valid[t]) continue;
+      for (int64_t t = 0; t < n; ++t) {
+        T *qt = x.q.data() + t * dhp, *kt = x.k.data() + t * dhp, *vt = x.v.data() + t * dvp;
+        if (t >= d.T || (valid && !valid[t])) {
+          std::fill_n(qt, dhp, T(0)), std::fill_n(kt, dhp, T(0)), std::fill_n(vt, dvp, T(0));
+          continue;
+        }
         x.c[t] = T(1), x.ne[t] = 1;
-        std::copy_n(q + t * dh, dh, x.q.data() + t * dhp);
-        std::copy_n(k + t * dh, dh, x.k.data() + t * dhp);
-        std::copy_n(v + t * dv, dv, x.v.data() + t * dvp);
+        std::copy_n(q + t * dh, dh, qt), std::fill(qt + dh, qt + dhp, T(0));
+        std::copy_n(k + t * dh, dh, kt), std::fill(kt + dh, kt + dhp, T(0));
+        std::copy_n(v + t * dv, dv, vt), std::fill(vt + dv, vt + dvp, T(0));
       }
     } else {
       const Level<T>& f = P[static_cast<size_t>(l - 1)];
@@ -69,22 +76,23 @@ void build(const HtrDims& d, const T* q, const T* k, const T* v, const bool* val
         x.div[p] = div;
         const T *qa = f.q.data() + a * dhp, *qz = qa + dhp, *ka = f.k.data() + a * dhp, *kz = ka + dhp;
         T *qp = x.q.data() + p * dhp, *kp = x.k.data() + p * dhp;
-        for (int64_t e = 0; e < dh; ++e) {
+        for (int64_t e = 0; e < dhp; ++e) {  // (the zero columns stay 0)
           kp[e] = (ka[e] + kz[e]) / div;
           qp[e] = d.causal ? qa[e] : (qa[e] + qz[e]) / div;
         }
         const T *va = f.v.data() + a * dvp, *vz = va + dvp;
         T* vp = x.v.data() + p * dvp;
-        for (int64_t e = 0; e < dv; ++e) vp[e] = va[e] + vz[e];
+        for (int64_t e = 0; e < dvp; ++e) vp[e] = va[e] + vz[e];
       }
     }
     // (n rows, dhp columns: the zero columns of k~ and vsum fill the spare rows of kt, vt)
-    x.kt.assign(dhp * x.ldt, T(0));
-    attn_detail::tr(x.kt.data(), x.ldt, x.k.data(), dhp, n, dhp);
-    if (with_vt) {
-      x.vt.assign(dvp * x.ldt, T(0));
-      attn_detail::tr(x.vt.data(), x.ldt, x.v.data(), dvp, n, dvp);
-    }
+    auto transpose = [&](std::vector<T>& dst, const std::vector<T>& src, int64_t cols) {
+      dst.resize(cols * x.ldt);
+      attn_detail::tr(dst.data(), x.ldt, src.data(), cols, n, cols);
+      for (int64_t e = 0; e < cols; ++e) std::fill_n(dst.data() + e * x.ldt + n, x.ldt - n, T(0));
+    };
+    transpose(x.kt, x.k, dhp);
+    if (with_vt) transpose(x.vt, x.v, dvp);
   }
 }
 
