@@ -83,9 +83,9 @@ void htransformer_forward(const HtrDims& d, const T* q, const T* k, const T* v, 
             exp_shift(r, w.ld, m);
             M[blk * nr + a] = m, Z[blk * nr + a] = dot(r, w.cp.data(), w.ld);
           }
-          for (int64_t i = 0; i < w.ns; ++i)
-            mm(w.s.data() + i * w.nrp, w.ld, x.v.data() + w.seg[i].start * dvp, dvp, w.acc.data(), dvp, w.mr, dvp, nr,
-               i > 0);
+          for (int64_t i = 0; i < w.nrun; ++i)
+            mm(w.s.data() + w.run[i].col, w.ld, x.v.data() + w.run[i].start * dvp, dvp, w.acc.data(), dvp, w.mr, dvp,
+               w.run[i].keys, i > 0);
           std::copy_n(w.acc.data(), nr * dvp, Y.data() + blk * nr * dvp);
         }
         if (l + 1 < d.L)  // merge the coarser levels' state (already merged into row p >> 1 of level l + 1)
@@ -175,8 +175,8 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
         }
       }
       for (int64_t l = 0; l < d.L; ++l) {
-        dqc[l].assign((d.Tp >> l) * dhp, T(0)), dkc[l].assign((d.Tp >> l) * dhp, T(0));
-        dvs[l].assign((d.Tp >> l) * dvp, T(0));
+        dqc[l].assign(((d.Tp >> l) + 2) * dhp, T(0)), dkc[l].assign(((d.Tp >> l) + 8) * dhp, T(0));
+        dvs[l].assign(((d.Tp >> l) + 8) * dvp, T(0));
       }
       double* db = dbias ? dtab.data() + bh * nbias : nullptr;
       for (int64_t l = 0; l < d.L; ++l) {
@@ -188,9 +188,9 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
           const int64_t ld = w.ld, p0 = blk * nr, mr = w.mr, nrp = w.nrp;
           // P = exp(s - lse_i + E) (<= 1: lse_i >= s for each fine query i of the row's group),
           // dS = P (G vsum^T - c D).
-          for (int64_t i = 0; i < w.ns; ++i)
-            mm(Gl + p0 * dvp, dvp, x.vt.data() + w.seg[i].start, x.ldt, w.g.data() + i * nrp, ld, mr, nrp, dvd,
-               false);
+          for (int64_t i = 0; i < w.nrun; ++i)
+            mm(Gl + p0 * dvp, dvp, x.vt.data() + w.run[i].start, x.ldt, w.g.data() + w.run[i].col, ld, mr,
+               w.run[i].cols, dvd, false);
           for (int64_t a = 0; a < nr; ++a) {
             T *r = w.s.data() + a * ld, *gr = w.g.data() + a * ld;
             if (El[p0 + a] == kNinf<T>) {
@@ -211,22 +211,21 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
                 const T* gr = w.g.data() + a * ld + i * nrp;
                 for (int64_t j = jlo; j < jhi; ++j) dbr[j] += static_cast<double>(gr[j]);
               }
-          // d q~ = scale dS k~ (the block's rows are written by this block only).
-          for (int64_t i = 0; i < w.ns; ++i)
-            mm(w.g.data() + i * nrp, ld, x.k.data() + w.seg[i].start * dhp, dhp, w.acc.data(), dhp, mr, dhp, nr,
-               i > 0);
+          // d q~ = (scale dS) k~ (the block's rows are written by this block only: spare rows
+          // past nr get 0), d k~ += (scale dS)^T q~, d vsum += P^T G: products per run, the last
+          // two accumulated in place (the zero rows of padding columns add 0; spare rows at the end).
           for (int64_t a = 0; a < nr; ++a)
-            for (int64_t e = 0; e < dh; ++e) dqc[l][(p0 + a) * dhp + e] = scale * w.acc[a * dhp + e];
-          // d k~ += scale dS^T q~, d vsum += P^T G, per segment.
+            for (int64_t j = 0; j < ld; ++j) w.g[a * ld + j] *= scale;
+          for (int64_t i = 0; i < w.nrun; ++i)
+            mm(w.g.data() + w.run[i].col, ld, x.k.data() + w.run[i].start * dhp, dhp, dqc[l].data() + p0 * dhp, dhp,
+               mr, dhp, w.run[i].keys, i > 0);
           tr(w.pt.data(), mr, w.s.data(), ld, mr, ld), tr(w.dst.data(), mr, w.g.data(), ld, mr, ld);
-          for (int64_t i = 0; i < w.ns; ++i) {
-            const int64_t r0 = w.seg[i].start;
-            mm(w.dst.data() + i * nrp * mr, mr, x.q.data() + p0 * dhp, dhp, w.acc.data(), dhp, nrp, dhp, nr, false);
-            for (int64_t j = 0; j < nr; ++j)
-              for (int64_t e = 0; e < dh; ++e) dkc[l][(r0 + j) * dhp + e] += scale * w.acc[j * dhp + e];
-            mm(w.pt.data() + i * nrp * mr, mr, Gl + p0 * dvp, dvp, w.acc.data(), dvp, nrp, dvp, nr, false);
-            for (int64_t j = 0; j < nr; ++j)
-              for (int64_t e = 0; e < dvd; ++e) dvs[l][(r0 + j) * dvp + e] += w.acc[j * dvp + e];
+          for (int64_t i = 0; i < w.nrun; ++i) {
+            const auto& r = w.run[i];
+            mm(w.dst.data() + r.col * mr, mr, x.q.data() + p0 * dhp, dhp, dkc[l].data() + r.start * dhp, dhp, r.cols,
+               dhp, nr, true);
+            mm(w.pt.data() + r.col * mr, mr, Gl + p0 * dvp, dvp, dvs[l].data() + r.start * dvp, dvp, r.cols, dvp, nr,
+               true);
           }
         }
       }

@@ -118,8 +118,14 @@ struct Tile {
     int64_t start;  // the segment's first key
     Kind kind;
   };
-  int64_t nr, half, nrp, mr, ld = 0, ns = 0, dhp, dvp;
+  // Runs of segments that are adjacent both in the tile and in the level (nr a multiple of 8:
+  // the level-0 band, LEFT + ANCHOR when causal), one product each.
+  struct Run {
+    int64_t col, start, cols, keys;  // first tile column, first key, tile columns, keys
+  };
+  int64_t nr, half, nrp, mr, ld = 0, ns = 0, nrun = 0, dhp, dvp;
   Seg seg[3];
+  Run run[3];
   // bias (padded by nrp + 8 both sides), scores, ..., counts per column, 0 / -inf per column (c > 0 / not)
   std::vector<T> tab, s, g, cp, pt, dst, acc, cm;
 
@@ -148,12 +154,20 @@ struct Tile {
     if (blk >= 1) seg[ns++] = {(blk - 1) * nr, kLeft};
     if (l == 0) seg[ns++] = {blk * nr, kAnchor};
     if (!d.causal && blk + 1 < nb) seg[ns++] = {(blk + 1) * nr, kRight};
-    ld = ns * nrp;
+    ld = ns * nrp, nrun = 0;
     if (ns == 0) return 0;
+    for (int64_t i = 0; i < ns; ++i) {
+      Run& r = run[nrun - 1];
+      if (i > 0 && nrp == nr && seg[i].start == r.start + r.keys)
+        r.cols += nrp, r.keys += nr;
+      else
+        run[nrun++] = {i * nrp, seg[i].start, nrp, nr};
+    }
     const T scale = static_cast<T>(d.scale);
     const T* qb = x.q.data() + blk * nr * dhp;
+    for (int64_t i = 0; i < nrun; ++i)
+      mm(qb, dhp, x.kt.data() + run[i].start, x.ldt, s.data() + run[i].col, ld, mr, run[i].cols, dh, false);
     for (int64_t i = 0; i < ns; ++i) {
-      mm(qb, dhp, x.kt.data() + seg[i].start, x.ldt, s.data() + i * nrp, ld, mr, nrp, dh, false);
       std::fill_n(cp.data() + i * nrp, nrp, T(0));
       std::copy_n(x.c.data() + seg[i].start, nr, cp.data() + i * nrp);
     }
