@@ -70,7 +70,7 @@ void htransformer_forward(const HtrDims& d, const T* q, const T* k, const T* v, 
       for (int64_t l = d.L - 1; l >= 0; --l) {
         const Level<T>& x = P[static_cast<size_t>(l)];
         const int64_t n = x.n;
-        M.assign(n, kNinf<T>), Y.assign(n * dvp, T(0)), Z.assign(n, T(0));
+        M.assign(n, kNinf<T>), Y.assign((n + 2) * dvp, T(0)), Z.assign(n, T(0));
         for (int64_t blk = 0; blk < n / nr; ++blk) {
           if (w.scores(d, x, l, blk) == 0) continue;
           for (int64_t a = 0; a < nr; ++a) {
@@ -83,10 +83,10 @@ void htransformer_forward(const HtrDims& d, const T* q, const T* k, const T* v, 
             exp_shift(r, w.ld, m);
             M[blk * nr + a] = m, Z[blk * nr + a] = dot(r, w.cp.data(), w.ld);
           }
+          // (written in place: a spare row past nr, if any, is the next block's and it overwrites it)
           for (int64_t i = 0; i < w.nrun; ++i)
-            mm(w.s.data() + w.run[i].col, w.ld, x.v.data() + w.run[i].start * dvp, dvp, w.acc.data(), dvp, w.mr, dvp,
-               w.run[i].keys, i > 0);
-          std::copy_n(w.acc.data(), nr * dvp, Y.data() + blk * nr * dvp);
+            mm(w.s.data() + w.run[i].col, w.ld, x.v.data() + w.run[i].start * dvp, dvp, Y.data() + blk * nr * dvp, dvp,
+               w.mr, dvp, w.run[i].keys, i > 0);
         }
         if (l + 1 < d.L)  // merge the coarser levels' state (already merged into row p >> 1 of level l + 1)
           for (int64_t p = 0; p < n; ++p) {
@@ -229,19 +229,21 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
           }
         }
       }
-      // The coarsening, transposed: top-down to level 0.
+      // The coarsening, transposed: top-down to level 0 (whole padded rows: the zero columns stay 0).
       for (int64_t l = d.L - 1; l >= 1; --l)
         for (int64_t p = 0; p < (d.Tp >> l); ++p) {
           const T inv = T(1) / P[static_cast<size_t>(l)].div[p];
-          for (int64_t j = 0; j < 2; ++j) {
-            const int64_t ch = 2 * p + j;
-            for (int64_t e = 0; e < dh; ++e) {
-              dkc[l - 1][ch * dhp + e] += dkc[l][p * dhp + e] * inv;
-              if (!d.causal) dqc[l - 1][ch * dhp + e] += dqc[l][p * dhp + e] * inv;
-              else if (j == 0) dqc[l - 1][ch * dhp + e] += dqc[l][p * dhp + e];
-            }
-            for (int64_t e = 0; e < dvd; ++e) dvs[l - 1][ch * dvp + e] += dvs[l][p * dvp + e];
-          }
+          const T *__restrict ku = dkc[l].data() + p * dhp, *__restrict qu = dqc[l].data() + p * dhp;
+          const T* __restrict vu = dvs[l].data() + p * dvp;
+          T *__restrict k0 = dkc[l - 1].data() + 2 * p * dhp, *__restrict k1 = k0 + dhp;
+          T *__restrict q0 = dqc[l - 1].data() + 2 * p * dhp, *__restrict q1 = q0 + dhp;
+          T *__restrict v0 = dvs[l - 1].data() + 2 * p * dvp, *__restrict v1 = v0 + dvp;
+          for (int64_t e = 0; e < dhp; ++e) k0[e] += ku[e] * inv, k1[e] += ku[e] * inv;
+          if (d.causal)
+            for (int64_t e = 0; e < dhp; ++e) q0[e] += qu[e];
+          else
+            for (int64_t e = 0; e < dhp; ++e) q0[e] += qu[e] * inv, q1[e] += qu[e] * inv;
+          for (int64_t e = 0; e < dvp; ++e) v0[e] += vu[e], v1[e] += vu[e];
         }
       auto put = [&](T* out, const std::vector<T>& src, int64_t n, int64_t ld) {  // padding rows 0
         if (!out) return;
