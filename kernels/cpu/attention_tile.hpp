@@ -1,7 +1,8 @@
-// Tile primitives of the fused multi-scale attention (kernels/cpu/hkt_attention.cpp):
-// the small matrix product, row maximum and exponential, the 2x upsampling
-// that carries a coarse level's scores to the next finer grid, and the 2 x 2
-// block sums that carry gradients back. Portable templates here; float32
+// Tile primitives of the fused multi-scale attention (kernels/cpu/hkt_attention.cpp;
+// also used by local_attention.cpp and htransformer.cpp): the small matrix
+// product, row maximum and exponential, the 2x upsampling that carries a
+// coarse level's scores to the next finer grid, the 2 x 2 block sums that
+// carry gradients back, and a transpose. Portable templates here; float32
 // versions with AVX2 + FMA chosen at run time live in attention.cpp.
 //
 // Size rules (guaranteed by the tiling; the AVX2 paths rely on them): every

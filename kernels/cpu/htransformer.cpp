@@ -1,7 +1,7 @@
 // H-Transformer-1D attention on the CPU, the published layout (Zhu and Soricut
 // 2021; hkt/ops/htransformer.hpp has the math, docs/htransformer.md the
-// picture): one task per (batch, head), O(T (dh + dv)) workspace per task, no
-// T x T matrix, O(T Nr (dh + dv)) time. Arithmetic in the tensor's dtype
+// picture): one task per (batch, head), O(T (dh + dv)) workspace per task (kept
+// per thread and reused across calls), no T x T matrix, O(T Nr (dh + dv)) time. Arithmetic in the tensor's dtype
 // (float32 or float64); the bits do not depend on the thread count (each
 // (b, h) is one task with a fixed order of sums, and the bias gradient is
 // reduced over the batch in order after the tasks).
@@ -21,12 +21,14 @@
 // computed by the register-blocked tile product of attention_tile.hpp
 // (AVX2 + FMA for float32 when the CPU has them, portable otherwise) from
 // q~ and k~ transposed; the masks (correction, causal, c = 0) and the bias
-// are applied per element. The pyramid is stored zero padded for the product
-// (row strides and segments rounded up to 8, rows to even), so no operand is
-// packed per block but the tile's own transposes.
+// are applied per element. Segments adjacent both in the tile and in the
+// level (Nr a multiple of 8: the level-0 band) form one run, one product.
+// The pyramid is stored zero padded for the product (row strides and segments
+// rounded up to 8, rows to even, spare rows and columns), so no operand is
+// packed per block; the backward transposes P and dS (tr()).
 //
 // Forward: per level and block the tile's row max m, P = exp(s - m),
-// y = P vsum (a product per segment) and z = P c; the levels are merged
+// y = P vsum (a product per run, into the level's rows) and z = P c; the levels are merged
 // top-down (row p of level l takes row p >> 1 of level l + 1), O(Tp dv),
 // giving per fine query Y, Z and its offset M: out = Y / Z, lse = M + log Z
 // (+inf for padding or no key).
@@ -34,8 +36,9 @@
 // row's group, d vsum = P^T G and dS = P (G vsum^T - c D), where G = sum_i
 // exp(-lse_i) g_i and D = sum_i exp(-lse_i) g_i . out_i over each group are
 // a pyramid of offset sums built bottom-up (O(Tp dv); the offset E, the
-// group's max of -lse, keeps P <= 1); then d q~ = scale dS k~ and
-// d k~ += scale dS^T q~ (products per segment), d bias from dS, and the
+// group's max of -lse, keeps P <= 1); d bias from dS; then d q~ = (scale dS) k~,
+// d k~ += (scale dS)^T q~ and d vsum += P^T G (products per run, the last two
+// accumulated in place by the product), and the
 // coarsening transposed top-down: d x_{l-1}[2p + j] += d x_l[p] / n_l[p]
 // (n_l = the number of non-empty children, at least 1) for the means, the
 // first child only for causal q, both children for vsum.
