@@ -31,6 +31,20 @@ std::vector<std::vector<float>> run_once() {
   return {loss.to_vector<float>(), x.grad().to_vector<float>(), w.grad().to_vector<float>(),
           b.grad().to_vector<float>(), cw.grad().to_vector<float>(), emb.grad().to_vector<float>()};
 }
+// H-Transformer-1D's fused kernel (one task per (batch, head), the bias gradient
+// reduced over the batch in order): float32, padding, bias, both directions.
+std::vector<std::vector<float>> run_htransformer(bool causal) {
+  Generator g(5);
+  const Tensor q = randn({2, 3, 300, 32}, {}, &g).set_requires_grad(true);
+  const Tensor k = randn({2, 3, 300, 32}, {}, &g).set_requires_grad(true);
+  const Tensor v = randn({2, 3, 300, 32}, {}, &g).set_requires_grad(true);
+  const Tensor bias = (0.3 * randn({3, 63}, {}, &g)).set_requires_grad(true);
+  const Tensor r = randn({2, 3, 300, 32}, {}, &g);
+  const Tensor y = htransformer_attention(q, k, v, right_padding({300, 211}, 300), causal, 0.2, 16, bias);
+  sum(y * r).backward();
+  return {y.to_vector<float>(), q.grad().to_vector<float>(), k.grad().to_vector<float>(),
+          v.grad().to_vector<float>(), bias.grad().to_vector<float>()};
+}
 }  // namespace
 
 TEST_CASE("same bits with 1, 2 and 3 threads") {
@@ -47,4 +61,20 @@ TEST_CASE("same bits with 1, 2 and 3 threads") {
     CHECK(one[i] == three[i]);
   }
   check_error([] { set_num_threads(-1); }, "set_num_threads");
+}
+
+TEST_CASE("htransformer_attention: same bits with 1, 2 and 3 threads") {
+  for (bool causal : {false, true}) {
+    set_num_threads(1);
+    const auto one = run_htransformer(causal);
+    set_num_threads(2);
+    const auto two = run_htransformer(causal);
+    set_num_threads(3);
+    const auto three = run_htransformer(causal);
+    set_num_threads(0);
+    for (size_t i = 0; i < one.size(); ++i) {
+      CHECK(one[i] == two[i]);
+      CHECK(one[i] == three[i]);
+    }
+  }
 }

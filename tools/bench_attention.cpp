@@ -20,12 +20,15 @@
 //   hkt-bench-attention --sgemm M N K
 //   hkt-bench-attention --step <preset> T B reps                  (one training step; "step_s peak_mib")
 //   HKT_PROFILE=1 hkt-bench-attention --step ...   also prints the op profile of `reps` steps (stderr)
-//   hkt-bench-attention --curves [--max-t N] [--rounds R] [--csv FILE]
+//   hkt-bench-attention --curves [--max-t N] [--rounds R] [--csv FILE] [--kinds K,K,...] [--no-steps]
 //       cost curves of every attention kind (docs/performance.md): forward+backward time and peak RSS of
-//       MHA, HKT L = 3, local (w = 64), Performer (FAVOR+, m = 256) and Performer (elu+1) at B = 1, H = 4,
-//       dh = 32, T = 512, 1024, ... N (16384 by default), bidirectional; the kinds alternate, R rounds
-//       (3), medians. Then one training step per preset (hkt-small, mha-matched, local-small,
-//       performer-small) at T = 1024 and 4096, B = 2, R alternating rounds, medians.
+//       MHA, HKT L = 3, local (w = 64), Performer (FAVOR+, m = 256), Performer (elu+1) and
+//       H-Transformer-1D (Nr = 16) at B = 1, H = 4, dh = 32, T = 512, 1024, ... N (16384 by default),
+//       bidirectional; the kinds alternate, R rounds (3), medians; the useful GFLOP/s of each kind on
+//       its own counted FLOPs (counted_fwd_flops, x 3 for fwd+bwd) and its ratio to MHA's. --kinds
+//       picks the kinds (MHA is always run, first). Then (unless --no-steps) one training step per
+//       preset (hkt-small, mha-matched, local-small, performer-small, htr-small) at T = 1024 and
+//       4096, B = 2, R alternating rounds, medians.
 //   hkt-bench-attention --kind <mha|hkt3|local|local-causal|performer|elu1|htr> T reps   (one run; "fwd_s fwdbwd_s peak_mib")
 //
 // After the kernel table it times one training step of hkt-small and
@@ -281,19 +284,42 @@ double median_of(std::vector<double> v) {
   return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The counted forward FLOPs of one kind at length T as run_kind configures it (the products
+// over the (query, key) pairs a kind computes, q.k and weight times v: 4 dh per pair per head;
+// nn::model_flops counts the same): MHA T^2 pairs, HKT L = 3 the pairs of its levels
+// (nn::score_flops, twice for the values), local (w = 64) the visible pairs, H-Transformer-1D
+// (Nr = 16) the scores of its published layout (htransformer_score_count). 0 for the
+// Performers, whose products are not over pairs.
+double counted_fwd_flops(const std::string& kind, int64_t T) {
+  const double bhd = static_cast<double>(kB * kH * kDh);
+  if (kind == "mha") return 4.0 * bhd * static_cast<double>(T) * static_cast<double>(T);
+  if (kind == "hkt3") return 2.0 * nn::score_flops(kB, T, kH * kDh, kH, 3).total;
+  if (kind == "local") {
+    double pairs = 0;
+    for (int64_t i = 0; i < T; ++i) pairs += static_cast<double>(std::min(T - 1, i + 64) - std::max<int64_t>(0, i - 64) + 1);
+    return 4.0 * bhd * pairs;
+  }
+  if (kind == "htr") return 4.0 * bhd * static_cast<double>(htransformer_score_count(T, 16, false));
+  return 0.0;
+}
+
 // --curves: the cost curves of every kind and a training step per preset (see the header).
-int run_curves(int64_t max_t, int rounds, const std::string& csv) {
-  const std::vector<std::string> kinds{"mha", "hkt3", "local", "performer", "elu1", "htr"};
+int run_curves(int64_t max_t, int rounds, const std::string& csv, std::vector<std::string> kinds, bool steps) {
+  if (kinds.empty()) kinds = {"mha", "hkt3", "local", "performer", "elu1", "htr"};
+  if (kinds[0] != "mha") kinds.insert(kinds.begin(), "mha");  // the baseline of the ratios
   std::FILE* out = csv.empty() ? nullptr : std::fopen(csv.c_str(), "w");
   if (!csv.empty() && !out) {
     std::fprintf(stderr, "hkt-bench-attention: cannot write '%s'\n", csv.c_str());
     return 1;
   }
-  if (out) std::fprintf(out, "T,kind,fwd_ms,fwdbwd_ms,peak_mib\n");
+  if (out) std::fprintf(out, "T,kind,fwd_ms,fwdbwd_ms,peak_mib,gflops_useful\n");
   std::printf("## cost curves: B = %lld, H = %lld, dh = %lld, float32, bidirectional, forward + backward; "
               "local w = 64, Performer m = 256, H-Transformer-1D Nr = 16 with its bias; median of %d alternating rounds\n\n",
               static_cast<long long>(kB), static_cast<long long>(kH), static_cast<long long>(kDh), rounds);
-  std::printf("| T | kind | fwd ms | fwd+bwd ms | / MHA (fwd+bwd) | peak RSS MiB |\n|--:|------|--:|--:|--:|--:|\n");
+  std::printf("GFLOP/s (useful): 3 x the kind's counted forward FLOPs (counted_fwd_flops) / fwd+bwd time; "
+              "/ MHA: its ratio to MHA's in the same rounds\n\n");
+  std::printf("| T | kind | fwd ms | fwd+bwd ms | / MHA (fwd+bwd) | GFLOP/s (useful) | / MHA GFLOP/s | peak RSS MiB |\n"
+              "|--:|------|--:|--:|--:|--:|--:|--:|\n");
   for (int64_t T = 512; T <= max_t; T *= 2) {
     std::vector<std::vector<double>> f(kinds.size()), a(kinds.size()), m(kinds.size());
     for (int r = 0; r < rounds; ++r)
@@ -304,19 +330,27 @@ int run_curves(int64_t max_t, int rounds, const std::string& csv) {
         f[i].push_back(x), a[i].push_back(y), m[i].push_back(z);
       }
     const double mha = median_of(a[0]);
+    // useful GFLOP/s from a fwd+bwd time in ms (0: not counted or failed)
+    auto gflops = [&](size_t i, double ms) { return ms > 0 ? 3.0 * counted_fwd_flops(kinds[i], T) / ms * 1e-6 : 0.0; };
+    const double mha_gf = gflops(0, mha * 1e3);
     for (size_t i = 0; i < kinds.size(); ++i) {
       if (a[i].empty()) {
-        std::printf("| %lld | %s | failed | | | |\n", static_cast<long long>(T), kinds[i].c_str());
+        std::printf("| %lld | %s | failed | | | | | |\n", static_cast<long long>(T), kinds[i].c_str());
         continue;
       }
-      const double fw = median_of(f[i]) * 1e3, al = median_of(a[i]) * 1e3, mib = median_of(m[i]);
-      std::printf("| %lld | %s | %.1f | %.1f | %.2f | %.0f |\n", static_cast<long long>(T), kinds[i].c_str(), fw, al,
-                  mha > 0 ? al / (mha * 1e3) : 0.0, mib);
-      if (out) std::fprintf(out, "%lld,%s,%.3f,%.3f,%.1f\n", static_cast<long long>(T), kinds[i].c_str(), fw, al, mib);
+      const double fw = median_of(f[i]) * 1e3, al = median_of(a[i]) * 1e3, mib = median_of(m[i]), gf = gflops(i, al);
+      char gfs[64] = "", rel[64] = "";
+      if (gf > 0) std::snprintf(gfs, sizeof gfs, "%.1f", gf);
+      if (gf > 0 && mha_gf > 0) std::snprintf(rel, sizeof rel, "%.2f", gf / mha_gf);
+      std::printf("| %lld | %s | %.1f | %.1f | %.2f | %s | %s | %.0f |\n", static_cast<long long>(T), kinds[i].c_str(), fw,
+                  al, mha > 0 ? al / (mha * 1e3) : 0.0, gfs, rel, mib);
+      if (out)
+        std::fprintf(out, "%lld,%s,%.3f,%.3f,%.1f,%.3f\n", static_cast<long long>(T), kinds[i].c_str(), fw, al, mib, gf);
       std::fflush(stdout);
     }
   }
   if (out) std::fclose(out);
+  if (!steps) return 0;
   const std::vector<std::string> presets{"hkt-small", "mha-matched", "local-small", "performer-small", "htr-small"};
   std::printf("\n## training step per preset: B = 2, vocab 256, 10 classes, forward + cross-entropy + backward + clip + "
               "AdamW; median of %d alternating rounds\n\n| T | preset | step ms | / mha-matched | peak RSS MiB |\n"
@@ -353,13 +387,24 @@ int main(int argc, char** argv) {
     int64_t max_t = 16384;
     int rounds = 3;
     std::string csv;
+    std::vector<std::string> kinds;
+    bool steps = true;
     for (int i = 2; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--max-t" && i + 1 < argc) max_t = std::atoll(argv[++i]);
       else if (a == "--rounds" && i + 1 < argc) rounds = std::atoi(argv[++i]);
       else if (a == "--csv" && i + 1 < argc) csv = argv[++i];
+      else if (a == "--kinds" && i + 1 < argc) {
+        const std::string list = argv[++i];
+        for (size_t b = 0; b <= list.size();) {
+          const size_t e = std::min(list.find(',', b), list.size());
+          if (e > b) kinds.push_back(list.substr(b, e - b));
+          b = e + 1;
+        }
+      } else if (a == "--no-steps") steps = false;
       else {
-        std::fprintf(stderr, "usage: %s --curves [--max-t N] [--rounds R] [--csv FILE]\n", argv[0]);
+        std::fprintf(stderr, "usage: %s --curves [--max-t N] [--rounds R] [--csv FILE] [--kinds K,K,...] [--no-steps]\n",
+                     argv[0]);
         return 2;
       }
     }
@@ -367,7 +412,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "hkt-bench-attention: --max-t must be >= 512 and --rounds >= 1\n");
       return 2;
     }
-    return run_curves(max_t, rounds, csv);
+    return run_curves(max_t, rounds, csv, kinds, steps);
   }
   if (argc >= 2 && std::strcmp(argv[1], "--one") == 0 && argc == 7)
     return run_one(std::strcmp(argv[2], "fused") == 0, std::atoll(argv[3]), std::atoll(argv[4]),

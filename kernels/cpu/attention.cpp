@@ -1,6 +1,6 @@
 // float32 tile primitives of the fused attention (kernels/cpu/attention_tile.hpp):
 // the small matrix product, row maximum and exponential, 2x upsampling, 2 x 2
-// block sums, the softmax backward row and a dot product, with AVX2 + FMA versions
+// block sums, the softmax backward row, a dot product and a transpose, with AVX2 + FMA versions
 // chosen at run time when the CPU has them (the library is built for
 // x86-64-v2), and portable versions otherwise. Results are bitwise the same
 // for any number of threads; they may differ between CPUs with and without
@@ -143,6 +143,33 @@ __attribute__((target("avx2,fma"))) void dsoftmax_f32_avx2(const float* p, float
     _mm256_storeu_ps(g + j, _mm256_mul_ps(_mm256_loadu_ps(p + j), _mm256_sub_ps(_mm256_loadu_ps(g + j), vd)));
 }
 
+// m % 8 == 0, n % 8 == 0: 8 x 8 blocks transposed in registers.
+__attribute__((target("avx2,fma"))) void tr_f32_avx2(float* dst, int64_t ldd, const float* src, int64_t lds,
+                                                     int64_t m, int64_t n) {
+  for (int64_t i = 0; i < m; i += 8)
+    for (int64_t j = 0; j < n; j += 8) {
+      __m256 r[8], t[8];
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(src + (i + k) * lds + j);
+#pragma GCC unroll 4
+      for (int k = 0; k < 8; k += 2) {
+        t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+        t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+      }
+      for (int k = 0; k < 8; k += 4) {
+        r[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);
+        r[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
+        r[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);
+        r[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+      }
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        _mm256_storeu_ps(dst + (j + k) * ldd + i, _mm256_permute2f128_ps(r[k], r[k + 4], 0x20));
+        _mm256_storeu_ps(dst + (j + k + 4) * ldd + i, _mm256_permute2f128_ps(r[k], r[k + 4], 0x31));
+      }
+    }
+}
+
 __attribute__((target("avx2,fma"))) float dot_f32_avx2(const float* a, const float* b, int64_t n) {
   __m256 s = _mm256_setzero_ps();
   for (int64_t j = 0; j < n; j += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(b + j), s);
@@ -194,6 +221,13 @@ void dsoftmax_f32(const float* p, float* g, int64_t n, float d) {
   if (cpu_has_avx2_fma()) return dsoftmax_f32_avx2(p, g, n, d);
 #endif
   dsoftmax_generic(p, g, n, d);
+}
+
+void tr_f32(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t m, int64_t n) {
+#ifdef HKT_ATTN_AVX2
+  if (m % 8 == 0 && n % 8 == 0 && cpu_has_avx2_fma()) return tr_f32_avx2(dst, ldd, src, lds, m, n);
+#endif
+  tr_generic(dst, ldd, src, lds, m, n);
 }
 
 float dot_f32(const float* a, const float* b, int64_t n) {

@@ -1,7 +1,8 @@
-// Tile primitives of the fused multi-scale attention (kernels/cpu/hkt_attention.cpp):
-// the small matrix product, row maximum and exponential, the 2x upsampling
-// that carries a coarse level's scores to the next finer grid, and the 2 x 2
-// block sums that carry gradients back. Portable templates here; float32
+// Tile primitives of the fused multi-scale attention (kernels/cpu/hkt_attention.cpp;
+// also used by local_attention.cpp and htransformer.cpp): the small matrix
+// product, row maximum and exponential, the 2x upsampling that carries a
+// coarse level's scores to the next finer grid, the 2 x 2 block sums that
+// carry gradients back, and a transpose. Portable templates here; float32
 // versions with AVX2 + FMA chosen at run time live in attention.cpp.
 //
 // Size rules (guaranteed by the tiling; the AVX2 paths rely on them): every
@@ -85,6 +86,13 @@ T dot_generic(const T* a, const T* b, int64_t n) {
   return s;
 }
 
+// dst[j][i] = src[i][j] for i < m, j < n (any sizes).
+template <class T>
+void tr_generic(T* dst, int64_t ldd, const T* src, int64_t lds, int64_t m, int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < m; ++i) dst[j * ldd + i] = src[i * lds + j];
+}
+
 // float32 versions (attention.cpp): AVX2 + FMA when the CPU has them.
 void mm_f32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
             int64_t K, bool acc);
@@ -95,6 +103,7 @@ void up2_f32(float* fine, int64_t ldf, const float* raw, int64_t ldr, const floa
 void bs2_f32(float* coarse, int64_t ldc, const float* fine, int64_t ldf, int64_t mr, int64_t nc);
 void dsoftmax_f32(const float* p, float* g, int64_t n, float d);
 float dot_f32(const float* a, const float* b, int64_t n);
+void tr_f32(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t m, int64_t n);  // AVX2 if m, n % 8 == 0
 
 template <class T>
 inline constexpr bool kIsF32 = std::is_same_v<T, float>;
@@ -148,6 +157,14 @@ T dot(const T* a, const T* b, int64_t n) {
     return dot_f32(a, b, n);
   else
     return dot_generic(a, b, n);
+}
+
+template <class T>
+void tr(T* dst, int64_t ldd, const T* src, int64_t lds, int64_t m, int64_t n) {
+  if constexpr (kIsF32<T>)
+    tr_f32(dst, ldd, src, lds, m, n);
+  else
+    tr_generic(dst, ldd, src, lds, m, n);
 }
 
 }  // namespace hkt::cpu::attn_detail

@@ -1,0 +1,191 @@
+// The pyramid and the score tile of the H-Transformer-1D kernel
+// (kernels/cpu/htransformer.cpp has the picture): in the tensor's dtype,
+// stored padded for the tile product of attention_tile.hpp (rows of q~, k~,
+// vsum at a stride that is a multiple of 8, zero filled; k~ and vsum also
+// transposed, with 8 spare columns, so that a block of keys is a column
+// slice; 2 spare rows and 8 spare counts).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/attention_tile.hpp"
+
+namespace hkt::cpu {
+
+struct HtrDims {
+  int64_t B, H, T, dh, dv;
+  int64_t block;    // Nr as configured: the bias table has 4 block - 1 entries per head
+  int64_t Tp, nr, L;  // the padded length Nr' 2^L, the block used Nr' (= min(block, Tp / 2)), the levels
+  bool causal;
+  double scale;
+};
+
+namespace htr {
+
+inline int64_t up8(int64_t n) { return (n + 7) / 8 * 8; }
+inline int64_t up2(int64_t n) { return (n + 1) / 2 * 2; }
+template <class T>
+inline constexpr T kNinf = -std::numeric_limits<T>::infinity();
+
+// One level of the pyramid of one (b, h).
+template <class T>
+struct Level {
+  int64_t n = 0, ldt = 0;            // tokens, the column stride of kt / vt (n + 8)
+  std::vector<T> q, k, v;            // q~, k~ [n + 2, dhp], vsum [n + 2, dvp]
+  std::vector<T> kt, vt;             // k~ [dhp, ldt] and vsum [dvp, ldt] transposed (vt: only if asked)
+  std::vector<T> c, div;             // counts of valid fine keys [n + 8]; the mean's divisor (>= 1) [n]
+  std::vector<char> ne;              // the group holds a valid token
+};
+
+// Builds the levels into P (its vectors reused: a workspace kept per thread
+// spares the allocations and page faults of fresh buffers at every call).
+template <class T>
+void build(const HtrDims& d, const T* q, const T* k, const T* v, const bool* valid, bool with_vt,
+           std::vector<Level<T>>& P) {
+  const int64_t dh = d.dh, dv = d.dv, dhp = up8(dh), dvp = up8(dv);
+  if (static_cast<int64_t>(P.size()) < d.L) P.resize(static_cast<size_t>(d.L));
+  for (int64_t l = 0; l < d.L; ++l) {
+    Level<T>& x = P[static_cast<size_t>(l)];
+    const int64_t n = d.Tp >> l;
+    x.n = n, x.ldt = n + 8;
+    // Every row is written below (so no zero fill first), but the 2 spare rows.
+    x.q.resize((n + 2) * dhp), x.k.resize((n + 2) * dhp), x.v.resize((n + 2) * dvp);
+    std::fill_n(x.q.data() + n * dhp, 2 * dhp, T(0)), std::fill_n(x.k.data() + n * dhp, 2 * dhp, T(0));
+    std::fill_n(x.v.data() + n * dvp, 2 * dvp, T(0));
+    x.c.assign(n + 8, T(0)), x.div.assign(n, T(1)), x.ne.assign(n, 0);
+    if (l == 0) {
+      for (int64_t t = 0; t < n; ++t) {
+        T *qt = x.q.data() + t * dhp, *kt = x.k.data() + t * dhp, *vt = x.v.data() + t * dvp;
+        if (t >= d.T || (valid && !valid[t])) {
+          std::fill_n(qt, dhp, T(0)), std::fill_n(kt, dhp, T(0)), std::fill_n(vt, dvp, T(0));
+          continue;
+        }
+        x.c[t] = T(1), x.ne[t] = 1;
+        std::copy_n(q + t * dh, dh, qt), std::fill(qt + dh, qt + dhp, T(0));
+        std::copy_n(k + t * dh, dh, kt), std::fill(kt + dh, kt + dhp, T(0));
+        std::copy_n(v + t * dv, dv, vt), std::fill(vt + dv, vt + dvp, T(0));
+      }
+    } else {
+      const Level<T>& f = P[static_cast<size_t>(l - 1)];
+      for (int64_t p = 0; p < n; ++p) {
+        const int64_t a = 2 * p, z = 2 * p + 1, kids = f.ne[a] + f.ne[z];
+        x.c[p] = f.c[a] + f.c[z], x.ne[p] = kids > 0;
+        const T div = kids > 0 ? static_cast<T>(kids) : T(1);
+        x.div[p] = div;
+        const T *qa = f.q.data() + a * dhp, *qz = qa + dhp, *ka = f.k.data() + a * dhp, *kz = ka + dhp;
+        T *qp = x.q.data() + p * dhp, *kp = x.k.data() + p * dhp;
+        for (int64_t e = 0; e < dhp; ++e) {  // (the zero columns stay 0)
+          kp[e] = (ka[e] + kz[e]) / div;
+          qp[e] = d.causal ? qa[e] : (qa[e] + qz[e]) / div;
+        }
+        const T *va = f.v.data() + a * dvp, *vz = va + dvp;
+        T* vp = x.v.data() + p * dvp;
+        for (int64_t e = 0; e < dvp; ++e) vp[e] = va[e] + vz[e];
+      }
+    }
+    // (n rows, dhp columns: the zero columns of k~ and vsum fill the spare rows of kt, vt)
+    auto transpose = [&](std::vector<T>& dst, const std::vector<T>& src, int64_t cols) {
+      dst.resize(cols * x.ldt);
+      attn_detail::tr(dst.data(), x.ldt, src.data(), cols, n, cols);
+      for (int64_t e = 0; e < cols; ++e) std::fill_n(dst.data() + e * x.ldt + n, x.ldt - n, T(0));
+    };
+    transpose(x.kt, x.k, dhp);
+    if (with_vt) transpose(x.vt, x.v, dvp);
+  }
+}
+
+// The per-thread buffers of the kernels (htransformer.cpp), reused across (b, h) and calls.
+template <class T>
+struct Workspace {
+  std::vector<Level<T>> P;
+  std::vector<T> M, Y, Z, Mu, Yu, Zu;                 // forward: per row of a level and of the level above
+  std::vector<std::vector<T>> E, G, D, dqc, dkc, dvs;  // backward: per level
+  static Workspace& local() {
+    static thread_local Workspace w;
+    return w;
+  }
+};
+
+// The score tile of one query block: its rows [0, mr) (mr = nr rounded up to
+// even) against up to three key blocks (segments LEFT, ANCHOR, RIGHT, in this
+// order), each nrp = nr rounded up to 8 columns wide.
+template <class T>
+struct Tile {
+  enum Kind { kLeft, kAnchor, kRight };
+  struct Seg {
+    int64_t start;  // the segment's first key
+    Kind kind;
+  };
+  // Runs of segments that are adjacent both in the tile and in the level (nr a multiple of 8:
+  // the level-0 band, LEFT + ANCHOR when causal), one product each.
+  struct Run {
+    int64_t col, start, cols, keys;  // first tile column, first key, tile columns, keys
+  };
+  int64_t nr, half, nrp, mr, ld = 0, ns = 0, nrun = 0, dhp, dvp;
+  Seg seg[3];
+  Run run[3];
+  // bias (padded by nrp + 8 both sides), scores, ..., counts per column, 0 / -inf per column (c > 0 / not)
+  std::vector<T> tab, s, g, cp, pt, dst, acc, cm;
+
+  explicit Tile(const HtrDims& d)
+      : nr(d.nr), half(d.nr / 2), nrp(up8(d.nr)), mr(up2(d.nr)), dhp(up8(d.dh)), dvp(up8(d.dv)) {
+    tab.assign(4 * d.block - 1 + 2 * (nrp + 8), T(0));
+    s.resize(mr * 3 * nrp), g.resize(mr * 3 * nrp), cp.resize(3 * nrp), cm.resize(3 * nrp);
+    pt.resize(3 * nrp * mr), dst.resize(3 * nrp * mr), acc.resize(std::max(nrp, mr) * std::max(dhp, dvp));
+  }
+  void set_bias(const T* bias, int64_t nbias) {
+    if (bias) std::copy_n(bias, nbias, tab.data() + nrp + 8);
+  }
+  // The keys [lo, hi) of segment i that row a sees (the causal anchor and the correction mask).
+  void range(const HtrDims& d, int64_t l, int64_t i, int64_t a, int64_t& lo, int64_t& hi) const {
+    lo = 0, hi = nr;
+    if (seg[i].kind == kAnchor && d.causal) hi = a + 1;
+    if (l > 0 && seg[i].kind == kLeft && a < half) hi = half;
+    if (l > 0 && seg[i].kind == kRight && a >= half) lo = half;
+  }
+  // Segments of block blk at level l; then s = scale q~ k~^T + bias, -inf where masked
+  // or c = 0 (rows >= nr: 0), cp = the counts per column (0 at padding). Returns the segment count.
+  int64_t scores(const HtrDims& d, const Level<T>& x, int64_t l, int64_t blk) {
+    using attn_detail::mm;
+    const int64_t nb = x.n / nr, dh = d.dh;
+    ns = 0;
+    if (blk >= 1) seg[ns++] = {(blk - 1) * nr, kLeft};
+    if (l == 0) seg[ns++] = {blk * nr, kAnchor};
+    if (!d.causal && blk + 1 < nb) seg[ns++] = {(blk + 1) * nr, kRight};
+    ld = ns * nrp, nrun = 0;
+    if (ns == 0) return 0;
+    for (int64_t i = 0; i < ns; ++i) {
+      Run& r = run[nrun - 1];
+      if (i > 0 && nrp == nr && seg[i].start == r.start + r.keys)
+        r.cols += nrp, r.keys += nr;
+      else
+        run[nrun++] = {i * nrp, seg[i].start, nrp, nr};
+    }
+    const T scale = static_cast<T>(d.scale);
+    const T* qb = x.q.data() + blk * nr * dhp;
+    for (int64_t i = 0; i < nrun; ++i)
+      mm(qb, dhp, x.kt.data() + run[i].start, x.ldt, s.data() + run[i].col, ld, mr, run[i].cols, dh, false);
+    for (int64_t i = 0; i < ns; ++i) {
+      std::fill_n(cp.data() + i * nrp, nrp, T(0));
+      std::copy_n(x.c.data() + seg[i].start, nr, cp.data() + i * nrp);
+    }
+    for (int64_t j = 0; j < ld; ++j) cm[j] = cp[j] > 0 ? T(0) : kNinf<T>;
+    for (int64_t a = 0; a < nr; ++a)
+      for (int64_t i = 0; i < ns; ++i) {
+        int64_t lo, hi;
+        range(d, l, i, a, lo, hi);
+        T* r = s.data() + a * ld + i * nrp;
+        const T* bt = tab.data() + nrp + 8 + (seg[i].start - blk * nr - a + 2 * d.block - 1);
+        const T* c = cm.data() + i * nrp;
+        std::fill_n(r, lo, kNinf<T>), std::fill(r + hi, r + nrp, kNinf<T>);
+        for (int64_t j = lo; j < hi; ++j) r[j] = r[j] * scale + bt[j] + c[j];
+      }
+    std::fill(s.begin() + nr * ld, s.begin() + mr * ld, T(0));
+    return ns;
+  }
+};
+
+}  // namespace htr
+}  // namespace hkt::cpu
