@@ -12,6 +12,7 @@
 
 #include "hkt/core/error.hpp"
 #include "hkt/core/function.hpp"
+#include "hkt/core/profiler.hpp"
 #include "hkt/kernels/registry.hpp"
 #include "hkt/ops/elementwise.hpp"
 #include "hkt/ops/factory.hpp"
@@ -103,6 +104,7 @@ class HTransformerFn final : public Function {
     Tensor lse = Tensor::empty({q.size(0), q.size(1), q.size(2)}, q.dtype(), q.device());
     kernels::tables().htransformer.get(q.device(), q.dtype())(shape(q, v), q.raw_data(), k.raw_data(), v.raw_data(),
                                                               bool_ptr(valid), ptr(bias), y.raw_data(), lse.raw_data());
+    profiler::count(flops(q, v));
     q_ = q, k_ = k, v_ = v, valid_ = valid, bias_ = bias, y_ = y, lse_ = lse;
     return {y};
   }
@@ -122,10 +124,18 @@ class HTransformerFn final : public Function {
     kernels::tables().htransformer_backward.get(q.device(), q.dtype())(
         shape(q, v), q.raw_data(), k.raw_data(), v.raw_data(), bool_ptr(valid), ptr(bias), y.raw_data(),
         lse.raw_data(), g.raw_data(), ptr(res[0]), ptr(res[1]), ptr(res[2]), ptr(res[4]));
+    profiler::count(2 * flops(q, v));  // twice the forward's products, as nn::model_flops counts a backward
     return res;
   }
 
  private:
+  // The forward's products: per head, 2 dh per computed score (htransformer_score_count) and 2 dv per weight.
+  double flops(const Tensor& q, const Tensor& v) const {
+    if (!profiler::enabled()) return 0;
+    const double pairs = static_cast<double>(htransformer_score_count(q.size(2), block_, causal_));
+    return 2.0 * static_cast<double>(q.size(0)) * static_cast<double>(q.size(1)) * pairs *
+           static_cast<double>(q.size(3) + v.size(3));
+  }
   sig::HtrShape shape(const Tensor& q, const Tensor& v) const {
     const HtrGeometry geo = htransformer_geometry(q.size(2), block_);
     return {q.size(0), q.size(1), q.size(2), q.size(3), v.size(3), block_, geo.Tp, geo.nr, geo.L, causal_, scale_};
