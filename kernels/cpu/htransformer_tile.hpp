@@ -157,9 +157,8 @@ struct Tile {
     ld = ns * nrp, nrun = 0;
     if (ns == 0) return 0;
     for (int64_t i = 0; i < ns; ++i) {
-      Run& r = run[nrun - 1];
-      if (i > 0 && nrp == nr && seg[i].start == r.start + r.keys)
-        r.cols += nrp, r.keys += nr;
+      if (i > 0 && nrp == nr && seg[i].start == run[nrun - 1].start + run[nrun - 1].keys)
+        run[nrun - 1].cols += nrp, run[nrun - 1].keys += nr;
       else
         run[nrun++] = {i * nrp, seg[i].start, nrp, nr};
     }
