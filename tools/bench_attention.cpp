@@ -286,14 +286,15 @@ double median_of(std::vector<double> v) {
 
 // The counted forward FLOPs of one kind at length T as run_kind configures it (the products
 // over the (query, key) pairs a kind computes, q.k and weight times v: 4 dh per pair per head;
-// nn::model_flops counts the same): MHA T^2 pairs, HKT L = 3 the pairs of its levels
-// (nn::score_flops, twice for the values), local (w = 64) the visible pairs, H-Transformer-1D
+// nn::model_flops counts the same): MHA T^2 pairs, HKT L = 3 the scores of its levels
+// (nn::score_flops) and P V over the T^2 fine pairs, local (w = 64) the visible pairs, H-Transformer-1D
 // (Nr = 16) the scores of its published layout (htransformer_score_count). 0 for the
 // Performers, whose products are not over pairs.
 double counted_fwd_flops(const std::string& kind, int64_t T) {
   const double bhd = static_cast<double>(kB * kH * kDh);
   if (kind == "mha") return 4.0 * bhd * static_cast<double>(T) * static_cast<double>(T);
-  if (kind == "hkt3") return 2.0 * nn::score_flops(kB, T, kH * kDh, kH, 3).total;
+  if (kind == "hkt3")  // every level's scores, and P V on the fine map only
+    return nn::score_flops(kB, T, kH * kDh, kH, 3).total + 2.0 * bhd * static_cast<double>(T) * static_cast<double>(T);
   if (kind == "local") {
     double pairs = 0;
     for (int64_t i = 0; i < T; ++i) pairs += static_cast<double>(std::min(T - 1, i + 64) - std::max<int64_t>(0, i - 64) + 1);
