@@ -11,7 +11,7 @@ set xlabel "T"
 set grid
 set multiplot layout 1,2
 kinds = "mha hkt3 local performer elu1 htr"
-titles = "MHA HKT(L=3) local(w=64) Performer(FAVOR+,m=64) Performer(elu+1,m=dh) H-Transformer-1D(N=16)"
+titles = "MHA HKT(L=3) local(w=64) Performer(FAVOR+,m=256) Performer(elu+1,m=dh) H-Transformer-1D(N=16)"
 set ylabel "forward + backward, ms"
 set title "time (B = 1, H = 4, dh = 32, float32)"
 plot for [i=1:6] csv using (strcol(2) eq word(kinds,i) ? $1 : NaN):4 every ::1 with linespoints title word(titles,i)
