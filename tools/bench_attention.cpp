@@ -53,6 +53,7 @@
 
 #include "hkt/core/grad_mode.hpp"
 #include "hkt/core/profiler.hpp"
+#include "bench_util.hpp"
 #include "hkt/ops/attention.hpp"
 #include "hkt/ops/htransformer.hpp"
 #include "hkt/ops/elementwise.hpp"
@@ -230,13 +231,7 @@ struct Result {
   double fwd = 0, all = 0, mib = 0;
 };
 
-std::string self_exe() {
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return "hkt-bench-attention";
-  buf[n] = 0;
-  return buf;
-}
+std::string self_exe() { return bench::self_exe("hkt-bench-attention"); }
 
 std::string run_child(const std::string& args) {
   std::string cmd = "'";
@@ -278,11 +273,7 @@ void row(const char* impl, const char* variant, int64_t T, const Result& r, cons
   std::fflush(stdout);
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using bench::median_of;
 
 // The counted forward FLOPs of one kind at length T as run_kind configures it (the products
 // over the (query, key) pairs a kind computes, q.k and weight times v: 4 dh per pair per head;

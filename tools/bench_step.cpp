@@ -21,20 +21,15 @@
 #include <unistd.h>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "hkt/models/classifier.hpp"
 
 namespace {
 
 std::string sibling(const char* name) {
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  std::string dir = ".";
-  if (n > 0) {
-    buf[n] = 0;
-    dir = buf;
-    dir = dir.substr(0, dir.find_last_of('/'));
-  }
-  return dir + "/" + name;
+  const std::string self = hkt::bench::self_exe("");
+  const size_t slash = self.find_last_of('/');
+  return (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) + "/" + name;
 }
 
 // The first number the command prints on stdout (or a negative number when it fails).
@@ -50,11 +45,7 @@ double first_number(const std::string& cmd) {
   return x;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using hkt::bench::median_of;
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -154,11 +145,11 @@ int main(int argc, char** argv) {
                                        std::to_string(sh.B) + " " + std::to_string(reps)));
       }
     }
-    const double sg = median(sgemm);
+    const double sg = median_of(sgemm);
     for (size_t k = 0; k < step.size(); ++k) {
       const Shape& sh = shapes[k / presets.size()];
       const std::string& p = presets[k % presets.size()];
-      const double s = median(step[k]);
+      const double s = median_of(step[k]);
       if (s <= 0 || sg <= 0) {
         std::fprintf(stderr, "hkt-bench-step: a child failed (%s, T = %lld, B = %lld, %d threads)\n", p.c_str(), sh.T,
                      sh.B, t);
