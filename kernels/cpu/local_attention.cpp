@@ -15,7 +15,8 @@
 // recomputed: dQ by (b, h, query tile), dK and dV by (b, h, key tile) against
 // the band of queries that see the tile. Every output row is written by one
 // task with a fixed order of sums, so the bits do not depend on the number of
-// threads. O(T w dh) time; O(T) memory besides each task's tiles (tile x band).
+// threads. O(T w dh) time; O(T) memory besides each thread's tiles (tile x band),
+// kept per thread across calls.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -90,10 +91,11 @@ struct QueryTile {
   }
 };
 
-// Packed operands and scores of one query tile: s = scale Q K^T + masks.
+// Packed operands and scores of one query tile: s = scale Q K^T + masks
+// (kept per thread, per_thread in parallel.hpp).
 template <class T>
 struct TileWork {
-  std::vector<T> q, kc, kr, vr, vc, dor, s, g, acc, bias;
+  std::vector<T> q, kc, kr, vr, vc, dor, s, g, acc, bias, sum, mx;
   void scores(const LocalDims& d, const QueryTile& t, int64_t off, const T* qg, const T* kg, const bool* vb) {
     using attn_detail::mm;
     const int64_t dh = d.dh, dhp = up8(dh);
@@ -110,6 +112,12 @@ struct TileWork {
   }
 };
 
+// The key-tile pass's buffers (dK, dV).
+template <class T>
+struct KeyWork {
+  std::vector<T> kp, vp, qc, qr, doc, dor, st, gt, lcol, dcol, acc;
+};
+
 }  // namespace local_detail
 
 // q, k, v, o [B, H, T, dh] contiguous; valid [B, T] or null; lse [B, H, T].
@@ -121,8 +129,9 @@ void local_attention_forward(const LocalDims& d, const T* q, const T* k, const T
   const int64_t T_ = d.len, dh = d.dh, dhp = up8(dh), nt = (T_ + kLocalTile - 1) / kLocalTile;
   constexpr T ninf = -std::numeric_limits<T>::infinity();
   parallel_for(0, d.B * d.H * nt, 1, [&](int64_t lo_task, int64_t hi_task) {
-    TileWork<T> w;
-    std::vector<T> sum(static_cast<size_t>(kLocalTile)), mx(static_cast<size_t>(kLocalTile));
+    TileWork<T>& w = per_thread<TileWork<T>>();
+    std::vector<T>&sum = w.sum, &mx = w.mx;
+    sum.resize(static_cast<size_t>(kLocalTile)), mx.resize(static_cast<size_t>(kLocalTile));
     for (int64_t task = lo_task; task < hi_task; ++task) {
       const int64_t bh = task / nt, off = bh * T_ * dh;
       const QueryTile t(d, task % nt);
@@ -176,7 +185,7 @@ void local_attention_grad(const LocalDims& d, const T* q, const T* k, const T* v
   });
   // dQ by query tile: P = exp(S - lse), dS = P (dO V^T - D), dQ = scale dS K.
   parallel_for(0, BH * nt, 1, [&](int64_t lo_task, int64_t hi_task) {
-    TileWork<T> w;
+    TileWork<T>& w = per_thread<TileWork<T>>();
     for (int64_t task = lo_task; task < hi_task; ++task) {
       const int64_t bh = task / nt, off = bh * T_ * dh;
       const QueryTile t(d, task % nt);
@@ -205,7 +214,9 @@ void local_attention_grad(const LocalDims& d, const T* q, const T* k, const T* v
   // dK, dV by key tile, against the band of queries [i0, i0 + m) that see it:
   // S^T = K Q^T, P^T = exp(S^T - lse), dS^T = P^T (V dO^T - D), dV = P^T dO, dK = scale dS^T Q.
   parallel_for(0, BH * nt, 1, [&](int64_t lo_task, int64_t hi_task) {
-    std::vector<T> kp, vp, qc, qr, doc, dor, st, gt, lcol, dcol, acc;
+    KeyWork<T>& kw = per_thread<KeyWork<T>>();
+    auto &kp = kw.kp, &vp = kw.vp, &qc = kw.qc, &qr = kw.qr, &doc = kw.doc, &dor = kw.dor, &st = kw.st, &gt = kw.gt;
+    auto &lcol = kw.lcol, &dcol = kw.dcol, &acc = kw.acc;
     for (int64_t task = lo_task; task < hi_task; ++task) {
       const int64_t bh = task / nt, off = bh * T_ * dh, j0 = (task % nt) * kLocalTile;
       const int64_t n = std::min(kLocalTile, T_ - j0), npr = up2(n);

@@ -57,6 +57,19 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
 #endif
 }
 
+// The calling thread's own W, kept for the life of the thread. Kernels keep
+// their tile buffers there instead of fresh vectors per task: freeing a few
+// hundred KiB per task makes glibc trim its thread arenas (madvise), and the
+// TLB shootdowns and page faults that follow cost more than the arithmetic
+// (a sampled profile of local attention's backward had most of its time
+// there). Only for bodies that run no nested parallel loop: a thread waiting
+// in one may run another task of the outer loop, which would share W.
+template <class W>
+W& per_thread() {
+  static thread_local W w;
+  return w;
+}
+
 // Elements per task for cheap elementwise work.
 inline constexpr int64_t kElementwiseGrain = 1 << 15;
 
