@@ -88,14 +88,15 @@ Tensor holes_mask(int64_t T) {
   return gt(from_vector(v, {2, T}), 0.0);
 }
 
-// The tiled kernel's edges: T around the 64-row tile, bands narrower and
-// wider than a tile, head dims not a multiple of 8; float64 (portable tile
-// product) to 1e-12 and float32 (AVX2 + FMA where the CPU has them) against
-// the float64 reference.
+// The tiled kernel's edges: T around the 12-row tile and the 256-row chunk
+// (one chunk, two, three), bands narrower and wider than a tile and than a
+// chunk, head dims not a multiple of 8; float64 (portable tile product) to
+// 1e-12 and float32 (AVX2 + FMA where the CPU has them) against the float64
+// reference.
 TEST_CASE("local_attention: tile edges against the composite reference (float64 and float32)") {
   int n = 100;
-  for (int64_t T : {63, 64, 65, 127, 200})
-    for (int64_t w : {1, 3, 64, 100})
+  for (int64_t T : {11, 12, 13, 63, 200, 255, 256, 257, 600})
+    for (int64_t w : {1, 3, 64, 100, 300})
       for (int64_t dh : {5, 33})
         for (bool causal : {false, true}) {
           const bool padded = (T + w + dh) % 2 == 0;
