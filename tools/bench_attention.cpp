@@ -177,11 +177,7 @@ int run_kind(const std::string& kind, int64_t T, int reps) {
 // backward, clipping, AdamW. Prints "step_s peak_mib".
 int run_step(const std::string& preset, int64_t T, int64_t B, int reps) {
   manual_seed(1);
-  nn::ClassifierConfig cfg = nn::ClassifierConfig::preset(preset);
-  cfg.vocab = 256;
-  cfg.classes = 10;
-  cfg.max_len = T;
-  nn::SequenceClassifier model(cfg);
+  nn::SequenceClassifier model(bench::step_config(preset, T));
   model.train();
   nn::AdamW opt(model.parameters(), 1e-3);
   std::vector<int64_t> tok(static_cast<size_t>(B * T)), lab(static_cast<size_t>(B));
@@ -210,13 +206,7 @@ int run_step(const std::string& preset, int64_t T, int64_t B, int reps) {
 
 // hkt-small / mha-small FLOPs of all products (nn::model_flops), as run_step configures them.
 double step_flop_ratio(int64_t T, int64_t B) {
-  auto flops = [&](const char* preset) {
-    nn::ClassifierConfig cfg = nn::ClassifierConfig::preset(preset);
-    cfg.vocab = 256;
-    cfg.classes = 10;
-    cfg.max_len = T;
-    return nn::model_flops(cfg, B, T).total();
-  };
+  auto flops = [&](const char* preset) { return nn::model_flops(bench::step_config(preset, T), B, T).total(); };
   return flops("hkt-small") / flops("mha-small");
 }
 

@@ -60,11 +60,7 @@ struct Shape {
 };
 
 double step_gflop(const std::string& preset, long long T, long long B) {
-  hkt::nn::ClassifierConfig cfg = hkt::nn::ClassifierConfig::preset(preset);
-  cfg.vocab = 256;  // as hkt-bench-attention --step configures it
-  cfg.classes = 10;
-  cfg.max_len = T;
-  return 3.0 * hkt::nn::model_flops(cfg, B, T).total() / 1e9;
+  return 3.0 * hkt::nn::model_flops(hkt::bench::step_config(preset, T), B, T).total() / 1e9;
 }
 
 int usage(const char* argv0, bool help = false) {
@@ -85,7 +81,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") return usage(argv[0], true);
-    if (i + 1 >= argc) return usage(argv[0]);
+    const bool known = a == "--threads" || a == "--shapes" || a == "--presets" || a == "--rounds" || a == "--reps";
+    if (!known) return std::fprintf(stderr, "hkt-bench-step: unknown option '%s'\n", a.c_str()), usage(argv[0]);
+    if (i + 1 >= argc) return std::fprintf(stderr, "hkt-bench-step: %s needs a value\n", a.c_str()), usage(argv[0]);
     const std::string v = argv[++i];
     if (a == "--threads") {
       threads.clear();
@@ -104,15 +102,17 @@ int main(int argc, char** argv) {
       presets = split(v);
     } else if (a == "--rounds") {
       rounds = std::atoi(v.c_str());
-    } else if (a == "--reps") {
-      reps = std::atoi(v.c_str());
     } else {
-      return usage(argv[0]);
+      reps = std::atoi(v.c_str());
     }
   }
   for (int t : threads)
     if (t < 1) return std::fprintf(stderr, "hkt-bench-step: --threads must be >= 1\n"), 2;
-  if (rounds < 1 || reps < 1 || shapes.empty() || presets.empty() || threads.empty()) return usage(argv[0]);
+  if (threads.empty()) return std::fprintf(stderr, "hkt-bench-step: --threads lists no count\n"), 2;
+  if (shapes.empty()) return std::fprintf(stderr, "hkt-bench-step: --shapes lists no shape\n"), 2;
+  if (presets.empty()) return std::fprintf(stderr, "hkt-bench-step: --presets lists no preset\n"), 2;
+  if (rounds < 1) return std::fprintf(stderr, "hkt-bench-step: --rounds must be >= 1\n"), 2;
+  if (reps < 1) return std::fprintf(stderr, "hkt-bench-step: --reps must be >= 1\n"), 2;
   for (const std::string& p : presets) {
     try {
       (void)step_gflop(p, 16, 1);

@@ -5,7 +5,19 @@
 #include <unistd.h>
 #include <vector>
 
+#include "hkt/models/classifier.hpp"
+
 namespace hkt::bench {
+
+// The classifier a benchmark's training step trains (hkt-bench-attention --step) and whose FLOPs
+// hkt-bench-step counts: `preset` at length T, token inputs from a vocabulary of 256, 10 classes.
+inline nn::ClassifierConfig step_config(const std::string& preset, int64_t T) {
+  nn::ClassifierConfig cfg = nn::ClassifierConfig::preset(preset);
+  cfg.vocab = 256;
+  cfg.classes = 10;
+  cfg.max_len = T;
+  return cfg;
+}
 
 // This executable's path (fallback: `fallback`, found on PATH).
 inline std::string self_exe(const char* fallback) {
