@@ -21,11 +21,14 @@
 // computed by the register-blocked tile product of attention_tile.hpp
 // (AVX2 + FMA for float32 when the CPU has them, portable otherwise) from
 // q~ and k~ transposed; the masks (correction, causal, c = 0) and the bias
-// are applied per element. Segments adjacent both in the tile and in the
+// are one addend per tile layout (built once per head), added in the pass
+// that scales the scores. Segments adjacent both in the tile and in the
 // level (Nr a multiple of 8: the level-0 band) form one run, one product.
 // The pyramid is stored zero padded for the product (row strides and segments
 // rounded up to 8, rows to even, spare rows and columns), so no operand is
-// packed per block; the backward transposes P and dS (tr()).
+// packed per block; the backward's products with P^T and dS^T read P and dS
+// in place (htransformer_simd.hpp's mm_at). The elementwise work per tile is
+// one fused pass each (htransformer_simd.hpp, AVX2 + FMA for float32).
 //
 // Forward: per level and block the tile's row max m, P = exp(s - m),
 // y = P vsum (a product per run, into the level's rows) and z = P c; the levels are merged
@@ -36,7 +39,8 @@
 // row's group, d vsum = P^T G and dS = P (G vsum^T - c D), where G = sum_i
 // exp(-lse_i) g_i and D = sum_i exp(-lse_i) g_i . out_i over each group are
 // a pyramid of offset sums built bottom-up (O(Tp dv); the offset E, the
-// group's max of -lse, keeps P <= 1); d bias from dS; then d q~ = (scale dS) k~,
+// group's max of -lse, keeps P <= 1); d bias from dS (summed per segment
+// kind, row and column in double over the blocks, then per offset); then d q~ = (scale dS) k~,
 // d k~ += (scale dS)^T q~ and d vsum += P^T G (products per run, the last two
 // accumulated in place by the product), and the
 // coarsening transposed top-down: d x_{l-1}[2p + j] += d x_l[p] / n_l[p]
@@ -76,16 +80,7 @@ void htransformer_forward(const HtrDims& d, const T* q, const T* k, const T* v, 
         M.assign(n, kNinf<T>), Y.assign((n + 2) * dvp, T(0)), Z.assign(n, T(0));
         for (int64_t blk = 0; blk < n / nr; ++blk) {
           if (w.scores(d, x, l, blk) == 0) continue;
-          for (int64_t a = 0; a < nr; ++a) {
-            T* r = w.s.data() + a * w.ld;
-            const T m = row_max(r, w.ld);
-            if (m == kNinf<T>) {
-              std::fill_n(r, w.ld, T(0));
-              continue;
-            }
-            exp_shift(r, w.ld, m);
-            M[blk * nr + a] = m, Z[blk * nr + a] = dot(r, w.cp.data(), w.ld);
-          }
+          softmax_rows(w.s.data(), w.ld, nr, w.cp.data(), M.data() + blk * nr, Z.data() + blk * nr);
           // (written in place: a spare row past nr, if any, is the next block's and it overwrites it)
           for (int64_t i = 0; i < w.nrun; ++i)
             mm(w.s.data() + w.run[i].col, w.ld, x.v.data() + w.run[i].start * dvp, dvp, Y.data() + blk * nr * dvp, dvp,
@@ -135,6 +130,7 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
     Tile<T> w(d);
     Workspace<T>& ws = Workspace<T>::local();
     const std::vector<Level<T>>& P = ws.P;
+    std::vector<double>& dacc = ws.dacc;
     std::vector<std::vector<T>>&E = ws.E, &G = ws.G, &D = ws.D, &dqc = ws.dqc, &dkc = ws.dkc, &dvs = ws.dvs;
     if (static_cast<int64_t>(E.size()) < d.L)
       for (auto* x : {&E, &G, &D, &dqc, &dkc, &dvs}) x->resize(static_cast<size_t>(d.L));
@@ -182,6 +178,7 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
         dvs[l].assign(((d.Tp >> l) + 8) * dvp, T(0));
       }
       double* db = dbias ? dtab.data() + bh * nbias : nullptr;
+      if (db) dacc.assign(3 * nr * w.nrp, 0.0);
       for (int64_t l = 0; l < d.L; ++l) {
         const Level<T>& x = P[static_cast<size_t>(l)];
         const std::vector<T>&El = E[l], &Dl = D[l];
@@ -190,48 +187,34 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
           if (w.scores(d, x, l, blk) == 0) continue;
           const int64_t ld = w.ld, p0 = blk * nr, mr = w.mr, nrp = w.nrp;
           // P = exp(s - lse_i + E) (<= 1: lse_i >= s for each fine query i of the row's group),
-          // dS = P (G vsum^T - c D).
+          // dS = P (G vsum^T - c D), its sums per (segment kind, row, column) for d bias, then scale dS.
           for (int64_t i = 0; i < w.nrun; ++i)
             mm(Gl + p0 * dvp, dvp, x.vt.data() + w.run[i].start, x.ldt, w.g.data() + w.run[i].col, ld, mr,
                w.run[i].cols, dvd, false);
-          for (int64_t a = 0; a < nr; ++a) {
-            T *r = w.s.data() + a * ld, *gr = w.g.data() + a * ld;
-            if (El[p0 + a] == kNinf<T>) {
-              std::fill_n(r, ld, T(0)), std::fill_n(gr, ld, T(0));
-              continue;
-            }
-            exp_shift(r, ld, -El[p0 + a]);
-            const T Da = Dl[p0 + a];
-            for (int64_t j = 0; j < ld; ++j) gr[j] = r[j] * (gr[j] - w.cp[j] * Da);
-          }
+          dsoftmax_rows(w.s.data(), w.g.data(), ld, nr, nrp, w.kind, w.cp.data(), El.data() + p0, Dl.data() + p0,
+                        scale, db ? dacc.data() : nullptr);
           std::fill(w.g.begin() + nr * ld, w.g.begin() + mr * ld, T(0));
-          if (db)
-            for (int64_t a = 0; a < nr; ++a)
-              for (int64_t i = 0; i < w.ns; ++i) {
-                int64_t jlo, jhi;
-                w.range(d, l, i, a, jlo, jhi);
-                double* dbr = db + (w.seg[i].start - p0 - a + 2 * d.block - 1);
-                const T* gr = w.g.data() + a * ld + i * nrp;
-                for (int64_t j = jlo; j < jhi; ++j) dbr[j] += static_cast<double>(gr[j]);
-              }
           // d q~ = (scale dS) k~ (the block's rows are written by this block only: spare rows
           // past nr get 0), d k~ += (scale dS)^T q~, d vsum += P^T G: products per run, the last
           // two accumulated in place (the zero rows of padding columns add 0; spare rows at the end).
-          for (int64_t a = 0; a < nr; ++a)
-            for (int64_t j = 0; j < ld; ++j) w.g[a * ld + j] *= scale;
           for (int64_t i = 0; i < w.nrun; ++i)
             mm(w.g.data() + w.run[i].col, ld, x.k.data() + w.run[i].start * dhp, dhp, dqc[l].data() + p0 * dhp, dhp,
                mr, dhp, w.run[i].keys, i > 0);
-          tr(w.pt.data(), mr, w.s.data(), ld, mr, ld), tr(w.dst.data(), mr, w.g.data(), ld, mr, ld);
           for (int64_t i = 0; i < w.nrun; ++i) {
             const auto& r = w.run[i];
-            mm(w.dst.data() + r.col * mr, mr, x.q.data() + p0 * dhp, dhp, dkc[l].data() + r.start * dhp, dhp, r.cols,
-               dhp, nr, true);
-            mm(w.pt.data() + r.col * mr, mr, Gl + p0 * dvp, dvp, dvs[l].data() + r.start * dvp, dvp, r.cols, dvp, nr,
-               true);
+            mm_at(w.g.data() + r.col, ld, x.q.data() + p0 * dhp, dhp, dkc[l].data() + r.start * dhp, dhp, r.cols, dhp,
+                  nr, true);
+            mm_at(w.s.data() + r.col, ld, Gl + p0 * dvp, dvp, dvs[l].data() + r.start * dvp, dvp, r.cols, dvp, nr, true);
           }
         }
       }
+      if (db)  // d bias[r - p + 2 Nr - 1] from the sums (entries outside a segment's mask hold 0)
+        for (int64_t kd = 0; kd < 3; ++kd)
+          for (int64_t a = 0; a < nr; ++a) {
+            double* dbr = db + ((kd - 1) * nr - a + 2 * d.block - 1);
+            const double* s = dacc.data() + (kd * nr + a) * w.nrp;
+            for (int64_t j = 0; j < nr; ++j) dbr[j] += s[j];
+          }
       // The coarsening, transposed: top-down to level 0 (whole padded rows: the zero columns stay 0).
       for (int64_t l = d.L - 1; l >= 1; --l)
         for (int64_t p = 0; p < (d.Tp >> l); ++p) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention_tile.hpp"
+#include "kernels/cpu/htransformer_simd.hpp"
 
 namespace hkt::cpu {
 
@@ -102,6 +103,7 @@ struct Workspace {
   std::vector<Level<T>> P;
   std::vector<T> M, Y, Z, Mu, Yu, Zu;                 // forward: per row of a level and of the level above
   std::vector<std::vector<T>> E, G, D, dqc, dkc, dvs;  // backward: per level
+  std::vector<double> dacc;                            // backward: d bias per (segment kind, row, column)
   static Workspace& local() {
     static thread_local Workspace w;
     return w;
@@ -125,18 +127,23 @@ struct Tile {
   };
   int64_t nr, half, nrp, mr, ld = 0, ns = 0, nrun = 0, dhp, dvp;
   Seg seg[3];
+  int kind[3];  // seg[i].kind
   Run run[3];
   // bias (padded by nrp + 8 both sides), scores, ..., counts per column, 0 / -inf per column (c > 0 / not)
-  std::vector<T> tab, s, g, cp, pt, dst, acc, cm;
+  std::vector<T> tab, s, g, cp, cm;
+  // The addend of the scores per layout (level 0 or not, which segments): bias, -inf where the
+  // layout masks (padding columns, causal anchor, correction) [nr, ld]; built when first used.
+  std::vector<T> add[16];
+  bool built[16] = {};
 
   explicit Tile(const HtrDims& d)
       : nr(d.nr), half(d.nr / 2), nrp(up8(d.nr)), mr(up2(d.nr)), dhp(up8(d.dh)), dvp(up8(d.dv)) {
     tab.assign(4 * d.block - 1 + 2 * (nrp + 8), T(0));
     s.resize(mr * 3 * nrp), g.resize(mr * 3 * nrp), cp.resize(3 * nrp), cm.resize(3 * nrp);
-    pt.resize(3 * nrp * mr), dst.resize(3 * nrp * mr), acc.resize(std::max(nrp, mr) * std::max(dhp, dvp));
   }
   void set_bias(const T* bias, int64_t nbias) {
     if (bias) std::copy_n(bias, nbias, tab.data() + nrp + 8);
+    std::fill_n(built, 16, false);
   }
   // The keys [lo, hi) of segment i that row a sees (the causal anchor and the correction mask).
   void range(const HtrDims& d, int64_t l, int64_t i, int64_t a, int64_t& lo, int64_t& hi) const {
@@ -144,6 +151,24 @@ struct Tile {
     if (seg[i].kind == kAnchor && d.causal) hi = a + 1;
     if (l > 0 && seg[i].kind == kLeft && a < half) hi = half;
     if (l > 0 && seg[i].kind == kRight && a >= half) lo = half;
+  }
+  // The addend for the present segments at level l (seg[i].start - blk nr is -nr, 0, nr by kind).
+  const T* addend(const HtrDims& d, int64_t l) {
+    int key = l > 0;
+    for (int64_t i = 0; i < ns; ++i) key |= 2 << kind[i];
+    std::vector<T>& t = add[key];
+    if (built[key]) return t.data();
+    t.resize(nr * ld);
+    for (int64_t a = 0; a < nr; ++a)
+      for (int64_t i = 0; i < ns; ++i) {
+        int64_t lo, hi;
+        range(d, l, i, a, lo, hi);
+        const T* bt = tab.data() + nrp + 8 + ((kind[i] - 1) * nr - a + 2 * d.block - 1);
+        T* r = t.data() + a * ld + i * nrp;
+        for (int64_t j = 0; j < nrp; ++j) r[j] = j >= lo && j < hi ? bt[j] : kNinf<T>;
+      }
+    built[key] = true;
+    return t.data();
   }
   // Segments of block blk at level l; then s = scale q~ k~^T + bias, -inf where masked
   // or c = 0 (rows >= nr: 0), cp = the counts per column (0 at padding). Returns the segment count.
@@ -157,30 +182,21 @@ struct Tile {
     ld = ns * nrp, nrun = 0;
     if (ns == 0) return 0;
     for (int64_t i = 0; i < ns; ++i) {
+      kind[i] = seg[i].kind;
       if (i > 0 && nrp == nr && seg[i].start == run[nrun - 1].start + run[nrun - 1].keys)
         run[nrun - 1].cols += nrp, run[nrun - 1].keys += nr;
       else
         run[nrun++] = {i * nrp, seg[i].start, nrp, nr};
     }
-    const T scale = static_cast<T>(d.scale);
     const T* qb = x.q.data() + blk * nr * dhp;
     for (int64_t i = 0; i < nrun; ++i)
       mm(qb, dhp, x.kt.data() + run[i].start, x.ldt, s.data() + run[i].col, ld, mr, run[i].cols, dh, false);
     for (int64_t i = 0; i < ns; ++i) {
-      std::fill_n(cp.data() + i * nrp, nrp, T(0));
       std::copy_n(x.c.data() + seg[i].start, nr, cp.data() + i * nrp);
+      std::fill(cp.data() + i * nrp + nr, cp.data() + (i + 1) * nrp, T(0));
     }
     for (int64_t j = 0; j < ld; ++j) cm[j] = cp[j] > 0 ? T(0) : kNinf<T>;
-    for (int64_t a = 0; a < nr; ++a)
-      for (int64_t i = 0; i < ns; ++i) {
-        int64_t lo, hi;
-        range(d, l, i, a, lo, hi);
-        T* r = s.data() + a * ld + i * nrp;
-        const T* bt = tab.data() + nrp + 8 + (seg[i].start - blk * nr - a + 2 * d.block - 1);
-        const T* c = cm.data() + i * nrp;
-        std::fill_n(r, lo, kNinf<T>), std::fill(r + hi, r + nrp, kNinf<T>);
-        for (int64_t j = lo; j < hi; ++j) r[j] = r[j] * scale + bt[j] + c[j];
-      }
+    mask_bias(s.data(), ld, nr, addend(d, l), cm.data(), static_cast<T>(d.scale));
     std::fill(s.begin() + nr * ld, s.begin() + mr * ld, T(0));
     return ns;
   }

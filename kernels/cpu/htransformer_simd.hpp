@@ -1,0 +1,252 @@
+// The per-tile passes of the H-Transformer-1D kernel (htransformer.cpp) with
+// the elementwise work fused, one pass over the score tile each: the masks
+// and bias, the forward's row softmax, the backward's softmax derivative
+// with the bias gradient and the scale; and the product with the left
+// operand transposed (no transpose of P and dS). Portable templates; float32
+// versions with AVX2 + FMA chosen at run time (the library is built for
+// x86-64-v2, so each carries its own target attribute).
+//
+// Size rules (the tile's): ld and every segment width nrp are multiples of
+// 8; the product's m is even and n a multiple of 8.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/cpu/attention_tile.hpp"
+#include "kernels/cpu/avx2_math.hpp"
+
+namespace hkt::cpu::htr {
+
+// s[a][j] = s[a][j] scale + add[a][j] + cm[j] for a < nr, j < ld (add: the bias, -inf where masked;
+// cm: 0, or -inf for a key with no valid token).
+template <class T>
+void mask_bias_generic(T* s, int64_t ld, int64_t nr, const T* add, const T* cm, T scale) {
+  for (int64_t a = 0; a < nr; ++a) {
+    T* r = s + a * ld;
+    const T* ad = add + a * ld;
+    for (int64_t j = 0; j < ld; ++j) r[j] = r[j] * scale + ad[j] + cm[j];
+  }
+}
+
+// The forward's rows a < nr: P = exp(s - m) in place with m the row max, M[a] = m and
+// Z[a] = P . cp; a row with no key (m = -inf) is zeroed and leaves M, Z alone.
+template <class T>
+void softmax_rows_generic(T* s, int64_t ld, int64_t nr, const T* cp, T* M, T* Z) {
+  using namespace attn_detail;
+  for (int64_t a = 0; a < nr; ++a) {
+    T* r = s + a * ld;
+    const T m = row_max_generic(r, ld);
+    if (m == -std::numeric_limits<T>::infinity()) {
+      std::fill_n(r, ld, T(0));
+      continue;
+    }
+    exp_shift_generic(r, ld, m);
+    M[a] = m, Z[a] = dot_generic(r, cp, ld);
+  }
+}
+
+// The backward's rows a < nr: P = exp(s + E[a]) in place, dS = P (g - cp D[a]); dacc (if not null)
+// += dS per segment (segment i, nrp columns, adds to the rows of dacc + kind[i] nr nrp, row a at
+// a nrp), then g = scale dS. A row with E[a] = -inf (no live query) is zeroed in s and g.
+template <class T>
+void dsoftmax_rows_generic(T* s, T* g, int64_t ld, int64_t nr, int64_t nrp, const int* kind, const T* cp,
+                           const T* E, const T* D, T scale, double* dacc) {
+  for (int64_t a = 0; a < nr; ++a) {
+    T *r = s + a * ld, *gr = g + a * ld;
+    if (E[a] == -std::numeric_limits<T>::infinity()) {
+      std::fill_n(r, ld, T(0)), std::fill_n(gr, ld, T(0));
+      continue;
+    }
+    const T e = E[a], da = D[a];
+    for (int64_t j = 0; j < ld; ++j) {
+      r[j] = std::exp(r[j] + e);
+      const T ds = r[j] * (gr[j] - cp[j] * da);
+      if (dacc) dacc[(kind[j / nrp] * nr + a) * nrp + j % nrp] += static_cast<double>(ds);
+      gr[j] = ds * scale;
+    }
+  }
+}
+
+// c[m][n] (= or +=) sum_k a[k][i] b[k][j]: a is [K][lda], its transpose the left operand.
+template <class T>
+void mm_at_generic(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n,
+                   int64_t K, bool acc) {
+  for (int64_t i = 0; i < m; ++i) {
+    T* ci = c + i * ldc;
+    if (!acc) std::fill_n(ci, n, T(0));
+    for (int64_t k = 0; k < K; ++k) {
+      const T av = a[k * lda + i];
+      const T* bk = b + k * ldb;
+      for (int64_t j = 0; j < n; ++j) ci[j] += av * bk[j];
+    }
+  }
+}
+
+#ifdef HKT_CPU_AVX2
+namespace avx2 {
+
+__attribute__((target("avx2,fma"))) inline void mask_bias(float* s, int64_t ld, int64_t nr, const float* add,
+                                                          const float* cm, float scale) {
+  const __m256 vs = _mm256_set1_ps(scale);
+  for (int64_t a = 0; a < nr; ++a) {
+    float* r = s + a * ld;
+    const float* ad = add + a * ld;
+    for (int64_t j = 0; j < ld; j += 8)
+      _mm256_storeu_ps(r + j, _mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(r + j), vs, _mm256_loadu_ps(ad + j)),
+                                            _mm256_loadu_ps(cm + j)));
+  }
+}
+
+__attribute__((target("avx2,fma"))) inline void softmax_rows(float* s, int64_t ld, int64_t nr, const float* cp,
+                                                             float* M, float* Z) {
+  for (int64_t a = 0; a < nr; ++a) {
+    float* r = s + a * ld;
+    __m256 vm = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+    for (int64_t j = 0; j < ld; j += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(r + j));
+    vm = _mm256_max_ps(vm, _mm256_permute2f128_ps(vm, vm, 1));
+    vm = _mm256_max_ps(vm, _mm256_shuffle_ps(vm, vm, 0x4E));
+    vm = _mm256_max_ps(vm, _mm256_shuffle_ps(vm, vm, 0xB1));
+    const float m = _mm256_cvtss_f32(vm);
+    if (m == -std::numeric_limits<float>::infinity()) {
+      std::fill_n(r, ld, 0.0f);
+      continue;
+    }
+    __m256 z = _mm256_setzero_ps();
+    for (int64_t j = 0; j < ld; j += 8) {
+      const __m256 p = simd::exp8(_mm256_sub_ps(_mm256_loadu_ps(r + j), vm));
+      _mm256_storeu_ps(r + j, p);
+      z = _mm256_fmadd_ps(p, _mm256_loadu_ps(cp + j), z);
+    }
+    M[a] = m, Z[a] = simd::hsum8(z);
+  }
+}
+
+__attribute__((target("avx2,fma"))) inline void dsoftmax_rows(float* s, float* g, int64_t ld, int64_t nr,
+                                                              int64_t nrp, const int* kind, const float* cp,
+                                                              const float* E, const float* D, float scale,
+                                                              double* dacc) {
+  const __m256 vs = _mm256_set1_ps(scale);
+  for (int64_t a = 0; a < nr; ++a) {
+    float *r = s + a * ld, *gr = g + a * ld;
+    if (E[a] == -std::numeric_limits<float>::infinity()) {
+      std::fill_n(r, ld, 0.0f), std::fill_n(gr, ld, 0.0f);
+      continue;
+    }
+    const __m256 ve = _mm256_set1_ps(E[a]), vd = _mm256_set1_ps(D[a]);
+    for (int64_t j = 0; j < ld; j += 8) {
+      const __m256 p = simd::exp8(_mm256_add_ps(_mm256_loadu_ps(r + j), ve));
+      _mm256_storeu_ps(r + j, p);
+      const __m256 ds = _mm256_mul_ps(p, _mm256_fnmadd_ps(_mm256_loadu_ps(cp + j), vd, _mm256_loadu_ps(gr + j)));
+      if (dacc) {
+        const int64_t i = j / nrp;
+        double* acc = dacc + (kind[i] * nr + a) * nrp + (j - i * nrp);
+        _mm256_storeu_pd(acc, _mm256_add_pd(_mm256_loadu_pd(acc), _mm256_cvtps_pd(_mm256_castps256_ps128(ds))));
+        _mm256_storeu_pd(acc + 4,
+                         _mm256_add_pd(_mm256_loadu_pd(acc + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(ds, 1))));
+      }
+      _mm256_storeu_ps(gr + j, _mm256_mul_ps(ds, vs));
+    }
+  }
+}
+
+// R rows of c (R <= 6) from R columns of a: 16 columns of c at a time, then 8.
+template <int R>
+__attribute__((target("avx2,fma"))) inline void mm_at_rows(const float* a, int64_t lda, const float* b, int64_t ldb,
+                                                           float* c, int64_t ldc, int64_t n, int64_t K, bool acc) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    __m256 x[R][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      x[r][0] = acc ? _mm256_loadu_ps(c + r * ldc + j) : _mm256_setzero_ps();
+      x[r][1] = acc ? _mm256_loadu_ps(c + r * ldc + j + 8) : _mm256_setzero_ps();
+    }
+    const float *bj = b + j, *ak = a;
+    for (int64_t k = 0; k < K; ++k, bj += ldb, ak += lda) {
+      const __m256 b0 = _mm256_loadu_ps(bj), b1 = _mm256_loadu_ps(bj + 8);
+#pragma GCC unroll 6
+      for (int r = 0; r < R; ++r) {
+        const __m256 av = _mm256_broadcast_ss(ak + r);
+        x[r][0] = _mm256_fmadd_ps(av, b0, x[r][0]);
+        x[r][1] = _mm256_fmadd_ps(av, b1, x[r][1]);
+      }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      _mm256_storeu_ps(c + r * ldc + j, x[r][0]);
+      _mm256_storeu_ps(c + r * ldc + j + 8, x[r][1]);
+    }
+  }
+  for (; j < n; j += 8) {
+    __m256 x[R];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) x[r] = acc ? _mm256_loadu_ps(c + r * ldc + j) : _mm256_setzero_ps();
+    const float *bj = b + j, *ak = a;
+    for (int64_t k = 0; k < K; ++k, bj += ldb, ak += lda) {
+      const __m256 b0 = _mm256_loadu_ps(bj);
+#pragma GCC unroll 6
+      for (int r = 0; r < R; ++r) x[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(ak + r), b0, x[r]);
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) _mm256_storeu_ps(c + r * ldc + j, x[r]);
+  }
+}
+
+__attribute__((target("avx2,fma"))) inline void mm_at(const float* a, int64_t lda, const float* b, int64_t ldb,
+                                                      float* c, int64_t ldc, int64_t m, int64_t n, int64_t K,
+                                                      bool acc) {
+  int64_t i = 0;
+  for (; i + 6 <= m; i += 6) mm_at_rows<6>(a + i, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
+  if (m - i == 4) mm_at_rows<4>(a + i, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
+  if (m - i == 2) mm_at_rows<2>(a + i, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
+}
+
+}  // namespace avx2
+#endif
+
+template <class T>
+inline bool use_avx2() {
+#ifdef HKT_CPU_AVX2
+  if constexpr (attn_detail::kIsF32<T>) return simd::cpu_has_avx2_fma();
+#endif
+  return false;
+}
+
+template <class T>
+void mask_bias(T* s, int64_t ld, int64_t nr, const T* add, const T* cm, T scale) {
+#ifdef HKT_CPU_AVX2
+  if constexpr (attn_detail::kIsF32<T>)
+    if (use_avx2<T>()) return avx2::mask_bias(s, ld, nr, add, cm, scale);
+#endif
+  mask_bias_generic(s, ld, nr, add, cm, scale);
+}
+template <class T>
+void softmax_rows(T* s, int64_t ld, int64_t nr, const T* cp, T* M, T* Z) {
+#ifdef HKT_CPU_AVX2
+  if constexpr (attn_detail::kIsF32<T>)
+    if (use_avx2<T>()) return avx2::softmax_rows(s, ld, nr, cp, M, Z);
+#endif
+  softmax_rows_generic(s, ld, nr, cp, M, Z);
+}
+template <class T>
+void dsoftmax_rows(T* s, T* g, int64_t ld, int64_t nr, int64_t nrp, const int* kind, const T* cp, const T* E,
+                   const T* D, T scale, double* dacc) {
+#ifdef HKT_CPU_AVX2
+  if constexpr (attn_detail::kIsF32<T>)
+    if (use_avx2<T>()) return avx2::dsoftmax_rows(s, g, ld, nr, nrp, kind, cp, E, D, scale, dacc);
+#endif
+  dsoftmax_rows_generic(s, g, ld, nr, nrp, kind, cp, E, D, scale, dacc);
+}
+template <class T>
+void mm_at(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n, int64_t K,
+           bool acc) {
+#ifdef HKT_CPU_AVX2
+  if constexpr (attn_detail::kIsF32<T>)
+    if (use_avx2<T>()) return avx2::mm_at(a, lda, b, ldb, c, ldc, m, n, K, acc);
+#endif
+  mm_at_generic(a, lda, b, ldb, c, ldc, m, n, K, acc);
+}
+
+}  // namespace hkt::cpu::htr
