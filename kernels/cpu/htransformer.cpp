@@ -83,7 +83,7 @@ void htransformer_forward(const HtrDims& d, const T* q, const T* k, const T* v, 
           softmax_rows(w.s.data(), w.ld, nr, w.cp.data(), M.data() + blk * nr, Z.data() + blk * nr);
           // (written in place: a spare row past nr, if any, is the next block's and it overwrites it)
           for (int64_t i = 0; i < w.nrun; ++i)
-            mm(w.s.data() + w.run[i].col, w.ld, x.v.data() + w.run[i].start * dvp, dvp, Y.data() + blk * nr * dvp, dvp,
+            mm(w.s.data() + w.run[i].col, w.ld, x.vd + w.run[i].start * dvp, dvp, Y.data() + blk * nr * dvp, dvp,
                w.mr, dvp, w.run[i].keys, i > 0);
         }
         if (l + 1 < d.L)  // merge the coarser levels' state (already merged into row p >> 1 of level l + 1)
@@ -131,6 +131,7 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
     Workspace<T>& ws = Workspace<T>::local();
     const std::vector<Level<T>>& P = ws.P;
     std::vector<double>& dacc = ws.dacc;
+    std::vector<T*> dQ(static_cast<size_t>(d.L)), dK(dQ), dV(dQ);
     std::vector<std::vector<T>>&E = ws.E, &G = ws.G, &D = ws.D, &dqc = ws.dqc, &dkc = ws.dkc, &dvs = ws.dvs;
     if (static_cast<int64_t>(E.size()) < d.L)
       for (auto* x : {&E, &G, &D, &dqc, &dkc, &dvs}) x->resize(static_cast<size_t>(d.L));
@@ -173,9 +174,20 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
           for (int64_t e = 0; e < dvp; ++e) gp[e] = a * ga[e] + b * gb[e];
         }
       }
+      // d q~, d k~, d vsum per level; level 0's are the outputs themselves where direct() and no
+      // padding column (nr a multiple of 8: the products write no row past T).
+      const bool out0 = direct(d, valid) && up8(nr) == nr;
       for (int64_t l = 0; l < d.L; ++l) {
-        dqc[l].assign(((d.Tp >> l) + 2) * dhp, T(0)), dkc[l].assign(((d.Tp >> l) + 8) * dhp, T(0));
-        dvs[l].assign(((d.Tp >> l) + 8) * dvp, T(0));
+        const int64_t n = d.Tp >> l;
+        T* oq = out0 && l == 0 && dq ? dq + bh * nq : nullptr;
+        T* ok = out0 && l == 0 && dk ? dk + bh * nq : nullptr;
+        T* ov = out0 && l == 0 && dv ? dv + bh * nv : nullptr;
+        if (oq) dQ[l] = oq;  // (every row written by its block: level 0 has the ANCHOR)
+        else dqc[l].assign((n + 2) * dhp, T(0)), dQ[l] = dqc[l].data();
+        if (ok) std::fill_n(ok, n * dhp, T(0)), dK[l] = ok;
+        else dkc[l].assign((n + 8) * dhp, T(0)), dK[l] = dkc[l].data();
+        if (ov) std::fill_n(ov, n * dvp, T(0)), dV[l] = ov;
+        else dvs[l].assign((n + 8) * dvp, T(0)), dV[l] = dvs[l].data();
       }
       double* db = dbias ? dtab.data() + bh * nbias : nullptr;
       if (db) dacc.assign(3 * nr * w.nrp, 0.0);
@@ -198,13 +210,13 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
           // past nr get 0), d k~ += (scale dS)^T q~, d vsum += P^T G: products per run, the last
           // two accumulated in place (the zero rows of padding columns add 0; spare rows at the end).
           for (int64_t i = 0; i < w.nrun; ++i)
-            mm(w.g.data() + w.run[i].col, ld, x.k.data() + w.run[i].start * dhp, dhp, dqc[l].data() + p0 * dhp, dhp,
+            mm(w.g.data() + w.run[i].col, ld, x.kd + w.run[i].start * dhp, dhp, dQ[l] + p0 * dhp, dhp,
                mr, dhp, w.run[i].keys, i > 0);
           for (int64_t i = 0; i < w.nrun; ++i) {
             const auto& r = w.run[i];
-            mm_at(w.g.data() + r.col, ld, x.q.data() + p0 * dhp, dhp, dkc[l].data() + r.start * dhp, dhp, r.cols, dhp,
+            mm_at(w.g.data() + r.col, ld, x.qd + p0 * dhp, dhp, dK[l] + r.start * dhp, dhp, r.cols, dhp,
                   nr, true);
-            mm_at(w.s.data() + r.col, ld, Gl + p0 * dvp, dvp, dvs[l].data() + r.start * dvp, dvp, r.cols, dvp, nr, true);
+            mm_at(w.s.data() + r.col, ld, Gl + p0 * dvp, dvp, dV[l] + r.start * dvp, dvp, r.cols, dvp, nr, true);
           }
         }
       }
@@ -219,11 +231,11 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
       for (int64_t l = d.L - 1; l >= 1; --l)
         for (int64_t p = 0; p < (d.Tp >> l); ++p) {
           const T inv = T(1) / P[static_cast<size_t>(l)].div[p];
-          const T *__restrict ku = dkc[l].data() + p * dhp, *__restrict qu = dqc[l].data() + p * dhp;
-          const T* __restrict vu = dvs[l].data() + p * dvp;
-          T *__restrict k0 = dkc[l - 1].data() + 2 * p * dhp, *__restrict k1 = k0 + dhp;
-          T *__restrict q0 = dqc[l - 1].data() + 2 * p * dhp, *__restrict q1 = q0 + dhp;
-          T *__restrict v0 = dvs[l - 1].data() + 2 * p * dvp, *__restrict v1 = v0 + dvp;
+          const T *__restrict ku = dK[l] + p * dhp, *__restrict qu = dQ[l] + p * dhp;
+          const T* __restrict vu = dV[l] + p * dvp;
+          T *__restrict k0 = dK[l - 1] + 2 * p * dhp, *__restrict k1 = k0 + dhp;
+          T *__restrict q0 = dQ[l - 1] + 2 * p * dhp, *__restrict q1 = q0 + dhp;
+          T *__restrict v0 = dV[l - 1] + 2 * p * dvp, *__restrict v1 = v0 + dvp;
           for (int64_t e = 0; e < dhp; ++e) k0[e] += ku[e] * inv, k1[e] += ku[e] * inv;
           if (d.causal)
             for (int64_t e = 0; e < dhp; ++e) q0[e] += qu[e];
@@ -231,15 +243,17 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
             for (int64_t e = 0; e < dhp; ++e) q0[e] += qu[e] * inv, q1[e] += qu[e] * inv;
           for (int64_t e = 0; e < dvp; ++e) v0[e] += vu[e], v1[e] += vu[e];
         }
-      auto put = [&](T* out, const std::vector<T>& src, int64_t n, int64_t ld) {  // padding rows 0
-        if (!out) return;
+      const bool dense = std::all_of(P[0].c.begin(), P[0].c.begin() + d.T, [](T c) { return c > 0; });
+      auto put = [&](T* out, const T* src, int64_t n, int64_t ld) {  // padding rows 0
+        if (!out || out == src) return;
+        if (dense && n == ld) return void(std::copy_n(src, d.T * n, out));
         for (int64_t i = 0; i < d.T; ++i) {
-          if (P[0].c[i] > 0) std::copy_n(src.data() + i * ld, n, out + i * n);
+          if (P[0].c[i] > 0) std::copy_n(src + i * ld, n, out + i * n);
           else std::fill_n(out + i * n, n, T(0));
         }
       };
-      put(dq ? dq + bh * nq : nullptr, dqc[0], dh, dhp), put(dk ? dk + bh * nq : nullptr, dkc[0], dh, dhp);
-      put(dv ? dv + bh * nv : nullptr, dvs[0], dvd, dvp);
+      put(dq ? dq + bh * nq : nullptr, dQ[0], dh, dhp), put(dk ? dk + bh * nq : nullptr, dK[0], dh, dhp);
+      put(dv ? dv + bh * nv : nullptr, dV[0], dvd, dvp);
     }
   });
   if (dbias)

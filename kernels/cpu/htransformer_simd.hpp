@@ -99,17 +99,51 @@ __attribute__((target("avx2,fma"))) inline void mask_bias(float* s, int64_t ld, 
   }
 }
 
+// The 8 lanes' max in every lane.
+__attribute__((target("avx2,fma"))) inline __m256 hmax8(__m256 v) {
+  v = _mm256_max_ps(v, _mm256_permute2f128_ps(v, v, 1));
+  v = _mm256_max_ps(v, _mm256_shuffle_ps(v, v, 0x4E));
+  return _mm256_max_ps(v, _mm256_shuffle_ps(v, v, 0xB1));
+}
+// ((t0 + t1) + (t2 + t3)) + ((t4 + t5) + (t6 + t7)), simd::hsum8's order, without a store.
+__attribute__((target("avx2,fma"))) inline float hsum8r(__m256 v) {
+  const __m256 h = _mm256_hadd_ps(v, v), q = _mm256_hadd_ps(h, h);
+  return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(q), _mm256_extractf128_ps(q, 1)));
+}
+
+// Two rows at a time (their max, exp and dot chains interleave).
 __attribute__((target("avx2,fma"))) inline void softmax_rows(float* s, int64_t ld, int64_t nr, const float* cp,
                                                              float* M, float* Z) {
-  for (int64_t a = 0; a < nr; ++a) {
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+  int64_t a = 0;
+  for (; a + 2 <= nr; a += 2) {
+    float *r0 = s + a * ld, *r1 = r0 + ld;
+    __m256 m0 = _mm256_set1_ps(ninf), m1 = m0;
+    for (int64_t j = 0; j < ld; j += 8)
+      m0 = _mm256_max_ps(m0, _mm256_loadu_ps(r0 + j)), m1 = _mm256_max_ps(m1, _mm256_loadu_ps(r1 + j));
+    m0 = hmax8(m0), m1 = hmax8(m1);
+    const float f0 = _mm256_cvtss_f32(m0), f1 = _mm256_cvtss_f32(m1);
+    if (f0 == ninf || f1 == ninf) {  // (rare: a row with no key; the rows one at a time)
+      softmax_rows(r0, ld, 1, cp, M + a, Z + a), softmax_rows(r1, ld, 1, cp, M + a + 1, Z + a + 1);
+      continue;
+    }
+    __m256 z0 = _mm256_setzero_ps(), z1 = z0;
+    for (int64_t j = 0; j < ld; j += 8) {
+      const __m256 c = _mm256_loadu_ps(cp + j);
+      const __m256 p0 = simd::exp8(_mm256_sub_ps(_mm256_loadu_ps(r0 + j), m0));
+      const __m256 p1 = simd::exp8(_mm256_sub_ps(_mm256_loadu_ps(r1 + j), m1));
+      _mm256_storeu_ps(r0 + j, p0), _mm256_storeu_ps(r1 + j, p1);
+      z0 = _mm256_fmadd_ps(p0, c, z0), z1 = _mm256_fmadd_ps(p1, c, z1);
+    }
+    M[a] = f0, Z[a] = hsum8r(z0), M[a + 1] = f1, Z[a + 1] = hsum8r(z1);
+  }
+  for (; a < nr; ++a) {
     float* r = s + a * ld;
-    __m256 vm = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+    __m256 vm = _mm256_set1_ps(ninf);
     for (int64_t j = 0; j < ld; j += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(r + j));
-    vm = _mm256_max_ps(vm, _mm256_permute2f128_ps(vm, vm, 1));
-    vm = _mm256_max_ps(vm, _mm256_shuffle_ps(vm, vm, 0x4E));
-    vm = _mm256_max_ps(vm, _mm256_shuffle_ps(vm, vm, 0xB1));
+    vm = hmax8(vm);
     const float m = _mm256_cvtss_f32(vm);
-    if (m == -std::numeric_limits<float>::infinity()) {
+    if (m == ninf) {
       std::fill_n(r, ld, 0.0f);
       continue;
     }
@@ -119,7 +153,7 @@ __attribute__((target("avx2,fma"))) inline void softmax_rows(float* s, int64_t l
       _mm256_storeu_ps(r + j, p);
       z = _mm256_fmadd_ps(p, _mm256_loadu_ps(cp + j), z);
     }
-    M[a] = m, Z[a] = simd::hsum8(z);
+    M[a] = m, Z[a] = hsum8r(z);
   }
 }
 

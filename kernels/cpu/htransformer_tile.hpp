@@ -35,10 +35,18 @@ template <class T>
 struct Level {
   int64_t n = 0, ldt = 0;            // tokens, the column stride of kt / vt (n + 8)
   std::vector<T> q, k, v;            // q~, k~ [n + 2, dhp], vsum [n + 2, dvp]
+  const T *qd, *kd, *vd;             // their rows: the vectors', or level 0's inputs (direct())
   std::vector<T> kt, vt;             // k~ [dhp, ldt] and vsum [dvp, ldt] transposed (vt: only if asked)
   std::vector<T> c, div;             // counts of valid fine keys [n + 8]; the mean's divisor (>= 1) [n]
   std::vector<char> ne;              // the group holds a valid token
 };
+
+// Level 0 can be the inputs themselves: no padding (rows, columns, masked tokens) and no
+// spare row read (nr even).
+inline bool direct(const HtrDims& d, const bool* valid) {
+  return up8(d.dh) == d.dh && up8(d.dv) == d.dv && d.T == d.Tp && up2(d.nr) == d.nr &&
+         (!valid || std::all_of(valid, valid + d.T, [](bool b) { return b; }));
+}
 
 // Builds the levels into P (its vectors reused: a workspace kept per thread
 // spares the allocations and page faults of fresh buffers at every call).
@@ -46,54 +54,66 @@ template <class T>
 void build(const HtrDims& d, const T* q, const T* k, const T* v, const bool* valid, bool with_vt,
            std::vector<Level<T>>& P) {
   const int64_t dh = d.dh, dv = d.dv, dhp = up8(dh), dvp = up8(dv);
+  const bool in_place = direct(d, valid);
   if (static_cast<int64_t>(P.size()) < d.L) P.resize(static_cast<size_t>(d.L));
   for (int64_t l = 0; l < d.L; ++l) {
     Level<T>& x = P[static_cast<size_t>(l)];
     const int64_t n = d.Tp >> l;
     x.n = n, x.ldt = n + 8;
-    // Every row is written below (so no zero fill first), but the 2 spare rows.
-    x.q.resize((n + 2) * dhp), x.k.resize((n + 2) * dhp), x.v.resize((n + 2) * dvp);
-    std::fill_n(x.q.data() + n * dhp, 2 * dhp, T(0)), std::fill_n(x.k.data() + n * dhp, 2 * dhp, T(0));
-    std::fill_n(x.v.data() + n * dvp, 2 * dvp, T(0));
     x.c.assign(n + 8, T(0)), x.div.assign(n, T(1)), x.ne.assign(n, 0);
-    if (l == 0) {
-      for (int64_t t = 0; t < n; ++t) {
-        T *qt = x.q.data() + t * dhp, *kt = x.k.data() + t * dhp, *vt = x.v.data() + t * dvp;
-        if (t >= d.T || (valid && !valid[t])) {
-          std::fill_n(qt, dhp, T(0)), std::fill_n(kt, dhp, T(0)), std::fill_n(vt, dvp, T(0));
-          continue;
-        }
-        x.c[t] = T(1), x.ne[t] = 1;
-        std::copy_n(q + t * dh, dh, qt), std::fill(qt + dh, qt + dhp, T(0));
-        std::copy_n(k + t * dh, dh, kt), std::fill(kt + dh, kt + dhp, T(0));
-        std::copy_n(v + t * dv, dv, vt), std::fill(vt + dv, vt + dvp, T(0));
-      }
+    if (l == 0 && in_place) {
+      x.qd = q, x.kd = k, x.vd = v;
+      std::fill_n(x.c.data(), n, T(1)), std::fill_n(x.ne.data(), n, char(1));
     } else {
+      // Every row is written below (so no zero fill first), but the 2 spare rows.
+      x.q.resize((n + 2) * dhp), x.k.resize((n + 2) * dhp), x.v.resize((n + 2) * dvp);
+      std::fill_n(x.q.data() + n * dhp, 2 * dhp, T(0)), std::fill_n(x.k.data() + n * dhp, 2 * dhp, T(0));
+      std::fill_n(x.v.data() + n * dvp, 2 * dvp, T(0));
+      x.qd = x.q.data(), x.kd = x.k.data(), x.vd = x.v.data();
+    }
+    if (l == 0 && !in_place) {
+      // The rows t < T in one copy where the padded stride is the input's; then the zero rows.
+      auto rows = [&](T* dst, const T* src, int64_t w, int64_t wp) {
+        if (w == wp)
+          std::copy_n(src, d.T * w, dst);
+        else
+          for (int64_t t = 0; t < d.T; ++t) std::copy_n(src + t * w, w, dst + t * wp), std::fill_n(dst + t * wp + w, wp - w, T(0));
+        std::fill(dst + d.T * wp, dst + n * wp, T(0));
+        if (valid)
+          for (int64_t t = 0; t < d.T; ++t)
+            if (!valid[t]) std::fill_n(dst + t * wp, wp, T(0));
+      };
+      rows(x.q.data(), q, dh, dhp), rows(x.k.data(), k, dh, dhp), rows(x.v.data(), v, dv, dvp);
+      for (int64_t t = 0; t < d.T; ++t)
+        if (!valid || valid[t]) x.c[t] = T(1), x.ne[t] = 1;
+    } else if (l > 0) {
       const Level<T>& f = P[static_cast<size_t>(l - 1)];
       for (int64_t p = 0; p < n; ++p) {
         const int64_t a = 2 * p, z = 2 * p + 1, kids = f.ne[a] + f.ne[z];
         x.c[p] = f.c[a] + f.c[z], x.ne[p] = kids > 0;
-        const T div = kids > 0 ? static_cast<T>(kids) : T(1);
-        x.div[p] = div;
-        const T *qa = f.q.data() + a * dhp, *qz = qa + dhp, *ka = f.k.data() + a * dhp, *kz = ka + dhp;
-        T *qp = x.q.data() + p * dhp, *kp = x.k.data() + p * dhp;
-        for (int64_t e = 0; e < dhp; ++e) {  // (the zero columns stay 0)
-          kp[e] = (ka[e] + kz[e]) / div;
-          qp[e] = d.causal ? qa[e] : (qa[e] + qz[e]) / div;
-        }
-        const T *va = f.v.data() + a * dvp, *vz = va + dvp;
-        T* vp = x.v.data() + p * dvp;
+        x.div[p] = kids > 0 ? static_cast<T>(kids) : T(1);
+        const T inv = T(1) / x.div[p];  // (1 or 1/2: the product is the quotient, exactly)
+        const T *__restrict qa = f.qd + a * dhp, *__restrict qz = qa + dhp;
+        const T *__restrict ka = f.kd + a * dhp, *__restrict kz = ka + dhp;
+        T *__restrict qp = x.q.data() + p * dhp, *__restrict kp = x.k.data() + p * dhp;
+        for (int64_t e = 0; e < dhp; ++e) kp[e] = (ka[e] + kz[e]) * inv;  // (the zero columns stay 0)
+        if (d.causal)
+          std::copy_n(qa, dhp, qp);
+        else
+          for (int64_t e = 0; e < dhp; ++e) qp[e] = (qa[e] + qz[e]) * inv;
+        const T *__restrict va = f.vd + a * dvp, *__restrict vz = va + dvp;
+        T* __restrict vp = x.v.data() + p * dvp;
         for (int64_t e = 0; e < dvp; ++e) vp[e] = va[e] + vz[e];
       }
     }
     // (n rows, dhp columns: the zero columns of k~ and vsum fill the spare rows of kt, vt)
-    auto transpose = [&](std::vector<T>& dst, const std::vector<T>& src, int64_t cols) {
+    auto transpose = [&](std::vector<T>& dst, const T* src, int64_t cols) {
       dst.resize(cols * x.ldt);
-      attn_detail::tr(dst.data(), x.ldt, src.data(), cols, n, cols);
+      attn_detail::tr(dst.data(), x.ldt, src, cols, n, cols);
       for (int64_t e = 0; e < cols; ++e) std::fill_n(dst.data() + e * x.ldt + n, x.ldt - n, T(0));
     };
-    transpose(x.kt, x.k, dhp);
-    if (with_vt) transpose(x.vt, x.v, dvp);
+    transpose(x.kt, x.kd, dhp);
+    if (with_vt) transpose(x.vt, x.vd, dvp);
   }
 }
 
@@ -188,7 +208,7 @@ struct Tile {
       else
         run[nrun++] = {i * nrp, seg[i].start, nrp, nr};
     }
-    const T* qb = x.q.data() + blk * nr * dhp;
+    const T* qb = x.qd + blk * nr * dhp;
     for (int64_t i = 0; i < nrun; ++i)
       mm(qb, dhp, x.kt.data() + run[i].start, x.ldt, s.data() + run[i].col, ld, mr, run[i].cols, dh, false);
     for (int64_t i = 0; i < ns; ++i) {
