@@ -77,26 +77,36 @@ void htransformer_forward(const HtrDims& d, const T* q, const T* k, const T* v, 
       for (int64_t l = d.L - 1; l >= 0; --l) {
         const Level<T>& x = P[static_cast<size_t>(l)];
         const int64_t n = x.n;
-        M.assign(n, kNinf<T>), Y.assign((n + 2) * dvp, T(0)), Z.assign(n, T(0));
+        // (Y: the rows of a block are written by its product, or zeroed if it sees no key)
+        M.assign(n, kNinf<T>), Y.resize((n + 2) * dvp), Z.assign(n, T(0));
+        std::fill(Y.begin() + n * dvp, Y.end(), T(0));
         for (int64_t blk = 0; blk < n / nr; ++blk) {
-          if (w.scores(d, x, l, blk) == 0) continue;
+          if (w.scores(d, x, l, blk) == 0) {
+            std::fill_n(Y.data() + blk * nr * dvp, nr * dvp, T(0));
+            continue;
+          }
           softmax_rows(w.s.data(), w.ld, nr, w.cp.data(), M.data() + blk * nr, Z.data() + blk * nr);
           // (written in place: a spare row past nr, if any, is the next block's and it overwrites it)
           for (int64_t i = 0; i < w.nrun; ++i)
             mm(w.s.data() + w.run[i].col, w.ld, x.vd + w.run[i].start * dvp, dvp, Y.data() + blk * nr * dvp, dvp,
                w.mr, dvp, w.run[i].keys, i > 0);
         }
-        if (l + 1 < d.L)  // merge the coarser levels' state (already merged into row p >> 1 of level l + 1)
+        if (l + 1 < d.L) {  // merge the coarser levels' state (already merged into row p >> 1 of level l + 1)
+          std::vector<T>&mx = ws.mx, &wa = ws.wa, &wb = ws.wb;
+          mx.resize(n), wa.resize(n), wb.resize(n);
+          for (int64_t p = 0; p < n; ++p)  // (NaN weights where mx = -inf: not used)
+            mx[p] = std::max(M[p], Mu[p >> 1]), wa[p] = M[p] - mx[p], wb[p] = Mu[p >> 1] - mx[p];
+          exp_batch(wa.data(), n), exp_batch(wb.data(), n);
           for (int64_t p = 0; p < n; ++p) {
             const int64_t up = p >> 1;
-            const T m = M[p], mu = Mu[up], mx = std::max(m, mu);
-            if (mx == kNinf<T>) continue;
-            const T a = std::exp(m - mx), b = std::exp(mu - mx);
+            if (mx[p] == kNinf<T>) continue;
+            const T a = wa[p], b = wb[p];
             T* yp = Y.data() + p * dvp;
             const T* yu = Yu.data() + up * dvp;
             for (int64_t e = 0; e < dv; ++e) yp[e] = a * yp[e] + b * yu[e];
-            Z[p] = a * Z[p] + b * Zu[up], M[p] = mx;
+            Z[p] = a * Z[p] + b * Zu[up], M[p] = mx[p];
           }
+        }
         std::swap(M, Mu), std::swap(Y, Yu), std::swap(Z, Zu);
       }
       const std::vector<T>& c0 = P[0].c;
@@ -132,6 +142,7 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
     const std::vector<Level<T>>& P = ws.P;
     std::vector<double>& dacc = ws.dacc;
     std::vector<T*> dQ(static_cast<size_t>(d.L)), dK(dQ), dV(dQ);
+    std::vector<const T*> Gp(static_cast<size_t>(d.L));
     std::vector<std::vector<T>>&E = ws.E, &G = ws.G, &D = ws.D, &dqc = ws.dqc, &dkc = ws.dkc, &dvs = ws.dvs;
     if (static_cast<int64_t>(E.size()) < d.L)
       for (auto* x : {&E, &G, &D, &dqc, &dkc, &dvs}) x->resize(static_cast<size_t>(d.L));
@@ -141,36 +152,59 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
       // The pyramid of sum_i exp(-lse_i - E) g_i and sum_i exp(-lse_i - E) g_i . y_i over each
       // group, with E the group's max of -lse (-inf: no live query in the group).
       // (G: every row written, zeros where no live query, and the 2 spare rows zeroed)
-      E[0].assign(d.Tp, kNinf<T>), G[0].resize((d.Tp + 2) * dvp), D[0].assign(d.Tp, T(0));
-      std::fill(G[0].begin() + d.T * dvp, G[0].end(), T(0));
+      // (G: every row written, zeros where no live query, and the 2 spare rows zeroed; level 0
+      // is g itself where every row is live and dv a multiple of 8)
+      E[0].assign(d.Tp, kNinf<T>), D[0].assign(d.Tp, T(0));
+      bool live = d.T == d.Tp && dvd == dvp && up2(nr) == nr;
       for (int64_t i = 0; i < d.T; ++i) {
         const T li = lse[bh * d.T + i];
-        T* gi = G[0].data() + i * dvp;
-        std::fill_n(gi, dvp, T(0));
-        if (P[0].c[i] == 0 || std::isinf(li)) continue;
-        E[0][i] = -li;
-        T acc = 0;
-        for (int64_t e = 0; e < dvd; ++e) {
-          gi[e] = g[bh * nv + i * dvd + e];
-          acc += g[bh * nv + i * dvd + e] * y[bh * nv + i * dvd + e];
+        if (P[0].c[i] == 0 || std::isinf(li)) {
+          live = false;
+          continue;
         }
-        D[0][i] = acc;
+        const T *gi = g + bh * nv + i * dvd, *yi = y + bh * nv + i * dvd;
+        E[0][i] = -li;
+        if (dvd % 8 == 0) {
+          D[0][i] = dot(gi, yi, dvd);
+        } else {
+          T acc = 0;
+          for (int64_t e = 0; e < dvd; ++e) acc += gi[e] * yi[e];
+          D[0][i] = acc;
+        }
+      }
+      if (live) {
+        Gp[0] = g + bh * nv;
+      } else {
+        G[0].resize((d.Tp + 2) * dvp);
+        std::fill(G[0].begin() + d.T * dvp, G[0].end(), T(0));
+        for (int64_t i = 0; i < d.T; ++i) {
+          T* gi = G[0].data() + i * dvp;
+          std::fill_n(gi, dvp, T(0));
+          if (E[0][i] != kNinf<T>) std::copy_n(g + bh * nv + i * dvd, dvd, gi);
+        }
+        Gp[0] = G[0].data();
       }
       for (int64_t l = 1; l < d.L; ++l) {
         const int64_t n = d.Tp >> l;
         E[l].assign(n, kNinf<T>), G[l].resize((n + 2) * dvp), D[l].assign(n, T(0));
         std::fill(G[l].begin() + n * dvp, G[l].end(), T(0));
+        Gp[l] = G[l].data();
+        std::vector<T>&mx = ws.mx, &wa = ws.wa, &wb = ws.wb;
+        mx.resize(n), wa.resize(n), wb.resize(n);
+        const T* Ef = E[l - 1].data();
+        for (int64_t p = 0; p < n; ++p)  // (NaN weights where mx = -inf: not used)
+          mx[p] = std::max(Ef[2 * p], Ef[2 * p + 1]), wa[p] = Ef[2 * p] - mx[p], wb[p] = Ef[2 * p + 1] - mx[p];
+        exp_batch(wa.data(), n), exp_batch(wb.data(), n);
         for (int64_t p = 0; p < n; ++p) {
-          const T ea = E[l - 1][2 * p], eb = E[l - 1][2 * p + 1], mx = std::max(ea, eb);
           T* gp = G[l].data() + p * dvp;
-          if (mx == kNinf<T>) {
+          if (mx[p] == kNinf<T>) {
             std::fill_n(gp, dvp, T(0));
             continue;
           }
-          const T a = std::exp(ea - mx), b = std::exp(eb - mx);
-          E[l][p] = mx;
+          const T a = wa[p], b = wb[p];
+          E[l][p] = mx[p];
           D[l][p] = a * D[l - 1][2 * p] + b * D[l - 1][2 * p + 1];
-          const T *ga = G[l - 1].data() + 2 * p * dvp, *gb = ga + dvp;
+          const T *ga = Gp[l - 1] + 2 * p * dvp, *gb = ga + dvp;
           for (int64_t e = 0; e < dvp; ++e) gp[e] = a * ga[e] + b * gb[e];
         }
       }
@@ -194,7 +228,7 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
       for (int64_t l = 0; l < d.L; ++l) {
         const Level<T>& x = P[static_cast<size_t>(l)];
         const std::vector<T>&El = E[l], &Dl = D[l];
-        const T* Gl = G[l].data();
+        const T* Gl = Gp[l];
         for (int64_t blk = 0; blk < x.n / nr; ++blk) {
           if (w.scores(d, x, l, blk) == 0) continue;
           const int64_t ld = w.ld, p0 = blk * nr, mr = w.mr, nrp = w.nrp;

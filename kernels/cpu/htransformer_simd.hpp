@@ -84,6 +84,19 @@ void mm_at_generic(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64
   }
 }
 
+// x[j] = exp(x[j]) for j < n (the merge weights of the levels).
+template <class T>
+void exp_batch_generic(T* x, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) x[j] = std::exp(x[j]);
+}
+
+// out[p] = (in[2p] + in[2p + 1]) inv[p] (inv null: the sum) for p < n: a row of the transposed
+// pyramid from the finer level's.
+template <class T>
+void pair_sums_generic(T* out, const T* in, int64_t n, const T* inv) {
+  for (int64_t p = 0; p < n; ++p) out[p] = inv ? (in[2 * p] + in[2 * p + 1]) * inv[p] : in[2 * p] + in[2 * p + 1];
+}
+
 #ifdef HKT_CPU_AVX2
 namespace avx2 {
 
@@ -185,6 +198,25 @@ __attribute__((target("avx2,fma"))) inline void dsoftmax_rows(float* s, float* g
   }
 }
 
+// 8 at a time (simd::exp8), the tail with std::exp.
+__attribute__((target("avx2,fma"))) inline void exp_batch(float* x, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(x + j, simd::exp8(_mm256_loadu_ps(x + j)));
+  for (; j < n; ++j) x[j] = std::exp(x[j]);
+}
+
+__attribute__((target("avx2,fma"))) inline void pair_sums(float* out, const float* in, int64_t n, const float* inv) {
+  int64_t p = 0;
+  for (; p + 8 <= n; p += 8) {
+    // hadd gives (01, 23, 89, ab | 45, 67, cd, ef) of the 16 inputs' pair sums; reorder the 64-bit pairs.
+    const __m256 h = _mm256_hadd_ps(_mm256_loadu_ps(in + 2 * p), _mm256_loadu_ps(in + 2 * p + 8));
+    __m256 s = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(h), 0xD8));
+    if (inv) s = _mm256_mul_ps(s, _mm256_loadu_ps(inv + p));
+    _mm256_storeu_ps(out + p, s);
+  }
+  pair_sums_generic(out + p, in + 2 * p, n - p, inv ? inv + p : nullptr);
+}
+
 // R rows of c (R <= 6) from R columns of a: 16 columns of c at a time, then 8.
 template <int R>
 __attribute__((target("avx2,fma"))) inline void mm_at_rows(const float* a, int64_t lda, const float* b, int64_t ldb,
@@ -272,6 +304,22 @@ void dsoftmax_rows(T* s, T* g, int64_t ld, int64_t nr, int64_t nrp, const int* k
     if (use_avx2<T>()) return avx2::dsoftmax_rows(s, g, ld, nr, nrp, kind, cp, E, D, scale, dacc);
 #endif
   dsoftmax_rows_generic(s, g, ld, nr, nrp, kind, cp, E, D, scale, dacc);
+}
+template <class T>
+void exp_batch(T* x, int64_t n) {
+#ifdef HKT_CPU_AVX2
+  if constexpr (attn_detail::kIsF32<T>)
+    if (use_avx2<T>()) return avx2::exp_batch(x, n);
+#endif
+  exp_batch_generic(x, n);
+}
+template <class T>
+void pair_sums(T* out, const T* in, int64_t n, const T* inv) {
+#ifdef HKT_CPU_AVX2
+  if constexpr (attn_detail::kIsF32<T>)
+    if (use_avx2<T>()) return avx2::pair_sums(out, in, n, inv);
+#endif
+  pair_sums_generic(out, in, n, inv);
 }
 template <class T>
 void mm_at(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n, int64_t K,

@@ -35,9 +35,9 @@ template <class T>
 struct Level {
   int64_t n = 0, ldt = 0;            // tokens, the column stride of kt / vt (n + 8)
   std::vector<T> q, k, v;            // q~, k~ [n + 2, dhp], vsum [n + 2, dvp]
-  const T *qd, *kd, *vd;             // their rows: the vectors', or level 0's inputs (direct())
+  const T *qd, *kd, *vd;             // their rows: the vectors', or level 0's inputs (direct()); null if not built
   std::vector<T> kt, vt;             // k~ [dhp, ldt] and vsum [dvp, ldt] transposed (vt: only if asked)
-  std::vector<T> c, div;             // counts of valid fine keys [n + 8]; the mean's divisor (>= 1) [n]
+  std::vector<T> c, div, inv;        // counts of valid fine keys [n + 8]; the mean's divisor (>= 1), 1 / it [n]
   std::vector<char> ne;              // the group holds a valid token
 };
 
@@ -49,9 +49,13 @@ inline bool direct(const HtrDims& d, const bool* valid) {
 }
 
 // Builds the levels into P (its vectors reused: a workspace kept per thread
-// spares the allocations and page faults of fresh buffers at every call).
+// spares the allocations and page faults of fresh buffers at every call):
+// the rows of q~ and k~ transposed always; for the forward (backward false)
+// the rows of vsum, for the backward the rows of k~ and vsum transposed.
+// Level 0's rows are the inputs or padded copies, its kt and vt transposes;
+// above, rows are means (sums) of row pairs and kt, vt of column pairs.
 template <class T>
-void build(const HtrDims& d, const T* q, const T* k, const T* v, const bool* valid, bool with_vt,
+void build(const HtrDims& d, const T* q, const T* k, const T* v, const bool* valid, bool backward,
            std::vector<Level<T>>& P) {
   const int64_t dh = d.dh, dv = d.dv, dhp = up8(dh), dvp = up8(dv);
   const bool in_place = direct(d, valid);
@@ -59,17 +63,18 @@ void build(const HtrDims& d, const T* q, const T* k, const T* v, const bool* val
   for (int64_t l = 0; l < d.L; ++l) {
     Level<T>& x = P[static_cast<size_t>(l)];
     const int64_t n = d.Tp >> l;
+    const bool krows = l == 0 || backward, vrows = l == 0 || !backward;
     x.n = n, x.ldt = n + 8;
-    x.c.assign(n + 8, T(0)), x.div.assign(n, T(1)), x.ne.assign(n, 0);
+    x.c.assign(n + 8, T(0)), x.div.assign(n, T(1)), x.inv.assign(n, T(1)), x.ne.assign(n, 0);
+    x.qd = x.kd = x.vd = nullptr;
     if (l == 0 && in_place) {
       x.qd = q, x.kd = k, x.vd = v;
       std::fill_n(x.c.data(), n, T(1)), std::fill_n(x.ne.data(), n, char(1));
     } else {
       // Every row is written below (so no zero fill first), but the 2 spare rows.
-      x.q.resize((n + 2) * dhp), x.k.resize((n + 2) * dhp), x.v.resize((n + 2) * dvp);
-      std::fill_n(x.q.data() + n * dhp, 2 * dhp, T(0)), std::fill_n(x.k.data() + n * dhp, 2 * dhp, T(0));
-      std::fill_n(x.v.data() + n * dvp, 2 * dvp, T(0));
-      x.qd = x.q.data(), x.kd = x.k.data(), x.vd = x.v.data();
+      x.q.resize((n + 2) * dhp), std::fill_n(x.q.data() + n * dhp, 2 * dhp, T(0)), x.qd = x.q.data();
+      if (krows) x.k.resize((n + 2) * dhp), std::fill_n(x.k.data() + n * dhp, 2 * dhp, T(0)), x.kd = x.k.data();
+      if (vrows) x.v.resize((n + 2) * dvp), std::fill_n(x.v.data() + n * dvp, 2 * dvp, T(0)), x.vd = x.v.data();
     }
     if (l == 0 && !in_place) {
       // The rows t < T in one copy where the padded stride is the input's; then the zero rows.
@@ -92,28 +97,37 @@ void build(const HtrDims& d, const T* q, const T* k, const T* v, const bool* val
         const int64_t a = 2 * p, z = 2 * p + 1, kids = f.ne[a] + f.ne[z];
         x.c[p] = f.c[a] + f.c[z], x.ne[p] = kids > 0;
         x.div[p] = kids > 0 ? static_cast<T>(kids) : T(1);
-        const T inv = T(1) / x.div[p];  // (1 or 1/2: the product is the quotient, exactly)
+        const T inv = x.inv[p] = T(1) / x.div[p];  // (1 or 1/2: the product is the quotient, exactly)
         const T *__restrict qa = f.qd + a * dhp, *__restrict qz = qa + dhp;
-        const T *__restrict ka = f.kd + a * dhp, *__restrict kz = ka + dhp;
-        T *__restrict qp = x.q.data() + p * dhp, *__restrict kp = x.k.data() + p * dhp;
-        for (int64_t e = 0; e < dhp; ++e) kp[e] = (ka[e] + kz[e]) * inv;  // (the zero columns stay 0)
+        T* __restrict qp = x.q.data() + p * dhp;
         if (d.causal)
           std::copy_n(qa, dhp, qp);
         else
-          for (int64_t e = 0; e < dhp; ++e) qp[e] = (qa[e] + qz[e]) * inv;
-        const T *__restrict va = f.vd + a * dvp, *__restrict vz = va + dvp;
-        T* __restrict vp = x.v.data() + p * dvp;
-        for (int64_t e = 0; e < dvp; ++e) vp[e] = va[e] + vz[e];
+          for (int64_t e = 0; e < dhp; ++e) qp[e] = (qa[e] + qz[e]) * inv;  // (the zero columns stay 0)
+        if (krows) {
+          const T *__restrict ka = f.kd + a * dhp, *__restrict kz = ka + dhp;
+          T* __restrict kp = x.k.data() + p * dhp;
+          for (int64_t e = 0; e < dhp; ++e) kp[e] = (ka[e] + kz[e]) * inv;
+        }
+        if (vrows) {
+          const T *__restrict va = f.vd + a * dvp, *__restrict vz = va + dvp;
+          T* __restrict vp = x.v.data() + p * dvp;
+          for (int64_t e = 0; e < dvp; ++e) vp[e] = va[e] + vz[e];
+        }
       }
     }
-    // (n rows, dhp columns: the zero columns of k~ and vsum fill the spare rows of kt, vt)
-    auto transpose = [&](std::vector<T>& dst, const T* src, int64_t cols) {
+    // kt, vt: n columns and the zero spare ones (the zero columns of k~, vsum fill the spare rows)
+    auto transposed = [&](std::vector<T>& dst, const T* src, const std::vector<T>* fine, const T* inv, int64_t cols) {
       dst.resize(cols * x.ldt);
-      attn_detail::tr(dst.data(), x.ldt, src, cols, n, cols);
+      if (l == 0)
+        attn_detail::tr(dst.data(), x.ldt, src, cols, n, cols);
+      else
+        for (int64_t e = 0; e < cols; ++e) pair_sums(dst.data() + e * x.ldt, fine->data() + e * (2 * n + 8), n, inv);
       for (int64_t e = 0; e < cols; ++e) std::fill_n(dst.data() + e * x.ldt + n, x.ldt - n, T(0));
     };
-    transpose(x.kt, x.kd, dhp);
-    if (with_vt) transpose(x.vt, x.vd, dvp);
+    const Level<T>* f = l > 0 ? &P[static_cast<size_t>(l - 1)] : nullptr;
+    transposed(x.kt, x.kd, f ? &f->kt : nullptr, x.inv.data(), dhp);
+    if (backward) transposed(x.vt, x.vd, f ? &f->vt : nullptr, nullptr, dvp);
   }
 }
 
@@ -122,6 +136,7 @@ template <class T>
 struct Workspace {
   std::vector<Level<T>> P;
   std::vector<T> M, Y, Z, Mu, Yu, Zu;                 // forward: per row of a level and of the level above
+  std::vector<T> mx, wa, wb;                          // the merge's max and weights per row
   std::vector<std::vector<T>> E, G, D, dqc, dkc, dvs;  // backward: per level
   std::vector<double> dacc;                            // backward: d bias per (segment kind, row, column)
   static Workspace& local() {
