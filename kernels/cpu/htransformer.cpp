@@ -143,6 +143,7 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
     std::vector<double>& dacc = ws.dacc;
     std::vector<T*> dQ(static_cast<size_t>(d.L)), dK(dQ), dV(dQ);
     std::vector<const T*> Gp(static_cast<size_t>(d.L));
+    std::vector<char> touched;
     std::vector<std::vector<T>>&E = ws.E, &G = ws.G, &D = ws.D, &dqc = ws.dqc, &dkc = ws.dkc, &dvs = ws.dvs;
     if (static_cast<int64_t>(E.size()) < d.L)
       for (auto* x : {&E, &G, &D, &dqc, &dkc, &dvs}) x->resize(static_cast<size_t>(d.L));
@@ -216,12 +217,13 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
         T* oq = out0 && l == 0 && dq ? dq + bh * nq : nullptr;
         T* ok = out0 && l == 0 && dk ? dk + bh * nq : nullptr;
         T* ov = out0 && l == 0 && dv ? dv + bh * nv : nullptr;
-        if (oq) dQ[l] = oq;  // (every row written by its block: level 0 has the ANCHOR)
-        else dqc[l].assign((n + 2) * dhp, T(0)), dQ[l] = dqc[l].data();
-        if (ok) std::fill_n(ok, n * dhp, T(0)), dK[l] = ok;
-        else dkc[l].assign((n + 8) * dhp, T(0)), dK[l] = dkc[l].data();
-        if (ov) std::fill_n(ov, n * dvp, T(0)), dV[l] = ov;
-        else dvs[l].assign((n + 8) * dvp, T(0)), dV[l] = dvs[l].data();
+        // (not zero filled: see below)
+        if (oq) dQ[l] = oq;
+        else dqc[l].resize((n + 2) * dhp), dQ[l] = dqc[l].data();
+        if (ok) dK[l] = ok;
+        else dkc[l].resize((n + 8) * dhp), dK[l] = dkc[l].data();
+        if (ov) dV[l] = ov;
+        else dvs[l].resize((n + 8) * dvp), dV[l] = dvs[l].data();
       }
       double* db = dbias ? dtab.data() + bh * nbias : nullptr;
       if (db) dacc.assign(3 * nr * w.nrp, 0.0);
@@ -229,9 +231,24 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
         const Level<T>& x = P[static_cast<size_t>(l)];
         const std::vector<T>&El = E[l], &Dl = D[l];
         const T* Gl = Gp[l];
-        for (int64_t blk = 0; blk < x.n / nr; ++blk) {
-          if (w.scores(d, x, l, blk) == 0) continue;
+        // d q~'s rows are written by their block's product (zeroed if it sees no key); d k~ and
+        // d vsum accumulate, each key block's rows zeroed when a block first sees it (while they
+        // are hot; the rest at the end). A padding column adds 0 to a row of the next key block
+        // (or a spare row) before its zeroing, which then overwrites it.
+        const int64_t nb = x.n / nr;
+        touched.assign(nb, 0);
+        for (int64_t blk = 0; blk < nb; ++blk) {
+          if (w.scores(d, x, l, blk) == 0) {
+            std::fill_n(dQ[l] + blk * nr * dhp, nr * dhp, T(0));
+            continue;
+          }
           const int64_t ld = w.ld, p0 = blk * nr, mr = w.mr, nrp = w.nrp;
+          for (int64_t i = 0; i < w.ns; ++i) {
+            const int64_t kb = w.seg[i].start / nr;
+            if (touched[kb]) continue;
+            touched[kb] = 1;
+            std::fill_n(dK[l] + kb * nr * dhp, nr * dhp, T(0)), std::fill_n(dV[l] + kb * nr * dvp, nr * dvp, T(0));
+          }
           // P = exp(s - lse_i + E) (<= 1: lse_i >= s for each fine query i of the row's group),
           // dS = P (G vsum^T - c D), its sums per (segment kind, row, column) for d bias, then scale dS.
           for (int64_t i = 0; i < w.nrun; ++i)
@@ -253,6 +270,9 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
             mm_at(w.s.data() + r.col, ld, Gl + p0 * dvp, dvp, dV[l] + r.start * dvp, dvp, r.cols, dvp, nr, true);
           }
         }
+        for (int64_t kb = 0; kb < nb; ++kb)
+          if (!touched[kb])
+            std::fill_n(dK[l] + kb * nr * dhp, nr * dhp, T(0)), std::fill_n(dV[l] + kb * nr * dvp, nr * dvp, T(0));
       }
       if (db)  // d bias[r - p + 2 Nr - 1] from the sums (entries outside a segment's mask hold 0)
         for (int64_t kd = 0; kd < 3; ++kd)
