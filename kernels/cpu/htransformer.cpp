@@ -97,15 +97,9 @@ void htransformer_forward(const HtrDims& d, const T* q, const T* k, const T* v, 
           for (int64_t p = 0; p < n; ++p)  // (NaN weights where mx = -inf: not used)
             mx[p] = std::max(M[p], Mu[p >> 1]), wa[p] = M[p] - mx[p], wb[p] = Mu[p >> 1] - mx[p];
           exp_batch(wa.data(), n), exp_batch(wb.data(), n);
-          for (int64_t p = 0; p < n; ++p) {
-            const int64_t up = p >> 1;
-            if (mx[p] == kNinf<T>) continue;
-            const T a = wa[p], b = wb[p];
-            T* yp = Y.data() + p * dvp;
-            const T* yu = Yu.data() + up * dvp;
-            for (int64_t e = 0; e < dv; ++e) yp[e] = a * yp[e] + b * yu[e];
-            Z[p] = a * Z[p] + b * Zu[up], M[p] = mx[p];
-          }
+          combine_rows(Y.data(), Y.data(), Yu.data(), n, dvp, wa.data(), wb.data(), mx.data(), false);
+          for (int64_t p = 0; p < n; ++p)
+            if (mx[p] != kNinf<T>) Z[p] = wa[p] * Z[p] + wb[p] * Zu[p >> 1], M[p] = mx[p];
         }
         std::swap(M, Mu), std::swap(Y, Yu), std::swap(Z, Zu);
       }
@@ -196,18 +190,10 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
         for (int64_t p = 0; p < n; ++p)  // (NaN weights where mx = -inf: not used)
           mx[p] = std::max(Ef[2 * p], Ef[2 * p + 1]), wa[p] = Ef[2 * p] - mx[p], wb[p] = Ef[2 * p + 1] - mx[p];
         exp_batch(wa.data(), n), exp_batch(wb.data(), n);
-        for (int64_t p = 0; p < n; ++p) {
-          T* gp = G[l].data() + p * dvp;
-          if (mx[p] == kNinf<T>) {
-            std::fill_n(gp, dvp, T(0));
-            continue;
-          }
-          const T a = wa[p], b = wb[p];
-          E[l][p] = mx[p];
-          D[l][p] = a * D[l - 1][2 * p] + b * D[l - 1][2 * p + 1];
-          const T *ga = Gp[l - 1] + 2 * p * dvp, *gb = ga + dvp;
-          for (int64_t e = 0; e < dvp; ++e) gp[e] = a * ga[e] + b * gb[e];
-        }
+        combine_rows(G[l].data(), Gp[l - 1], static_cast<const T*>(nullptr), n, dvp, wa.data(), wb.data(), mx.data(),
+                     true);
+        for (int64_t p = 0; p < n; ++p)
+          if (mx[p] != kNinf<T>) E[l][p] = mx[p], D[l][p] = wa[p] * D[l - 1][2 * p] + wb[p] * D[l - 1][2 * p + 1];
       }
       // d q~, d k~, d vsum per level; level 0's are the outputs themselves where direct() and no
       // padding column (nr a multiple of 8: the products write no row past T).
@@ -282,21 +268,13 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
             for (int64_t j = 0; j < nr; ++j) dbr[j] += s[j];
           }
       // The coarsening, transposed: top-down to level 0 (whole padded rows: the zero columns stay 0).
-      for (int64_t l = d.L - 1; l >= 1; --l)
-        for (int64_t p = 0; p < (d.Tp >> l); ++p) {
-          const T inv = T(1) / P[static_cast<size_t>(l)].div[p];
-          const T *__restrict ku = dK[l] + p * dhp, *__restrict qu = dQ[l] + p * dhp;
-          const T* __restrict vu = dV[l] + p * dvp;
-          T *__restrict k0 = dK[l - 1] + 2 * p * dhp, *__restrict k1 = k0 + dhp;
-          T *__restrict q0 = dQ[l - 1] + 2 * p * dhp, *__restrict q1 = q0 + dhp;
-          T *__restrict v0 = dV[l - 1] + 2 * p * dvp, *__restrict v1 = v0 + dvp;
-          for (int64_t e = 0; e < dhp; ++e) k0[e] += ku[e] * inv, k1[e] += ku[e] * inv;
-          if (d.causal)
-            for (int64_t e = 0; e < dhp; ++e) q0[e] += qu[e];
-          else
-            for (int64_t e = 0; e < dhp; ++e) q0[e] += qu[e] * inv, q1[e] += qu[e] * inv;
-          for (int64_t e = 0; e < dvp; ++e) v0[e] += vu[e], v1[e] += vu[e];
-        }
+      for (int64_t l = d.L - 1; l >= 1; --l) {
+        const int64_t n = d.Tp >> l;
+        const T* inv = P[static_cast<size_t>(l)].inv.data();
+        spread_rows(dK[l - 1], dK[l], n, dhp, inv, false);
+        spread_rows(dQ[l - 1], dQ[l], n, dhp, d.causal ? nullptr : inv, d.causal);
+        spread_rows(dV[l - 1], dV[l], n, dvp, static_cast<const T*>(nullptr), false);
+      }
       const bool dense = std::all_of(P[0].c.begin(), P[0].c.begin() + d.T, [](T c) { return c > 0; });
       auto put = [&](T* out, const T* src, int64_t n, int64_t ld) {  // padding rows 0
         if (!out || out == src) return;

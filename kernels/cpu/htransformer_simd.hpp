@@ -97,6 +97,66 @@ void pair_sums_generic(T* out, const T* in, int64_t n, const T* inv) {
   for (int64_t p = 0; p < n; ++p) out[p] = inv ? (in[2 * p] + in[2 * p + 1]) * inv[p] : in[2 * p] + in[2 * p + 1];
 }
 
+// Row passes of the pyramid, w columns per row (row stride w): bodies inlined into a portable
+// and an AVX2 copy each (the library builds with -ffp-contract=off: the same operations, so
+// the same bits, at any vector width).
+#define HTR_INLINE inline __attribute__((always_inline))
+
+// out[p] = (in[2p] + in[2p + 1]) inv[p] for p < n (inv null: the sum; first: in[2p] alone).
+template <class T>
+HTR_INLINE void pair_rows_body(T* __restrict out, const T* __restrict in, int64_t n, int64_t w, const T* inv,
+                               bool first) {
+  for (int64_t p = 0; p < n; ++p) {
+    const T *__restrict a = in + 2 * p * w, *__restrict z = a + w;
+    T* __restrict o = out + p * w;
+    if (first)
+      for (int64_t e = 0; e < w; ++e) o[e] = a[e];
+    else if (inv)
+      for (int64_t e = 0; e < w; ++e) o[e] = (a[e] + z[e]) * inv[p];
+    else
+      for (int64_t e = 0; e < w; ++e) o[e] = a[e] + z[e];
+  }
+}
+
+// fine[2p] += coarse[p] inv[p] and fine[2p + 1] likewise for p < n (inv null: no product; first:
+// fine[2p] only): the coarsening transposed.
+template <class T>
+HTR_INLINE void spread_rows_body(T* __restrict fine, const T* __restrict coarse, int64_t n, int64_t w, const T* inv,
+                                 bool first) {
+  for (int64_t p = 0; p < n; ++p) {
+    const T* __restrict c = coarse + p * w;
+    T *__restrict f0 = fine + 2 * p * w, *__restrict f1 = f0 + w;
+    if (inv) {
+      const T s = inv[p];
+      for (int64_t e = 0; e < w; ++e) f0[e] += c[e] * s;
+      if (!first)
+        for (int64_t e = 0; e < w; ++e) f1[e] += c[e] * s;
+    } else {
+      for (int64_t e = 0; e < w; ++e) f0[e] += c[e];
+      if (!first)
+        for (int64_t e = 0; e < w; ++e) f1[e] += c[e];
+    }
+  }
+}
+
+// out[p] = wa[p] in[ia] + wb[p] in2[ib] for p < n where mx[p] > -inf (else 0 if zero, else left):
+// the levels' merge (in2 row p >> 1, in row p: pair false) and the G pyramid (in rows 2p, 2p + 1).
+template <class T>
+HTR_INLINE void combine_rows_body(T* out, const T* in, const T* in2, int64_t n, int64_t w, const T* wa,
+                                  const T* wb, const T* mx, bool pair) {
+  for (int64_t p = 0; p < n; ++p) {
+    T* o = out + p * w;  // (may be in's row: the merge updates Y in place)
+    if (mx[p] == -std::numeric_limits<T>::infinity()) {
+      if (pair)
+        for (int64_t e = 0; e < w; ++e) o[e] = T(0);
+      continue;
+    }
+    const T *a = pair ? in + 2 * p * w : in + p * w, *b = pair ? a + w : in2 + (p >> 1) * w;
+    const T x = wa[p], y = wb[p];
+    for (int64_t e = 0; e < w; ++e) o[e] = x * a[e] + y * b[e];
+  }
+}
+
 #ifdef HKT_CPU_AVX2
 namespace avx2 {
 
@@ -217,6 +277,20 @@ __attribute__((target("avx2,fma"))) inline void pair_sums(float* out, const floa
   pair_sums_generic(out + p, in + 2 * p, n - p, inv ? inv + p : nullptr);
 }
 
+__attribute__((target("avx2,fma"))) inline void pair_rows(float* out, const float* in, int64_t n, int64_t w,
+                                                          const float* inv, bool first) {
+  pair_rows_body(out, in, n, w, inv, first);
+}
+__attribute__((target("avx2,fma"))) inline void spread_rows(float* fine, const float* coarse, int64_t n, int64_t w,
+                                                            const float* inv, bool first) {
+  spread_rows_body(fine, coarse, n, w, inv, first);
+}
+__attribute__((target("avx2,fma"))) inline void combine_rows(float* out, const float* in, const float* in2, int64_t n,
+                                                             int64_t w, const float* wa, const float* wb,
+                                                             const float* mx, bool pair) {
+  combine_rows_body(out, in, in2, n, w, wa, wb, mx, pair);
+}
+
 // R rows of c (R <= 6) from R columns of a: 16 columns of c at a time, then 8.
 template <int R>
 __attribute__((target("avx2,fma"))) inline void mm_at_rows(const float* a, int64_t lda, const float* b, int64_t ldb,
@@ -320,6 +394,31 @@ void pair_sums(T* out, const T* in, int64_t n, const T* inv) {
     if (use_avx2<T>()) return avx2::pair_sums(out, in, n, inv);
 #endif
   pair_sums_generic(out, in, n, inv);
+}
+template <class T>
+void pair_rows(T* out, const T* in, int64_t n, int64_t w, const T* inv, bool first) {
+#ifdef HKT_CPU_AVX2
+  if constexpr (attn_detail::kIsF32<T>)
+    if (use_avx2<T>()) return avx2::pair_rows(out, in, n, w, inv, first);
+#endif
+  pair_rows_body(out, in, n, w, inv, first);
+}
+template <class T>
+void spread_rows(T* fine, const T* coarse, int64_t n, int64_t w, const T* inv, bool first) {
+#ifdef HKT_CPU_AVX2
+  if constexpr (attn_detail::kIsF32<T>)
+    if (use_avx2<T>()) return avx2::spread_rows(fine, coarse, n, w, inv, first);
+#endif
+  spread_rows_body(fine, coarse, n, w, inv, first);
+}
+template <class T>
+void combine_rows(T* out, const T* in, const T* in2, int64_t n, int64_t w, const T* wa, const T* wb, const T* mx,
+                  bool pair) {
+#ifdef HKT_CPU_AVX2
+  if constexpr (attn_detail::kIsF32<T>)
+    if (use_avx2<T>()) return avx2::combine_rows(out, in, in2, n, w, wa, wb, mx, pair);
+#endif
+  combine_rows_body(out, in, in2, n, w, wa, wb, mx, pair);
 }
 template <class T>
 void mm_at(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n, int64_t K,

@@ -97,24 +97,12 @@ void build(const HtrDims& d, const T* q, const T* k, const T* v, const bool* val
         const int64_t a = 2 * p, z = 2 * p + 1, kids = f.ne[a] + f.ne[z];
         x.c[p] = f.c[a] + f.c[z], x.ne[p] = kids > 0;
         x.div[p] = kids > 0 ? static_cast<T>(kids) : T(1);
-        const T inv = x.inv[p] = T(1) / x.div[p];  // (1 or 1/2: the product is the quotient, exactly)
-        const T *__restrict qa = f.qd + a * dhp, *__restrict qz = qa + dhp;
-        T* __restrict qp = x.q.data() + p * dhp;
-        if (d.causal)
-          std::copy_n(qa, dhp, qp);
-        else
-          for (int64_t e = 0; e < dhp; ++e) qp[e] = (qa[e] + qz[e]) * inv;  // (the zero columns stay 0)
-        if (krows) {
-          const T *__restrict ka = f.kd + a * dhp, *__restrict kz = ka + dhp;
-          T* __restrict kp = x.k.data() + p * dhp;
-          for (int64_t e = 0; e < dhp; ++e) kp[e] = (ka[e] + kz[e]) * inv;
-        }
-        if (vrows) {
-          const T *__restrict va = f.vd + a * dvp, *__restrict vz = va + dvp;
-          T* __restrict vp = x.v.data() + p * dvp;
-          for (int64_t e = 0; e < dvp; ++e) vp[e] = va[e] + vz[e];
-        }
+        x.inv[p] = T(1) / x.div[p];  // (1 or 1/2: the product is the quotient, exactly)
       }
+      // (the zero columns stay 0)
+      pair_rows(x.q.data(), f.qd, n, dhp, x.inv.data(), d.causal);
+      if (krows) pair_rows(x.k.data(), f.kd, n, dhp, x.inv.data(), false);
+      if (vrows) pair_rows(x.v.data(), f.vd, n, dvp, static_cast<const T*>(nullptr), false);
     }
     // kt, vt: n columns and the zero spare ones (the zero columns of k~, vsum fill the spare rows)
     auto transposed = [&](std::vector<T>& dst, const T* src, const std::vector<T>* fine, const T* inv, int64_t cols) {
