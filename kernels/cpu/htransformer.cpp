@@ -88,7 +88,7 @@ void htransformer_forward(const HtrDims& d, const T* q, const T* k, const T* v, 
           softmax_rows(w.s.data(), w.ld, nr, w.cp.data(), M.data() + blk * nr, Z.data() + blk * nr);
           // (written in place: a spare row past nr, if any, is the next block's and it overwrites it)
           for (int64_t i = 0; i < w.nrun; ++i)
-            mm(w.s.data() + w.run[i].col, w.ld, x.vd + w.run[i].start * dvp, dvp, Y.data() + blk * nr * dvp, dvp,
+            htr::mm(w.s.data() + w.run[i].col, w.ld, x.vd + w.run[i].start * dvp, dvp, Y.data() + blk * nr * dvp, dvp,
                w.mr, dvp, w.run[i].keys, i > 0);
         }
         if (l + 1 < d.L) {  // merge the coarser levels' state (already merged into row p >> 1 of level l + 1)
@@ -238,7 +238,7 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
           // P = exp(s - lse_i + E) (<= 1: lse_i >= s for each fine query i of the row's group),
           // dS = P (G vsum^T - c D), its sums per (segment kind, row, column) for d bias, then scale dS.
           for (int64_t i = 0; i < w.nrun; ++i)
-            mm(Gl + p0 * dvp, dvp, x.vt.data() + w.run[i].start, x.ldt, w.g.data() + w.run[i].col, ld, mr,
+            htr::mm(Gl + p0 * dvp, dvp, x.vt.data() + w.run[i].start, x.ldt, w.g.data() + w.run[i].col, ld, mr,
                w.run[i].cols, dvd, false);
           dsoftmax_rows(w.s.data(), w.g.data(), ld, nr, nrp, w.kind, w.cp.data(), El.data() + p0, Dl.data() + p0,
                         scale, db ? dacc.data() : nullptr);
@@ -247,7 +247,7 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
           // past nr get 0), d k~ += (scale dS)^T q~, d vsum += P^T G: products per run, the last
           // two accumulated in place (the zero rows of padding columns add 0; spare rows at the end).
           for (int64_t i = 0; i < w.nrun; ++i)
-            mm(w.g.data() + w.run[i].col, ld, x.kd + w.run[i].start * dhp, dhp, dQ[l] + p0 * dhp, dhp,
+            htr::mm(w.g.data() + w.run[i].col, ld, x.kd + w.run[i].start * dhp, dhp, dQ[l] + p0 * dhp, dhp,
                mr, dhp, w.run[i].keys, i > 0);
           for (int64_t i = 0; i < w.nrun; ++i) {
             const auto& r = w.run[i];

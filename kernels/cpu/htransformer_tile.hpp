@@ -196,7 +196,6 @@ struct Tile {
   // Segments of block blk at level l; then s = scale q~ k~^T + bias, -inf where masked
   // or c = 0 (rows >= nr: 0), cp = the counts per column (0 at padding). Returns the segment count.
   int64_t scores(const HtrDims& d, const Level<T>& x, int64_t l, int64_t blk) {
-    using attn_detail::mm;
     const int64_t nb = x.n / nr, dh = d.dh;
     ns = 0;
     if (blk >= 1) seg[ns++] = {(blk - 1) * nr, kLeft};
