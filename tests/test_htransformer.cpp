@@ -140,6 +140,35 @@ TEST_CASE("fused htransformer: inputs and outputs used in place agree with the c
     }
 }
 
+// An odd block (T <= 2 Nr: Nr' = (T + 1) / 2 rounded to the even Tp / 2) in float32: the row
+// passes' odd last row, against float64.
+TEST_CASE("fused htransformer float32: an odd block agrees with float64") {
+  for (int64_t T : {5, 9, 11})
+    for (bool causal : {false, true}) {
+      INFO("T " << T << " causal " << causal);
+      const QKV x = random_qkv(2, 2, T, 8, 11, DType::Float32);
+      Generator g(5);
+      const Tensor b0 = randn({2, 4 * 6 - 1}, {}, &g);
+      auto d = [](const Tensor& t) { return to_dtype(t, DType::Float64); };
+      std::vector<std::vector<double>> outs;
+      for (bool f64 : {false, true}) {
+        const Tensor q = (f64 ? d(x.q) : clone(x.q)).set_requires_grad(true);
+        const Tensor k = (f64 ? d(x.k) : clone(x.k)).set_requires_grad(true);
+        const Tensor v = (f64 ? d(x.v) : clone(x.v)).set_requires_grad(true);
+        const Tensor bias = (f64 ? d(b0) : clone(b0)).set_requires_grad(true);
+        const Tensor y = htransformer_attention(q, k, v, {}, causal, 0.35, 6, bias);
+        sum(y * y).backward();
+        std::vector<double> all = vals(y);
+        for (const Tensor& t : {q, k, v, bias}) {
+          const std::vector<double> gr = vals(t.grad());
+          all.insert(all.end(), gr.begin(), gr.end());
+        }
+        outs.push_back(all);
+      }
+      check_close(outs[0], outs[1], 1e-4);
+    }
+}
+
 TEST_CASE("fused htransformer: float32 with 1 and 2 threads gives the same bits") {
   const QKV x = random_qkv(2, 3, 77, 8, 4, DType::Float32);
   const Tensor valid = right_padding({77, 40}, 77);

@@ -85,7 +85,7 @@ void htransformer_forward(const HtrDims& d, const T* q, const T* k, const T* v, 
             std::fill_n(Y.data() + blk * nr * dvp, nr * dvp, T(0));
             continue;
           }
-          softmax_rows(w.s.data(), w.ld, nr, w.cp.data(), M.data() + blk * nr, Z.data() + blk * nr);
+          softmax_rows(w.s.data(), w.ld, nr, w.mask, w.cp.data(), M.data() + blk * nr, Z.data() + blk * nr);
           // (written in place: a spare row past nr, if any, is the next block's and it overwrites it)
           for (int64_t i = 0; i < w.nrun; ++i)
             htr::mm(w.s.data() + w.run[i].col, w.ld, x.vd + w.run[i].start * dvp, dvp, Y.data() + blk * nr * dvp, dvp,
@@ -218,9 +218,9 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
         const std::vector<T>&El = E[l], &Dl = D[l];
         const T* Gl = Gp[l];
         // d q~'s rows are written by their block's product (zeroed if it sees no key); d k~ and
-        // d vsum accumulate, each key block's rows zeroed when a block first sees it (while they
-        // are hot; the rest at the end). A padding column adds 0 to a row of the next key block
-        // (or a spare row) before its zeroing, which then overwrites it.
+        // d vsum accumulate: each key block's rows are written by the first block that sees it
+        // (with padding columns, nr % 8 != 0: zeroed then, as a padding column adds 0 to a row of
+        // the next key block or a spare row before that block's zeroing); unseen ones zeroed at the end.
         const int64_t nb = x.n / nr;
         touched.assign(nb, 0);
         for (int64_t blk = 0; blk < nb; ++blk) {
@@ -229,7 +229,7 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
             continue;
           }
           const int64_t ld = w.ld, p0 = blk * nr, mr = w.mr, nrp = w.nrp;
-          for (int64_t i = 0; i < w.ns; ++i) {
+          for (int64_t i = 0; i < w.ns && nrp != nr; ++i) {
             const int64_t kb = w.seg[i].start / nr;
             if (touched[kb]) continue;
             touched[kb] = 1;
@@ -240,7 +240,7 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
           for (int64_t i = 0; i < w.nrun; ++i)
             htr::mm(Gl + p0 * dvp, dvp, x.vt.data() + w.run[i].start, x.ldt, w.g.data() + w.run[i].col, ld, mr,
                w.run[i].cols, dvd, false);
-          dsoftmax_rows(w.s.data(), w.g.data(), ld, nr, nrp, w.kind, w.cp.data(), El.data() + p0, Dl.data() + p0,
+          dsoftmax_rows(w.s.data(), w.g.data(), ld, nr, nrp, w.kind, w.mask, w.cp.data(), El.data() + p0, Dl.data() + p0,
                         scale, db ? dacc.data() : nullptr);
           std::fill(w.g.begin() + nr * ld, w.g.begin() + mr * ld, T(0));
           // d q~ = (scale dS) k~ (the block's rows are written by this block only: spare rows
@@ -249,11 +249,25 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
           for (int64_t i = 0; i < w.nrun; ++i)
             htr::mm(w.g.data() + w.run[i].col, ld, x.kd + w.run[i].start * dhp, dhp, dQ[l] + p0 * dhp, dhp,
                mr, dhp, w.run[i].keys, i > 0);
+          auto products = [&](int64_t col, int64_t start, int64_t cols, bool acc) {
+            mm_at(w.g.data() + col, ld, x.qd + p0 * dhp, dhp, dK[l] + start * dhp, dhp, cols, dhp, nr, acc);
+            mm_at(w.s.data() + col, ld, Gl + p0 * dvp, dvp, dV[l] + start * dvp, dvp, cols, dvp, nr, acc);
+          };
           for (int64_t i = 0; i < w.nrun; ++i) {
             const auto& r = w.run[i];
-            mm_at(w.g.data() + r.col, ld, x.qd + p0 * dhp, dhp, dK[l] + r.start * dhp, dhp, r.cols, dhp,
-                  nr, true);
-            mm_at(w.s.data() + r.col, ld, Gl + p0 * dvp, dvp, dV[l] + r.start * dvp, dvp, r.cols, dvp, nr, true);
+            if (nrp != nr) {  // (rows zeroed above)
+              products(r.col, r.start, r.cols, true);
+              continue;
+            }
+            // No padding column: the run's key blocks seen before accumulate, the others are
+            // written (one product per stretch of either).
+            for (int64_t j = 0; j < r.keys;) {
+              const bool acc = touched[(r.start + j) / nr];
+              int64_t e = j;
+              for (; e < r.keys && bool(touched[(r.start + e) / nr]) == acc; e += nr) touched[(r.start + e) / nr] = 1;
+              products(r.col + j, r.start + j, e - j, acc);
+              j = e;
+            }
           }
         }
         for (int64_t kb = 0; kb < nb; ++kb)

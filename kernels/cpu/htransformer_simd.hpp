@@ -30,10 +30,18 @@ void mask_bias_generic(T* s, int64_t ld, int64_t nr, const T* add, const T* cm, 
   }
 }
 
-// The forward's rows a < nr: P = exp(s - m) in place with m the row max, M[a] = m and
-// Z[a] = P . cp; a row with no key (m = -inf) is zeroed and leaves M, Z alone.
+// What the row passes below first apply to the raw products (mask_bias).
 template <class T>
-void softmax_rows_generic(T* s, int64_t ld, int64_t nr, const T* cp, T* M, T* Z) {
+struct Mask {
+  const T *add, *cm;
+  T scale;
+};
+
+// The forward's rows a < nr: s masked, then P = exp(s - m) in place with m the row max, M[a] = m
+// and Z[a] = P . cp; a row with no key (m = -inf) is zeroed and leaves M, Z alone.
+template <class T>
+void softmax_rows_generic(T* s, int64_t ld, int64_t nr, const Mask<T>& mk, const T* cp, T* M, T* Z) {
+  mask_bias_generic(s, ld, nr, mk.add, mk.cm, mk.scale);
   using namespace attn_detail;
   for (int64_t a = 0; a < nr; ++a) {
     T* r = s + a * ld;
@@ -47,12 +55,13 @@ void softmax_rows_generic(T* s, int64_t ld, int64_t nr, const T* cp, T* M, T* Z)
   }
 }
 
-// The backward's rows a < nr: P = exp(s + E[a]) in place, dS = P (g - cp D[a]); dacc (if not null)
+// The backward's rows a < nr: s masked, then P = exp(s + E[a]) in place, dS = P (g - cp D[a]); dacc (if not null)
 // += dS per segment (segment i, nrp columns, adds to the rows of dacc + kind[i] nr nrp, row a at
 // a nrp), then g = scale dS. A row with E[a] = -inf (no live query) is zeroed in s and g.
 template <class T>
-void dsoftmax_rows_generic(T* s, T* g, int64_t ld, int64_t nr, int64_t nrp, const int* kind, const T* cp,
-                           const T* E, const T* D, T scale, double* dacc) {
+void dsoftmax_rows_generic(T* s, T* g, int64_t ld, int64_t nr, int64_t nrp, const int* kind, const Mask<T>& mk,
+                           const T* cp, const T* E, const T* D, T scale, double* dacc) {
+  mask_bias_generic(s, ld, nr, mk.add, mk.cm, mk.scale);
   for (int64_t a = 0; a < nr; ++a) {
     T *r = s + a * ld, *gr = g + a * ld;
     if (E[a] == -std::numeric_limits<T>::infinity()) {
@@ -184,20 +193,31 @@ __attribute__((target("avx2,fma"))) inline float hsum8r(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(q), _mm256_extractf128_ps(q, 1)));
 }
 
-// Two rows at a time (their max, exp and dot chains interleave).
-__attribute__((target("avx2,fma"))) inline void softmax_rows(float* s, int64_t ld, int64_t nr, const float* cp,
-                                                             float* M, float* Z) {
+// One masked row at a time.
+__attribute__((target("avx2,fma"))) inline void softmax_masked(float* s, int64_t ld, int64_t nr, const float* cp,
+                                                               float* M, float* Z);
+
+// Two rows at a time (their mask, max, exp and dot chains interleave).
+__attribute__((target("avx2,fma"))) inline void softmax_rows(float* s, int64_t ld, int64_t nr, const Mask<float>& mk,
+                                                             const float* cp, float* M, float* Z) {
   constexpr float ninf = -std::numeric_limits<float>::infinity();
+  const __m256 vs = _mm256_set1_ps(mk.scale);
   int64_t a = 0;
   for (; a + 2 <= nr; a += 2) {
     float *r0 = s + a * ld, *r1 = r0 + ld;
+    const float *ad0 = mk.add + a * ld, *ad1 = ad0 + ld;
     __m256 m0 = _mm256_set1_ps(ninf), m1 = m0;
-    for (int64_t j = 0; j < ld; j += 8)
-      m0 = _mm256_max_ps(m0, _mm256_loadu_ps(r0 + j)), m1 = _mm256_max_ps(m1, _mm256_loadu_ps(r1 + j));
+    for (int64_t j = 0; j < ld; j += 8) {
+      const __m256 c = _mm256_loadu_ps(mk.cm + j);
+      const __m256 t0 = _mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(r0 + j), vs, _mm256_loadu_ps(ad0 + j)), c);
+      const __m256 t1 = _mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(r1 + j), vs, _mm256_loadu_ps(ad1 + j)), c);
+      _mm256_storeu_ps(r0 + j, t0), _mm256_storeu_ps(r1 + j, t1);
+      m0 = _mm256_max_ps(m0, t0), m1 = _mm256_max_ps(m1, t1);
+    }
     m0 = hmax8(m0), m1 = hmax8(m1);
     const float f0 = _mm256_cvtss_f32(m0), f1 = _mm256_cvtss_f32(m1);
     if (f0 == ninf || f1 == ninf) {  // (rare: a row with no key; the rows one at a time)
-      softmax_rows(r0, ld, 1, cp, M + a, Z + a), softmax_rows(r1, ld, 1, cp, M + a + 1, Z + a + 1);
+      softmax_masked(r0, ld, 1, cp, M + a, Z + a), softmax_masked(r1, ld, 1, cp, M + a + 1, Z + a + 1);
       continue;
     }
     __m256 z0 = _mm256_setzero_ps(), z1 = z0;
@@ -210,7 +230,13 @@ __attribute__((target("avx2,fma"))) inline void softmax_rows(float* s, int64_t l
     }
     M[a] = f0, Z[a] = hsum8r(z0), M[a + 1] = f1, Z[a + 1] = hsum8r(z1);
   }
-  for (; a < nr; ++a) {
+  if (a < nr) mask_bias(s + a * ld, ld, nr - a, mk.add + a * ld, mk.cm, mk.scale), softmax_masked(s + a * ld, ld, nr - a, cp, M + a, Z + a);
+}
+
+__attribute__((target("avx2,fma"))) inline void softmax_masked(float* s, int64_t ld, int64_t nr, const float* cp,
+                                                               float* M, float* Z) {
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+  for (int64_t a = 0; a < nr; ++a) {
     float* r = s + a * ld;
     __m256 vm = _mm256_set1_ps(ninf);
     for (int64_t j = 0; j < ld; j += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(r + j));
@@ -231,10 +257,10 @@ __attribute__((target("avx2,fma"))) inline void softmax_rows(float* s, int64_t l
 }
 
 __attribute__((target("avx2,fma"))) inline void dsoftmax_rows(float* s, float* g, int64_t ld, int64_t nr,
-                                                              int64_t nrp, const int* kind, const float* cp,
-                                                              const float* E, const float* D, float scale,
-                                                              double* dacc) {
-  const __m256 vs = _mm256_set1_ps(scale);
+                                                              int64_t nrp, const int* kind, const Mask<float>& mk,
+                                                              const float* cp, const float* E, const float* D,
+                                                              float scale, double* dacc) {
+  const __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(mk.scale);
   for (int64_t a = 0; a < nr; ++a) {
     float *r = s + a * ld, *gr = g + a * ld;
     if (E[a] == -std::numeric_limits<float>::infinity()) {
@@ -242,8 +268,11 @@ __attribute__((target("avx2,fma"))) inline void dsoftmax_rows(float* s, float* g
       continue;
     }
     const __m256 ve = _mm256_set1_ps(E[a]), vd = _mm256_set1_ps(D[a]);
+    const float* ad = mk.add + a * ld;
     for (int64_t j = 0; j < ld; j += 8) {
-      const __m256 p = simd::exp8(_mm256_add_ps(_mm256_loadu_ps(r + j), ve));
+      const __m256 t =
+          _mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(r + j), vm, _mm256_loadu_ps(ad + j)), _mm256_loadu_ps(mk.cm + j));
+      const __m256 p = simd::exp8(_mm256_add_ps(t, ve));
       _mm256_storeu_ps(r + j, p);
       const __m256 ds = _mm256_mul_ps(p, _mm256_fnmadd_ps(_mm256_loadu_ps(cp + j), vd, _mm256_loadu_ps(gr + j)));
       if (dacc) {
@@ -421,21 +450,21 @@ void mask_bias(T* s, int64_t ld, int64_t nr, const T* add, const T* cm, T scale)
   mask_bias_generic(s, ld, nr, add, cm, scale);
 }
 template <class T>
-void softmax_rows(T* s, int64_t ld, int64_t nr, const T* cp, T* M, T* Z) {
+void softmax_rows(T* s, int64_t ld, int64_t nr, const Mask<T>& mk, const T* cp, T* M, T* Z) {
 #ifdef HKT_CPU_AVX2
   if constexpr (attn_detail::kIsF32<T>)
-    if (use_avx2<T>()) return avx2::softmax_rows(s, ld, nr, cp, M, Z);
+    if (use_avx2<T>()) return avx2::softmax_rows(s, ld, nr, mk, cp, M, Z);
 #endif
-  softmax_rows_generic(s, ld, nr, cp, M, Z);
+  softmax_rows_generic(s, ld, nr, mk, cp, M, Z);
 }
 template <class T>
-void dsoftmax_rows(T* s, T* g, int64_t ld, int64_t nr, int64_t nrp, const int* kind, const T* cp, const T* E,
-                   const T* D, T scale, double* dacc) {
+void dsoftmax_rows(T* s, T* g, int64_t ld, int64_t nr, int64_t nrp, const int* kind, const Mask<T>& mk, const T* cp,
+                   const T* E, const T* D, T scale, double* dacc) {
 #ifdef HKT_CPU_AVX2
   if constexpr (attn_detail::kIsF32<T>)
-    if (use_avx2<T>()) return avx2::dsoftmax_rows(s, g, ld, nr, nrp, kind, cp, E, D, scale, dacc);
+    if (use_avx2<T>()) return avx2::dsoftmax_rows(s, g, ld, nr, nrp, kind, mk, cp, E, D, scale, dacc);
 #endif
-  dsoftmax_rows_generic(s, g, ld, nr, nrp, kind, cp, E, D, scale, dacc);
+  dsoftmax_rows_generic(s, g, ld, nr, nrp, kind, mk, cp, E, D, scale, dacc);
 }
 template <class T>
 void exp_batch(T* x, int64_t n) {

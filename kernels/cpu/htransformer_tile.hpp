@@ -158,6 +158,7 @@ struct Tile {
   // layout masks (padding columns, causal anchor, correction) [nr, ld]; built when first used.
   std::vector<T> add[16];
   bool built[16] = {};
+  Mask<T> mask{};  // the present block's
 
   explicit Tile(const HtrDims& d)
       : nr(d.nr), half(d.nr / 2), nrp(up8(d.nr)), mr(up2(d.nr)), dhp(up8(d.dh)), dvp(up8(d.dv)) {
@@ -193,8 +194,9 @@ struct Tile {
     built[key] = true;
     return t.data();
   }
-  // Segments of block blk at level l; then s = scale q~ k~^T + bias, -inf where masked
-  // or c = 0 (rows >= nr: 0), cp = the counts per column (0 at padding). Returns the segment count.
+  // Segments of block blk at level l; then s = q~ k~^T (rows >= nr: 0), to be masked by `mask`
+  // (scale, + bias, -inf where masked or c = 0) in the row passes (softmax_rows, dsoftmax_rows),
+  // cp = the counts per column (0 at padding). Returns the segment count.
   int64_t scores(const HtrDims& d, const Level<T>& x, int64_t l, int64_t blk) {
     const int64_t nb = x.n / nr, dh = d.dh;
     ns = 0;
@@ -218,7 +220,7 @@ struct Tile {
       std::fill(cp.data() + i * nrp + nr, cp.data() + (i + 1) * nrp, T(0));
     }
     for (int64_t j = 0; j < ld; ++j) cm[j] = cp[j] > 0 ? T(0) : kNinf<T>;
-    mask_bias(s.data(), ld, nr, addend(d, l), cm.data(), static_cast<T>(d.scale));
+    mask = {addend(d, l), cm.data(), static_cast<T>(d.scale)};
     std::fill(s.begin() + nr * ld, s.begin() + mr * ld, T(0));
     return ns;
   }
