@@ -40,7 +40,8 @@
 // exp(-lse_i) g_i and D = sum_i exp(-lse_i) g_i . out_i over each group are
 // a pyramid of offset sums built bottom-up (O(Tp dv); the offset E, the
 // group's max of -lse, keeps P <= 1); d bias from dS (summed per segment
-// kind, row and column in double over the blocks, then per offset); then d q~ = (scale dS) k~,
+// kind, row and column over the blocks, in the dtype over runs of 16 blocks
+// and in double over the runs, then per offset); then d q~ = (scale dS) k~,
 // d k~ += (scale dS)^T q~ and d vsum += P^T G (products per run, the last two
 // accumulated in place by the product), and the
 // coarsening transposed top-down: d x_{l-1}[2p + j] += d x_l[p] / n_l[p]
@@ -119,6 +120,10 @@ void htransformer_forward(const HtrDims& d, const T* q, const T* k, const T* v, 
   });
 }
 
+// d bias is summed per (segment kind, row, column) in the dtype over runs of this many blocks,
+// then in double.
+inline constexpr int64_t kBiasRun = 16;
+
 // dq, dk [B, H, T, dh], dv [B, H, T, dv], dbias [H, 4 block - 1] (each may be
 // null) from the forward's y and lse and the output gradient g.
 template <class T>
@@ -135,6 +140,7 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
     Workspace<T>& ws = Workspace<T>::local();
     const std::vector<Level<T>>& P = ws.P;
     std::vector<double>& dacc = ws.dacc;
+    std::vector<T>& dpart = ws.dpart;
     std::vector<T*> dQ(static_cast<size_t>(d.L)), dK(dQ), dV(dQ);
     std::vector<const T*> Gp(static_cast<size_t>(d.L));
     std::vector<char> touched;
@@ -212,7 +218,11 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
         else dvs[l].resize((n + 8) * dvp), dV[l] = dvs[l].data();
       }
       double* db = dbias ? dtab.data() + bh * nbias : nullptr;
-      if (db) dacc.assign(3 * nr * w.nrp, 0.0);
+      if (db) dacc.assign(3 * nr * w.nrp, 0.0), dpart.assign(dacc.size(), T(0));
+      // (the partial sums into dacc after every kBiasRun blocks of a level, and at its end)
+      auto flush = [&] {
+        for (size_t i = 0; i < dacc.size(); ++i) dacc[i] += static_cast<double>(dpart[i]), dpart[i] = T(0);
+      };
       for (int64_t l = 0; l < d.L; ++l) {
         const Level<T>& x = P[static_cast<size_t>(l)];
         const std::vector<T>&El = E[l], &Dl = D[l];
@@ -241,7 +251,8 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
             htr::mm(Gl + p0 * dvp, dvp, x.vt.data() + w.run[i].start, x.ldt, w.g.data() + w.run[i].col, ld, mr,
                w.run[i].cols, dvd, false);
           dsoftmax_rows(w.s.data(), w.g.data(), ld, nr, nrp, w.kind, w.mask, w.cp.data(), El.data() + p0, Dl.data() + p0,
-                        scale, db ? dacc.data() : nullptr);
+                        scale, db ? dpart.data() : nullptr);
+          if (db && (blk + 1) % kBiasRun == 0) flush();
           std::fill(w.g.begin() + nr * ld, w.g.begin() + mr * ld, T(0));
           // d q~ = (scale dS) k~ (the block's rows are written by this block only: spare rows
           // past nr get 0), d k~ += (scale dS)^T q~, d vsum += P^T G: products per run, the last
@@ -270,6 +281,7 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
             }
           }
         }
+        if (db) flush();
         for (int64_t kb = 0; kb < nb; ++kb)
           if (!touched[kb])
             std::fill_n(dK[l] + kb * nr * dhp, nr * dhp, T(0)), std::fill_n(dV[l] + kb * nr * dvp, nr * dvp, T(0));

@@ -56,11 +56,11 @@ void softmax_rows_generic(T* s, int64_t ld, int64_t nr, const Mask<T>& mk, const
 }
 
 // The backward's rows a < nr: s masked, then P = exp(s + E[a]) in place, dS = P (g - cp D[a]); dacc (if not null)
-// += dS per segment (segment i, nrp columns, adds to the rows of dacc + kind[i] nr nrp, row a at
+// += dS per segment (partial sums in T; segment i, nrp columns, adds to the rows of dacc + kind[i] nr nrp, row a at
 // a nrp), then g = scale dS. A row with E[a] = -inf (no live query) is zeroed in s and g.
 template <class T>
 void dsoftmax_rows_generic(T* s, T* g, int64_t ld, int64_t nr, int64_t nrp, const int* kind, const Mask<T>& mk,
-                           const T* cp, const T* E, const T* D, T scale, double* dacc) {
+                           const T* cp, const T* E, const T* D, T scale, T* dacc) {
   mask_bias_generic(s, ld, nr, mk.add, mk.cm, mk.scale);
   for (int64_t a = 0; a < nr; ++a) {
     T *r = s + a * ld, *gr = g + a * ld;
@@ -72,7 +72,7 @@ void dsoftmax_rows_generic(T* s, T* g, int64_t ld, int64_t nr, int64_t nrp, cons
     for (int64_t j = 0; j < ld; ++j) {
       r[j] = std::exp(r[j] + e);
       const T ds = r[j] * (gr[j] - cp[j] * da);
-      if (dacc) dacc[(kind[j / nrp] * nr + a) * nrp + j % nrp] += static_cast<double>(ds);
+      if (dacc) dacc[(kind[j / nrp] * nr + a) * nrp + j % nrp] += ds;
       gr[j] = ds * scale;
     }
   }
@@ -222,9 +222,14 @@ __attribute__((target("avx2,fma"))) inline void softmax_rows(float* s, int64_t l
     }
     __m256 z0 = _mm256_setzero_ps(), z1 = z0;
     for (int64_t j = 0; j < ld; j += 8) {
-      const __m256 c = _mm256_loadu_ps(cp + j);
-      const __m256 p0 = simd::exp8(_mm256_sub_ps(_mm256_loadu_ps(r0 + j), m0));
-      const __m256 p1 = simd::exp8(_mm256_sub_ps(_mm256_loadu_ps(r1 + j), m1));
+      const __m256 c = _mm256_loadu_ps(cp + j), x0 = _mm256_loadu_ps(r0 + j), x1 = _mm256_loadu_ps(r1 + j);
+      // (8 masked keys in both rows, as the correction mask gives: exp is 0, skipped)
+      if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_max_ps(x0, x1), _mm256_set1_ps(ninf), _CMP_EQ_OQ)) == 0xFF) {
+        _mm256_storeu_ps(r0 + j, _mm256_setzero_ps()), _mm256_storeu_ps(r1 + j, _mm256_setzero_ps());
+        continue;
+      }
+      const __m256 p0 = simd::exp8(_mm256_sub_ps(x0, m0));
+      const __m256 p1 = simd::exp8(_mm256_sub_ps(x1, m1));
       _mm256_storeu_ps(r0 + j, p0), _mm256_storeu_ps(r1 + j, p1);
       z0 = _mm256_fmadd_ps(p0, c, z0), z1 = _mm256_fmadd_ps(p1, c, z1);
     }
@@ -259,7 +264,7 @@ __attribute__((target("avx2,fma"))) inline void softmax_masked(float* s, int64_t
 __attribute__((target("avx2,fma"))) inline void dsoftmax_rows(float* s, float* g, int64_t ld, int64_t nr,
                                                               int64_t nrp, const int* kind, const Mask<float>& mk,
                                                               const float* cp, const float* E, const float* D,
-                                                              float scale, double* dacc) {
+                                                              float scale, float* dacc) {
   const __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(mk.scale);
   for (int64_t a = 0; a < nr; ++a) {
     float *r = s + a * ld, *gr = g + a * ld;
@@ -272,15 +277,18 @@ __attribute__((target("avx2,fma"))) inline void dsoftmax_rows(float* s, float* g
     for (int64_t j = 0; j < ld; j += 8) {
       const __m256 t =
           _mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(r + j), vm, _mm256_loadu_ps(ad + j)), _mm256_loadu_ps(mk.cm + j));
+      if (_mm256_movemask_ps(_mm256_cmp_ps(t, _mm256_set1_ps(-std::numeric_limits<float>::infinity()), _CMP_EQ_OQ)) ==
+          0xFF) {  // (8 masked keys: P and dS are 0, d bias gets 0)
+        _mm256_storeu_ps(r + j, _mm256_setzero_ps()), _mm256_storeu_ps(gr + j, _mm256_setzero_ps());
+        continue;
+      }
       const __m256 p = simd::exp8(_mm256_add_ps(t, ve));
       _mm256_storeu_ps(r + j, p);
       const __m256 ds = _mm256_mul_ps(p, _mm256_fnmadd_ps(_mm256_loadu_ps(cp + j), vd, _mm256_loadu_ps(gr + j)));
       if (dacc) {
         const int64_t i = j / nrp;
-        double* acc = dacc + (kind[i] * nr + a) * nrp + (j - i * nrp);
-        _mm256_storeu_pd(acc, _mm256_add_pd(_mm256_loadu_pd(acc), _mm256_cvtps_pd(_mm256_castps256_ps128(ds))));
-        _mm256_storeu_pd(acc + 4,
-                         _mm256_add_pd(_mm256_loadu_pd(acc + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(ds, 1))));
+        float* acc = dacc + (kind[i] * nr + a) * nrp + (j - i * nrp);
+        _mm256_storeu_ps(acc, _mm256_add_ps(_mm256_loadu_ps(acc), ds));
       }
       _mm256_storeu_ps(gr + j, _mm256_mul_ps(ds, vs));
     }
@@ -459,7 +467,7 @@ void softmax_rows(T* s, int64_t ld, int64_t nr, const Mask<T>& mk, const T* cp, 
 }
 template <class T>
 void dsoftmax_rows(T* s, T* g, int64_t ld, int64_t nr, int64_t nrp, const int* kind, const Mask<T>& mk, const T* cp,
-                   const T* E, const T* D, T scale, double* dacc) {
+                   const T* E, const T* D, T scale, T* dacc) {
 #ifdef HKT_CPU_AVX2
   if constexpr (attn_detail::kIsF32<T>)
     if (use_avx2<T>()) return avx2::dsoftmax_rows(s, g, ld, nr, nrp, kind, mk, cp, E, D, scale, dacc);

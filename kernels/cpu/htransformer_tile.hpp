@@ -127,6 +127,7 @@ struct Workspace {
   std::vector<T> mx, wa, wb;                          // the merge's max and weights per row
   std::vector<std::vector<T>> E, G, D, dqc, dkc, dvs;  // backward: per level
   std::vector<double> dacc;                            // backward: d bias per (segment kind, row, column)
+  std::vector<T> dpart;                                // its partial sums over up to kBiasRun blocks
   static Workspace& local() {
     static thread_local Workspace w;
     return w;
