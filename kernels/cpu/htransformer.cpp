@@ -257,12 +257,39 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
           // d q~ = (scale dS) k~ (the block's rows are written by this block only: spare rows
           // past nr get 0), d k~ += (scale dS)^T q~, d vsum += P^T G: products per run, the last
           // two accumulated in place (the zero rows of padding columns add 0; spare rows at the end).
-          for (int64_t i = 0; i < w.nrun; ++i)
-            htr::mm(w.g.data() + w.run[i].col, ld, x.kd + w.run[i].start * dhp, dhp, dQ[l] + p0 * dhp, dhp,
-               mr, dhp, w.run[i].keys, i > 0);
+          // Above level 0 (each run one segment) the correction mask zeroes P and dS where a LEFT
+          // row a < Nr/2 meets a key >= Nr/2 and a RIGHT row a >= Nr/2 a key < Nr/2: with Nr/2 a
+          // multiple of 8 the products skip those quarters (zero terms).
+          const int64_t h = w.half;
+          const bool trim = l > 0 && h % 8 == 0 && nrp == nr;
+          for (int64_t i = 0; i < w.nrun; ++i) {
+            const auto& r = w.run[i];
+            const T* gi = w.g.data() + r.col;
+            if (!trim) {
+              htr::mm(gi, ld, x.kd + r.start * dhp, dhp, dQ[l] + p0 * dhp, dhp, mr, dhp, r.keys, i > 0);
+              continue;
+            }
+            const int64_t o = w.kind[i] == Tile<T>::kLeft ? 0 : h;  // the second half's first key
+            htr::mm(gi, ld, x.kd + r.start * dhp, dhp, dQ[l] + p0 * dhp, dhp, h, dhp, o ? nr : h, i > 0);
+            htr::mm(gi + h * ld + o, ld, x.kd + (r.start + o) * dhp, dhp, dQ[l] + (p0 + h) * dhp, dhp, h, dhp,
+                    o ? h : nr, i > 0);
+          }
           auto products = [&](int64_t col, int64_t start, int64_t cols, bool acc) {
-            mm_at(w.g.data() + col, ld, x.qd + p0 * dhp, dhp, dK[l] + start * dhp, dhp, cols, dhp, nr, acc);
-            mm_at(w.s.data() + col, ld, Gl + p0 * dvp, dvp, dV[l] + start * dvp, dvp, cols, dvp, nr, acc);
+            if (!trim) {
+              mm_at(w.g.data() + col, ld, x.qd + p0 * dhp, dhp, dK[l] + start * dhp, dhp, cols, dhp, nr, acc);
+              mm_at(w.s.data() + col, ld, Gl + p0 * dvp, dvp, dV[l] + start * dvp, dvp, cols, dvp, nr, acc);
+              return;
+            }
+            // LEFT: keys < h from all rows, keys >= h from rows >= h; RIGHT: keys < h from rows < h,
+            // keys >= h from all rows.
+            const bool left = w.kind[col / nrp] == Tile<T>::kLeft;
+            for (int64_t e : {int64_t(0), h}) {  // the keys [e, e + h)
+              const int64_t r0 = left && e ? h : 0, K = left ? (e ? h : nr) : (e ? nr : h);
+              mm_at(w.g.data() + r0 * ld + col + e, ld, x.qd + (p0 + r0) * dhp, dhp, dK[l] + (start + e) * dhp, dhp, h,
+                    dhp, K, acc);
+              mm_at(w.s.data() + r0 * ld + col + e, ld, Gl + (p0 + r0) * dvp, dvp, dV[l] + (start + e) * dvp, dvp, h,
+                    dvp, K, acc);
+            }
           };
           for (int64_t i = 0; i < w.nrun; ++i) {
             const auto& r = w.run[i];
