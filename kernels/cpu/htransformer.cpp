@@ -87,10 +87,24 @@ void htransformer_forward(const HtrDims& d, const T* q, const T* k, const T* v, 
             continue;
           }
           softmax_rows(w.s.data(), w.ld, nr, w.mask, w.cp.data(), M.data() + blk * nr, Z.data() + blk * nr);
-          // (written in place: a spare row past nr, if any, is the next block's and it overwrites it)
-          for (int64_t i = 0; i < w.nrun; ++i)
-            htr::mm(w.s.data() + w.run[i].col, w.ld, x.vd + w.run[i].start * dvp, dvp, Y.data() + blk * nr * dvp, dvp,
-               w.mr, dvp, w.run[i].keys, i > 0);
+          // (written in place: a spare row past nr, if any, is the next block's and it overwrites it;
+          // above level 0 with Nr/2 a multiple of 8 the quarters of P the correction mask zeroes are
+          // skipped, as in the backward)
+          const int64_t h = w.half;
+          const bool trim = l > 0 && h % 8 == 0 && w.nrp == nr;
+          for (int64_t i = 0; i < w.nrun; ++i) {
+            const auto& r = w.run[i];
+            const T* si = w.s.data() + r.col;
+            T* yb = Y.data() + blk * nr * dvp;
+            if (!trim) {
+              htr::mm(si, w.ld, x.vd + r.start * dvp, dvp, yb, dvp, w.mr, dvp, r.keys, i > 0);
+              continue;
+            }
+            const int64_t o = w.kind[i] == Tile<T>::kLeft ? 0 : h;  // the second half's first key
+            htr::mm(si, w.ld, x.vd + r.start * dvp, dvp, yb, dvp, h, dvp, o ? nr : h, i > 0);
+            htr::mm(si + h * w.ld + o, w.ld, x.vd + (r.start + o) * dvp, dvp, yb + h * dvp, dvp, h, dvp, o ? h : nr,
+                    i > 0);
+          }
         }
         if (l + 1 < d.L) {  // merge the coarser levels' state (already merged into row p >> 1 of level l + 1)
           std::vector<T>&mx = ws.mx, &wa = ws.wa, &wb = ws.wb;
