@@ -41,12 +41,13 @@
 // a pyramid of offset sums built bottom-up (O(Tp dv); the offset E, the
 // group's max of -lse, keeps P <= 1); d bias from dS (summed per segment
 // kind, row and column over the blocks, in the dtype over runs of 16 blocks
-// and in double over the runs, then per offset); then d q~ = (scale dS) k~,
-// d k~ += (scale dS)^T q~ and d vsum += P^T G (products per run, the last two
-// accumulated in place by the product), and the
-// coarsening transposed top-down: d x_{l-1}[2p + j] += d x_l[p] / n_l[p]
-// (n_l = the number of non-empty children, at least 1) for the means, the
-// first child only for causal q, both children for vsum.
+// and in double over the runs, then per offset); then d q~ += (scale dS) k~,
+// d k~ += (scale dS)^T q~ and d vsum += P^T G (products per run, accumulated
+// in place by the product), the levels top-down, each level's gradients
+// started by the coarsening transposed of the level above: d x_{l-1}[2p + j]
+// = d x_l[p] / n_l[p] (n_l = the number of non-empty children, at least 1)
+// for the means, the first child only for causal q, both children for vsum
+// (0 at the top level), block by block just before the products add to them.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -237,27 +238,53 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
       auto flush = [&] {
         for (size_t i = 0; i < dacc.size(); ++i) dacc[i] += static_cast<double>(dpart[i]), dpart[i] = T(0);
       };
-      for (int64_t l = 0; l < d.L; ++l) {
+      // Levels top-down: a level's d q~, d k~, d vsum start as the coarsening transposed of the
+      // level above (d x_l[2p + j] = d x_{l+1}[p] / n_{l+1}[p] for the means, the first child only
+      // for causal q, both children for vsum), 0 at the top, set block by block just before the
+      // block's products add to them (while hot).
+      auto start_keys = [&](int64_t l, int64_t kb) {  // d k~, d vsum of key block kb
+        if (l + 1 == d.L) {
+          std::fill_n(dK[l] + kb * nr * dhp, nr * dhp, T(0)), std::fill_n(dV[l] + kb * nr * dvp, nr * dvp, T(0));
+          return;
+        }
+        const int64_t c0 = kb * nr / 2;
+        const T* inv = P[static_cast<size_t>(l + 1)].inv.data() + c0;
+        spread_rows(dK[l] + kb * nr * dhp, dK[l + 1] + c0 * dhp, nr / 2, dhp, inv, false);
+        spread_rows(dV[l] + kb * nr * dvp, dV[l + 1] + c0 * dvp, nr / 2, dvp, static_cast<const T*>(nullptr), false);
+      };
+      auto start_queries = [&](int64_t l, int64_t blk) {  // d q~ of query block blk
+        if (l + 1 == d.L) {
+          std::fill_n(dQ[l] + blk * nr * dhp, nr * dhp, T(0));
+          return;
+        }
+        const int64_t c0 = blk * nr / 2;
+        spread_rows(dQ[l] + blk * nr * dhp, dQ[l + 1] + c0 * dhp, nr / 2, dhp,
+                    d.causal ? nullptr : P[static_cast<size_t>(l + 1)].inv.data() + c0, d.causal);
+      };
+      for (int64_t l = d.L - 1; l >= 0; --l) {
         const Level<T>& x = P[static_cast<size_t>(l)];
         const std::vector<T>&El = E[l], &Dl = D[l];
         const T* Gl = Gp[l];
-        // d q~'s rows are written by their block's product (zeroed if it sees no key); d k~ and
-        // d vsum accumulate: each key block's rows are written by the first block that sees it
-        // (with padding columns, nr % 8 != 0: zeroed then, as a padding column adds 0 to a row of
-        // the next key block or a spare row before that block's zeroing); unseen ones zeroed at the end.
+        // At the top level d q~'s rows are written by their block's product and each key block's
+        // d k~, d vsum rows by the first block that sees it (no padding column) or zeroed then;
+        // below, all are started (start_*) and the products add. (A padding column, nr % 8 != 0,
+        // adds 0 to a row of the next key block or a spare row before that block's start, which
+        // then overwrites it.) Key blocks no block sees are started at the end.
+        const bool top = l + 1 == d.L;
         const int64_t nb = x.n / nr;
         touched.assign(nb, 0);
         for (int64_t blk = 0; blk < nb; ++blk) {
           if (w.scores(d, x, l, blk) == 0) {
-            std::fill_n(dQ[l] + blk * nr * dhp, nr * dhp, T(0));
+            start_queries(l, blk);
             continue;
           }
           const int64_t ld = w.ld, p0 = blk * nr, mr = w.mr, nrp = w.nrp;
-          for (int64_t i = 0; i < w.ns && nrp != nr; ++i) {
+          if (!top) start_queries(l, blk);
+          for (int64_t i = 0; i < w.ns && (nrp != nr || !top); ++i) {
             const int64_t kb = w.seg[i].start / nr;
             if (touched[kb]) continue;
             touched[kb] = 1;
-            std::fill_n(dK[l] + kb * nr * dhp, nr * dhp, T(0)), std::fill_n(dV[l] + kb * nr * dvp, nr * dvp, T(0));
+            start_keys(l, kb);
           }
           // P = exp(s - lse_i + E) (<= 1: lse_i >= s for each fine query i of the row's group),
           // dS = P (G vsum^T - c D), its sums per (segment kind, row, column) for d bias, then scale dS.
@@ -279,14 +306,15 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
           for (int64_t i = 0; i < w.nrun; ++i) {
             const auto& r = w.run[i];
             const T* gi = w.g.data() + r.col;
+            const bool acc = i > 0 || !top;
             if (!trim) {
-              htr::mm(gi, ld, x.kd + r.start * dhp, dhp, dQ[l] + p0 * dhp, dhp, mr, dhp, r.keys, i > 0);
+              htr::mm(gi, ld, x.kd + r.start * dhp, dhp, dQ[l] + p0 * dhp, dhp, mr, dhp, r.keys, acc);
               continue;
             }
             const int64_t o = w.kind[i] == Tile<T>::kLeft ? 0 : h;  // the second half's first key
-            htr::mm(gi, ld, x.kd + r.start * dhp, dhp, dQ[l] + p0 * dhp, dhp, h, dhp, o ? nr : h, i > 0);
+            htr::mm(gi, ld, x.kd + r.start * dhp, dhp, dQ[l] + p0 * dhp, dhp, h, dhp, o ? nr : h, acc);
             htr::mm(gi + h * ld + o, ld, x.kd + (r.start + o) * dhp, dhp, dQ[l] + (p0 + h) * dhp, dhp, h, dhp,
-                    o ? h : nr, i > 0);
+                    o ? h : nr, acc);
           }
           auto products = [&](int64_t col, int64_t start, int64_t cols, bool acc) {
             if (!trim) {
@@ -307,7 +335,7 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
           };
           for (int64_t i = 0; i < w.nrun; ++i) {
             const auto& r = w.run[i];
-            if (nrp != nr) {  // (rows zeroed above)
+            if (nrp != nr || !top) {  // (rows started above)
               products(r.col, r.start, r.cols, true);
               continue;
             }
@@ -324,8 +352,7 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
         }
         if (db) flush();
         for (int64_t kb = 0; kb < nb; ++kb)
-          if (!touched[kb])
-            std::fill_n(dK[l] + kb * nr * dhp, nr * dhp, T(0)), std::fill_n(dV[l] + kb * nr * dvp, nr * dvp, T(0));
+          if (!touched[kb]) start_keys(l, kb);
       }
       if (db)  // d bias[r - p + 2 Nr - 1] from the sums (entries outside a segment's mask hold 0)
         for (int64_t kd = 0; kd < 3; ++kd)
@@ -334,14 +361,6 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
             const double* s = dacc.data() + (kd * nr + a) * w.nrp;
             for (int64_t j = 0; j < nr; ++j) dbr[j] += s[j];
           }
-      // The coarsening, transposed: top-down to level 0 (whole padded rows: the zero columns stay 0).
-      for (int64_t l = d.L - 1; l >= 1; --l) {
-        const int64_t n = d.Tp >> l;
-        const T* inv = P[static_cast<size_t>(l)].inv.data();
-        spread_rows(dK[l - 1], dK[l], n, dhp, inv, false);
-        spread_rows(dQ[l - 1], dQ[l], n, dhp, d.causal ? nullptr : inv, d.causal);
-        spread_rows(dV[l - 1], dV[l], n, dvp, static_cast<const T*>(nullptr), false);
-      }
       const bool dense = std::all_of(P[0].c.begin(), P[0].c.begin() + d.T, [](T c) { return c > 0; });
       auto put = [&](T* out, const T* src, int64_t n, int64_t ld) {  // padding rows 0
         if (!out || out == src) return;

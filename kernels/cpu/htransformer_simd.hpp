@@ -127,8 +127,8 @@ HTR_INLINE void pair_rows_body(T* __restrict out, const T* __restrict in, int64_
   }
 }
 
-// fine[2p] += coarse[p] inv[p] and fine[2p + 1] likewise for p < n (inv null: no product; first:
-// fine[2p] only): the coarsening transposed.
+// fine[2p] = coarse[p] inv[p] and fine[2p + 1] likewise for p < n (inv null: no product; first:
+// fine[2p + 1] = 0): the coarsening transposed, the start of the finer level's gradient.
 template <class T>
 HTR_INLINE void spread_rows_body(T* __restrict fine, const T* __restrict coarse, int64_t n, int64_t w, const T* inv,
                                  bool first) {
@@ -137,13 +137,11 @@ HTR_INLINE void spread_rows_body(T* __restrict fine, const T* __restrict coarse,
     T *__restrict f0 = fine + 2 * p * w, *__restrict f1 = f0 + w;
     if (inv) {
       const T s = inv[p];
-      for (int64_t e = 0; e < w; ++e) f0[e] += c[e] * s;
-      if (!first)
-        for (int64_t e = 0; e < w; ++e) f1[e] += c[e] * s;
+      for (int64_t e = 0; e < w; ++e) f0[e] = c[e] * s;
+      for (int64_t e = 0; e < w; ++e) f1[e] = first ? T(0) : c[e] * s;
     } else {
-      for (int64_t e = 0; e < w; ++e) f0[e] += c[e];
-      if (!first)
-        for (int64_t e = 0; e < w; ++e) f1[e] += c[e];
+      for (int64_t e = 0; e < w; ++e) f0[e] = c[e];
+      for (int64_t e = 0; e < w; ++e) f1[e] = first ? T(0) : c[e];
     }
   }
 }
