@@ -30,7 +30,7 @@ void mask_bias_generic(T* s, int64_t ld, int64_t nr, const T* add, const T* cm, 
   }
 }
 
-// What the row passes below first apply to the raw products (mask_bias).
+// What the row passes below first apply to the raw products (mask_bias_generic).
 template <class T>
 struct Mask {
   const T *add, *cm;
@@ -447,14 +447,6 @@ inline bool use_avx2() {
   return false;
 }
 
-template <class T>
-void mask_bias(T* s, int64_t ld, int64_t nr, const T* add, const T* cm, T scale) {
-#ifdef HKT_CPU_AVX2
-  if constexpr (attn_detail::kIsF32<T>)
-    if (use_avx2<T>()) return avx2::mask_bias(s, ld, nr, add, cm, scale);
-#endif
-  mask_bias_generic(s, ld, nr, add, cm, scale);
-}
 template <class T>
 void softmax_rows(T* s, int64_t ld, int64_t nr, const Mask<T>& mk, const T* cp, T* M, T* Z) {
 #ifdef HKT_CPU_AVX2
