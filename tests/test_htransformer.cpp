@@ -103,6 +103,72 @@ TEST_CASE("fused htransformer float32: forward and gradients agree with the floa
   }
 }
 
+// Level 0 read from the inputs and the gradients written into the outputs in place (dh, dv
+// multiples of 8, T = Nr 2^L, no masked token; the outputs only with Nr a multiple of 8), float64
+// and float32 against the composite, with an all-true mask too.
+TEST_CASE("fused htransformer: inputs and outputs used in place agree with the composite") {
+  struct Cfg {
+    int64_t T, Nr, dh, dv;
+    bool causal, mask;
+  };
+  int trial = 0;
+  for (const Cfg c : {Cfg{64, 8, 8, 16, false, false}, Cfg{64, 8, 16, 8, true, true}, Cfg{32, 4, 8, 8, false, true},
+                      Cfg{128, 16, 32, 32, false, false}, Cfg{128, 16, 32, 32, true, false}})
+    for (DType f : {DType::Float64, DType::Float32}) {
+      INFO("T " << c.T << " Nr " << c.Nr << " dh " << c.dh << " dv " << c.dv << " causal " << c.causal << " mask "
+                << c.mask << " " << f);
+      Generator g(static_cast<uint64_t>(200 + trial++));
+      const Tensor q0 = randn({2, 2, c.T, c.dh}, {f}, &g), k0 = randn({2, 2, c.T, c.dh}, {f}, &g);
+      const Tensor v0 = randn({2, 2, c.T, c.dv}, {f}, &g), r = randn({2, 2, c.T, c.dv}, {f}, &g);
+      const Tensor b0 = randn({2, 4 * c.Nr - 1}, {f}, &g) * 0.5;
+      const Tensor valid = c.mask ? right_padding({c.T, c.T}, c.T) : Tensor();
+      std::vector<std::vector<double>> outs;
+      for (bool fused : {true, false}) {
+        const Tensor q = clone(q0).set_requires_grad(true), k = clone(k0).set_requires_grad(true);
+        const Tensor v = clone(v0).set_requires_grad(true), bias = clone(b0).set_requires_grad(true);
+        const Tensor y = fused ? htransformer_attention(q, k, v, valid, c.causal, 0.4, c.Nr, bias)
+                               : htransformer_attention_reference(q, k, v, valid, c.causal, 0.4, c.Nr, bias);
+        sum(y * r).backward();
+        std::vector<double> all = vals(y);
+        for (const Tensor& t : {q, k, v, bias}) {
+          const std::vector<double> gr = vals(t.grad());
+          all.insert(all.end(), gr.begin(), gr.end());
+        }
+        outs.push_back(all);
+      }
+      check_close(outs[0], outs[1], f == DType::Float64 ? 1e-11 : 2e-4);
+    }
+}
+
+// An odd block (T <= 2 Nr: Nr' = (T + 1) / 2 rounded to the even Tp / 2) in float32: the row
+// passes' odd last row, against float64.
+TEST_CASE("fused htransformer float32: an odd block agrees with float64") {
+  for (int64_t T : {5, 9, 11})
+    for (bool causal : {false, true}) {
+      INFO("T " << T << " causal " << causal);
+      const QKV x = random_qkv(2, 2, T, 8, 11, DType::Float32);
+      Generator g(5);
+      const Tensor b0 = randn({2, 4 * 6 - 1}, {}, &g);
+      auto d = [](const Tensor& t) { return to_dtype(t, DType::Float64); };
+      std::vector<std::vector<double>> outs;
+      for (bool f64 : {false, true}) {
+        const Tensor q = (f64 ? d(x.q) : clone(x.q)).set_requires_grad(true);
+        const Tensor k = (f64 ? d(x.k) : clone(x.k)).set_requires_grad(true);
+        const Tensor v = (f64 ? d(x.v) : clone(x.v)).set_requires_grad(true);
+        const Tensor bias = (f64 ? d(b0) : clone(b0)).set_requires_grad(true);
+        const Tensor y = htransformer_attention(q, k, v, {}, causal, 0.35, 6, bias);
+        sum(y * y).backward();
+        std::vector<double> all = vals(y);
+        for (const Tensor& t : {q, k, v, bias}) {
+          const std::vector<double> gr = vals(t.grad());
+          all.insert(all.end(), gr.begin(), gr.end());
+        }
+        outs.push_back(all);
+      }
+      check_close(outs[0], outs[1], 1e-4);
+    }
+}
+
 TEST_CASE("fused htransformer: float32 with 1 and 2 threads gives the same bits") {
   const QKV x = random_qkv(2, 3, 77, 8, 4, DType::Float32);
   const Tensor valid = right_padding({77, 40}, 77);
