@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention_tile.hpp"
+#include "kernels/cpu/htransformer_mm.hpp"
 #include "kernels/cpu/htransformer_simd.hpp"
 
 namespace hkt::cpu {
