@@ -97,9 +97,8 @@ inline bool has() {
   return h;
 }
 
-// c[8][n] (= or +=) a[8][K] b[K][n] (AT: a is [K][lda], its transpose the left operand).
-template <bool AT>
-__attribute__((target("avx2,fma,avx512f,avx512vl"))) inline void rows8(const float* a, int64_t lda, const float* b,
+// c[8][n] (= or +=) a^T b: a is [K][lda], its columns the rows of the left operand.
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) inline void rows8_at(const float* a, int64_t lda, const float* b,
                                                                       int64_t ldb, float* c, int64_t ldc, int64_t n,
                                                                       int64_t K, bool acc) {
   int64_t j = 0;
@@ -115,7 +114,7 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) inline void rows8(const flo
       const __m256 b0 = _mm256_loadu_ps(bj), b1 = _mm256_loadu_ps(bj + 8);
 #pragma GCC unroll 8
       for (int r = 0; r < 8; ++r) {
-        const __m256 av = _mm256_broadcast_ss(AT ? a + k * lda + r : a + r * lda + k);
+        const __m256 av = _mm256_broadcast_ss(a + k * lda + r);
         x[r][0] = _mm256_fmadd_ps(av, b0, x[r][0]);
         x[r][1] = _mm256_fmadd_ps(av, b1, x[r][1]);
       }
@@ -135,7 +134,7 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) inline void rows8(const flo
       const __m256 b0 = _mm256_loadu_ps(bj);
 #pragma GCC unroll 8
       for (int r = 0; r < 8; ++r)
-        x[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(AT ? a + k * lda + r : a + r * lda + k), b0, x[r]);
+        x[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + k * lda + r), b0, x[r]);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < 8; ++r) _mm256_storeu_ps(c + r * ldc + j, x[r]);
@@ -145,21 +144,9 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) inline void rows8(const flo
 }  // namespace avx512
 #endif
 
-// The tile products: c[m][n] (= or +=) a b (mm) or a^T b (mm_at, a [K][lda]); m even, n % 8 == 0.
-template <class T>
-void mm(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n, int64_t K,
-        bool acc) {
-#ifdef HKT_CPU_AVX2
-  if constexpr (attn_detail::kIsF32<T>)
-    if (avx512::has()) {
-      int64_t i = 0;
-      for (; i + 8 <= m; i += 8) avx512::rows8<false>(a + i * lda, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
-      if (i < m) attn_detail::mm(a + i * lda, lda, b, ldb, c + i * ldc, ldc, m - i, n, K, acc);
-      return;
-    }
-#endif
-  attn_detail::mm(a, lda, b, ldb, c, ldc, m, n, K, acc);
-}
+// The tile products: c[m][n] (= or +=) a b (mm: the fused attention's, attention_tile.hpp) or a^T b
+// (mm_at, a [K][lda]); m even, n % 8 == 0.
+using attn_detail::mm;
 template <class T>
 void mm_at(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n, int64_t K,
            bool acc) {
@@ -167,7 +154,7 @@ void mm_at(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, 
   if constexpr (attn_detail::kIsF32<T>) {
     if (avx512::has()) {
       int64_t i = 0;
-      for (; i + 8 <= m; i += 8) avx512::rows8<true>(a + i, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
+      for (; i + 8 <= m; i += 8) avx512::rows8_at(a + i, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
       if (i < m) avx2::mm_at(a + i, lda, b, ldb, c + i * ldc, ldc, m - i, n, K, acc);
       return;
     }
