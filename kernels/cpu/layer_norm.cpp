@@ -16,25 +16,44 @@
 
 namespace hkt::cpu {
 
+// Rows are taken kRows at a time: each row's sums run in column order, as
+// for one row alone, but the rows' chains of dependent adds are independent
+// and overlap (one row alone waits on every add). The same bits.
+inline constexpr int64_t kRows = 4;
+
+// Mean and 1 / sqrt(var + eps) of the N rows at x (row stride D), in double.
+template <int N, class T>
+void row_stats(const T* x, int64_t D, double eps, double* mu, double* rs) {
+  double s[N] = {}, v[N] = {};
+  for (int64_t j = 0; j < D; ++j)
+    for (int i = 0; i < N; ++i) s[i] += static_cast<double>(x[i * D + j]);
+  for (int i = 0; i < N; ++i) mu[i] = s[i] / static_cast<double>(D);
+  for (int64_t j = 0; j < D; ++j)
+    for (int i = 0; i < N; ++i) {
+      const double d = static_cast<double>(x[i * D + j]) - mu[i];
+      v[i] += d * d;
+    }
+  for (int i = 0; i < N; ++i) rs[i] = 1.0 / std::sqrt(v[i] / static_cast<double>(D) + eps);
+}
+
 // w and b may be null (no affine part). mean and rstd receive [rows] values.
 template <class T>
 void layer_norm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t rows, int64_t D,
                         double eps) {
   if (rows <= 0 || D <= 0) return;
-  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / D);
+  const int64_t grain = std::max<int64_t>(kRows, kElementwiseGrain / D);
   parallel_for(0, rows, grain, [&](int64_t lo, int64_t hi) {
+    double mus[kRows], rss[kRows];
     for (int64_t r = lo; r < hi; ++r) {
+      const int64_t k = (r - lo) % kRows;
+      if (k == 0) {
+        if (hi - r >= kRows) row_stats<kRows>(x + r * D, D, eps, mus, rss);
+        else
+          for (int64_t i = 0; i < hi - r; ++i) row_stats<1>(x + (r + i) * D, D, eps, mus + i, rss + i);
+      }
       const T* xr = x + r * D;
       T* yr = y + r * D;
-      double s = 0;
-      for (int64_t j = 0; j < D; ++j) s += static_cast<double>(xr[j]);
-      const double mu = s / static_cast<double>(D);
-      double v = 0;
-      for (int64_t j = 0; j < D; ++j) {
-        const double d = static_cast<double>(xr[j]) - mu;
-        v += d * d;
-      }
-      const double rs = 1.0 / std::sqrt(v / static_cast<double>(D) + eps);
+      const double mu = mus[k], rs = rss[k];
       mean[r] = static_cast<T>(mu);
       rstd[r] = static_cast<T>(rs);
       const T mt = static_cast<T>(mu), rt = static_cast<T>(rs);
@@ -64,30 +83,38 @@ void layer_norm_grad(const T* x, const T* g, const T* w, const T* mean, const T*
     if (db) std::fill(db, db + D, T(0));
     return;
   }
-  auto row_dx = [&](int64_t r) {
-    const T* xr = x + r * D;
-    const T* gr = g + r * D;
-    T* dr = dx + r * D;
-    const double mu = static_cast<double>(mean[r]), rs = static_cast<double>(rstd[r]);
-    double a = 0, c = 0;  // sum gw, sum gw * xhat
-    for (int64_t j = 0; j < D; ++j) {
-      const double gw = static_cast<double>(gr[j]) * (w ? static_cast<double>(w[j]) : 1.0);
-      a += gw;
-      c += gw * (static_cast<double>(xr[j]) - mu) * rs;
+  // dx of the N rows from r (N <= kRows): their sums side by side, as in row_stats.
+  auto rows_dx = [&]<int N>(int64_t r) {
+    double mu[N], rs[N], a[N] = {}, c[N] = {};  // a: sum gw, c: sum gw * xhat
+    for (int i = 0; i < N; ++i) mu[i] = static_cast<double>(mean[r + i]), rs[i] = static_cast<double>(rstd[r + i]);
+    for (int64_t j = 0; j < D; ++j)
+      for (int i = 0; i < N; ++i) {
+        const double gw = static_cast<double>(g[(r + i) * D + j]) * (w ? static_cast<double>(w[j]) : 1.0);
+        a[i] += gw;
+        c[i] += gw * (static_cast<double>(x[(r + i) * D + j]) - mu[i]) * rs[i];
+      }
+    for (int i = 0; i < N; ++i) {
+      const T* xr = x + (r + i) * D;
+      const T* gr = g + (r + i) * D;
+      T* dr = dx + (r + i) * D;
+      const T at = static_cast<T>(a[i] / static_cast<double>(D)), ct = static_cast<T>(c[i] / static_cast<double>(D));
+      const T mt = static_cast<T>(mu[i]), rt = static_cast<T>(rs[i]);
+      for (int64_t j = 0; j < D; ++j) {
+        const T gw = w ? gr[j] * w[j] : gr[j];
+        const T xh = (xr[j] - mt) * rt;
+        dr[j] = rt * (gw - at - xh * ct);
+      }
     }
-    const T at = static_cast<T>(a / static_cast<double>(D)), ct = static_cast<T>(c / static_cast<double>(D));
-    const T mt = static_cast<T>(mu), rt = static_cast<T>(rs);
-    for (int64_t j = 0; j < D; ++j) {
-      const T gw = w ? gr[j] * w[j] : gr[j];
-      const T xh = (xr[j] - mt) * rt;
-      dr[j] = rt * (gw - at - xh * ct);
-    }
+  };
+  // dx of rows [r0, r1), kRows at a time.
+  auto range_dx = [&](int64_t r0, int64_t r1) {
+    int64_t r = r0;
+    for (; r + kRows <= r1; r += kRows) rows_dx.template operator()<kRows>(r);
+    for (; r < r1; ++r) rows_dx.template operator()<1>(r);
   };
   if (!dw && !db) {
     if (!dx) return;
-    parallel_for(0, rows, std::max<int64_t>(1, kElementwiseGrain / D), [&](int64_t lo, int64_t hi) {
-      for (int64_t r = lo; r < hi; ++r) row_dx(r);
-    });
+    parallel_for(0, rows, std::max<int64_t>(kRows, kElementwiseGrain / D), range_dx);
     return;
   }
   const int64_t nc = rules::layer_norm_chunks(rows, D);  // shared with the CUDA kernel
@@ -107,8 +134,8 @@ void layer_norm_grad(const T* x, const T* g, const T* w, const T* mean, const T*
         }
         if (ab)
           for (int64_t j = 0; j < D; ++j) ab[j] += static_cast<double>(gr[j]);
-        if (dx) row_dx(r);
       }
+      if (dx && r1 > r0) range_dx(r0, r1);
     }
   });
   // Combine the chunks in order, in parallel over columns.
