@@ -25,7 +25,8 @@ using simd::hsum8;
 // With R = 6 the 12 accumulators hide the FMA latency in AVX2's 16
 // registers; R = 8 needs AVX-512VL's 32 (mm_rows8 inlines this body where
 // they are available: the same AVX2 instructions and sums, so the same bits).
-template <int R>
+// AT: a is [K][lda] and its transpose the left operand (row r of c reads column r of a).
+template <int R, bool AT = false>
 __attribute__((target("avx2,fma"), always_inline)) inline void mm_rows_avx2(const float* a, int64_t lda,
                                                                            const float* b, int64_t ldb, float* c,
                                                                            int64_t ldc, int64_t n, int64_t K,
@@ -43,7 +44,7 @@ __attribute__((target("avx2,fma"), always_inline)) inline void mm_rows_avx2(cons
       const __m256 b0 = _mm256_loadu_ps(bj), b1 = _mm256_loadu_ps(bj + 8);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
+        const __m256 av = _mm256_broadcast_ss(AT ? a + k * lda + r : a + r * lda + k);
         x[r][0] = _mm256_fmadd_ps(av, b0, x[r][0]);
         x[r][1] = _mm256_fmadd_ps(av, b1, x[r][1]);
       }
@@ -62,34 +63,40 @@ __attribute__((target("avx2,fma"), always_inline)) inline void mm_rows_avx2(cons
     for (int64_t k = 0; k < K; ++k, bj += ldb) {
       const __m256 b0 = _mm256_loadu_ps(bj);
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) x[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + r * lda + k), b0, x[r]);
+      for (int r = 0; r < R; ++r)
+        x[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(AT ? a + k * lda + r : a + r * lda + k), b0, x[r]);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) _mm256_storeu_ps(c + r * ldc + j, x[r]);
   }
 }
 
-// n % 8 == 0, m even.
+// n % 8 == 0, m even. Block i of rows starts at row i of a (AT: at column i).
+template <bool AT>
 __attribute__((target("avx2,fma"))) void mm_f32_avx2(const float* a, int64_t lda, const float* b, int64_t ldb,
                                                      float* c, int64_t ldc, int64_t m, int64_t n, int64_t K,
                                                      bool acc) {
+  const int64_t step = AT ? 1 : lda;
   int64_t i = 0;
-  for (; i + 6 <= m; i += 6) mm_rows_avx2<6>(a + i * lda, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
-  if (m - i == 4) mm_rows_avx2<4>(a + i * lda, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
-  if (m - i == 2) mm_rows_avx2<2>(a + i * lda, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
+  for (; i + 6 <= m; i += 6) mm_rows_avx2<6, AT>(a + i * step, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
+  if (m - i == 4) mm_rows_avx2<4, AT>(a + i * step, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
+  if (m - i == 2) mm_rows_avx2<2, AT>(a + i * step, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
 }
 
 // Eight rows of c at a time (16 accumulators in AVX-512VL's 32 registers), the rest as above.
+template <bool AT>
 __attribute__((target("avx2,fma,avx512f,avx512vl"))) void mm_rows8(const float* a, int64_t lda, const float* b,
                                                                   int64_t ldb, float* c, int64_t ldc, int64_t n,
                                                                   int64_t K, bool acc) {
-  mm_rows_avx2<8>(a, lda, b, ldb, c, ldc, n, K, acc);
+  mm_rows_avx2<8, AT>(a, lda, b, ldb, c, ldc, n, K, acc);
 }
+template <bool AT>
 void mm_f32_avx512vl(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m,
                      int64_t n, int64_t K, bool acc) {
+  const int64_t step = AT ? 1 : lda;
   int64_t i = 0;
-  for (; i + 8 <= m; i += 8) mm_rows8(a + i * lda, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
-  if (i < m) mm_f32_avx2(a + i * lda, lda, b, ldb, c + i * ldc, ldc, m - i, n, K, acc);
+  for (; i + 8 <= m; i += 8) mm_rows8<AT>(a + i * step, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
+  if (i < m) mm_f32_avx2<AT>(a + i * step, lda, b, ldb, c + i * ldc, ldc, m - i, n, K, acc);
 }
 
 bool cpu_has_avx512vl() {
@@ -203,10 +210,19 @@ __attribute__((target("avx2,fma"))) float dot_f32_avx2(const float* a, const flo
 void mm_f32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
             int64_t K, bool acc) {
 #ifdef HKT_ATTN_AVX2
-  if (cpu_has_avx512vl()) return mm_f32_avx512vl(a, lda, b, ldb, c, ldc, m, n, K, acc);
-  if (cpu_has_avx2_fma()) return mm_f32_avx2(a, lda, b, ldb, c, ldc, m, n, K, acc);
+  if (cpu_has_avx512vl()) return mm_f32_avx512vl<false>(a, lda, b, ldb, c, ldc, m, n, K, acc);
+  if (cpu_has_avx2_fma()) return mm_f32_avx2<false>(a, lda, b, ldb, c, ldc, m, n, K, acc);
 #endif
   mm_generic(a, lda, b, ldb, c, ldc, m, n, K, acc);
+}
+
+void mm_at_f32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
+               int64_t K, bool acc) {
+#ifdef HKT_ATTN_AVX2
+  if (cpu_has_avx512vl()) return mm_f32_avx512vl<true>(a, lda, b, ldb, c, ldc, m, n, K, acc);
+  if (cpu_has_avx2_fma()) return mm_f32_avx2<true>(a, lda, b, ldb, c, ldc, m, n, K, acc);
+#endif
+  mm_at_generic(a, lda, b, ldb, c, ldc, m, n, K, acc);
 }
 
 float exp_shift_f32(float* x, int64_t n, float sub) {

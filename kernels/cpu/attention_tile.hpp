@@ -35,6 +35,20 @@ void mm_generic(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t 
   }
 }
 
+// c[m][n] (= or +=) a^T b: a is [K][lda], its column i the left operand's row i.
+template <class T>
+void mm_at_generic(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n,
+                   int64_t K, bool acc) {
+  for (int64_t i = 0; i < m; ++i) {
+    T* ci = c + i * ldc;
+    if (!acc) std::fill_n(ci, n, T(0));
+    for (int64_t k = 0; k < K; ++k) {
+      const T av = a[k * lda + i];
+      const T* bk = b + k * ldb;
+      for (int64_t j = 0; j < n; ++j) ci[j] += av * bk[j];
+    }
+  }
+}
 template <class T>
 T row_max_generic(const T* x, int64_t n) {
   T m = -std::numeric_limits<T>::infinity();
@@ -98,6 +112,8 @@ void tr_generic(T* dst, int64_t ldd, const T* src, int64_t lds, int64_t m, int64
 // float32 versions (attention.cpp): AVX2 + FMA when the CPU has them.
 void mm_f32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
             int64_t K, bool acc);
+void mm_at_f32(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m,
+               int64_t n, int64_t K, bool acc);
 float row_max_f32(const float* x, int64_t n);
 float exp_shift_f32(float* x, int64_t n, float sub);
 void up2_f32(float* fine, int64_t ldf, const float* raw, int64_t ldr, const float* coarse, int64_t ldc, int64_t mr,
@@ -117,6 +133,14 @@ void mm(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int
     mm_f32(a, lda, b, ldb, c, ldc, m, n, K, acc);
   else
     mm_generic(a, lda, b, ldb, c, ldc, m, n, K, acc);
+}
+template <class T>
+void mm_at(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n, int64_t K,
+           bool acc) {
+  if constexpr (kIsF32<T>)
+    mm_at_f32(a, lda, b, ldb, c, ldc, m, n, K, acc);
+  else
+    mm_at_generic(a, lda, b, ldb, c, ldc, m, n, K, acc);
 }
 template <class T>
 T row_max(const T* x, int64_t n) {

@@ -27,7 +27,7 @@
 // The pyramid is stored zero padded for the product (row strides and segments
 // rounded up to 8, rows to even, spare rows and columns), so no operand is
 // packed per block; the backward's products with P^T and dS^T read P and dS
-// in place (htransformer_mm.hpp's mm_at). The elementwise work per tile is
+// in place (attention_tile.hpp's mm_at). The elementwise work per tile is
 // one fused pass each (htransformer_simd.hpp, AVX2 + FMA for float32).
 //
 // Forward: per level and block the tile's row max m, P = exp(s - m),

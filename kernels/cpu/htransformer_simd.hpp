@@ -2,7 +2,7 @@
 // the elementwise work fused, one pass over the score tile each: the masks
 // and bias, the forward's row softmax, the backward's softmax derivative
 // with the bias gradient and the scale; the pyramid's row passes (the tile
-// products are in htransformer_mm.hpp). Portable templates; float32
+// products are the fused attention's). Portable templates; float32
 // versions with AVX2 + FMA chosen at run time (the library is built for
 // x86-64-v2, so each carries its own target attribute).
 //
@@ -17,6 +17,11 @@
 #include "kernels/cpu/avx2_math.hpp"
 
 namespace hkt::cpu::htr {
+
+// The tile products: c (= or +=) a b, and a^T b with a [K][lda] (P and dS read in place, never
+// transposed): the fused attention's (attention_tile.hpp).
+using attn_detail::mm;
+using attn_detail::mm_at;
 
 // s[a][j] = s[a][j] scale + add[a][j] + cm[j] for a < nr, j < ld (add: the bias, -inf where masked;
 // cm: 0, or -inf for a key with no valid token).

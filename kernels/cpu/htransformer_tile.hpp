@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "kernels/cpu/attention_tile.hpp"
-#include "kernels/cpu/htransformer_mm.hpp"
 #include "kernels/cpu/htransformer_simd.hpp"
 
 namespace hkt::cpu {
