@@ -7,6 +7,7 @@
 // causal no-leak, padding) is tests/test_htransformer_layout.cpp; agreement
 // with the NumPy reference of the published algorithm is reference_numpy_htransformer.
 #include <cmath>
+#include <initializer_list>
 #include <random>
 
 #include "helpers/check.hpp"
@@ -23,6 +24,16 @@ struct QKV {
 QKV random_qkv(int64_t B, int64_t H, int64_t T, int64_t dh, uint64_t seed, DType dt = DType::Float64) {
   Generator g(seed);
   return {randn({B, H, T, dh}, {dt}, &g), randn({B, H, T, dh}, {dt}, &g), randn({B, H, T, dh}, {dt}, &g)};
+}
+
+// y's values, then the gradients of ts (after a backward), in one list.
+std::vector<double> values_and_grads(const Tensor& y, std::initializer_list<Tensor> ts) {
+  std::vector<double> all = vals(y);
+  for (const Tensor& t : ts) {
+    const std::vector<double> gr = vals(t.grad());
+    all.insert(all.end(), gr.begin(), gr.end());
+  }
+  return all;
 }
 
 }  // namespace
@@ -92,12 +103,7 @@ TEST_CASE("fused htransformer float32: forward and gradients agree with the floa
       const Tensor y = fused ? htransformer_attention(q, k, v, valid, c.causal, scale, c.Nr, bias)
                              : htransformer_attention_reference(q, k, v, valid, c.causal, scale, c.Nr, bias);
       sum(y * r).backward();
-      std::vector<double> all = vals(y);
-      for (const Tensor& t : {q, k, v, bias}) {
-        const std::vector<double> gr = vals(t.grad());
-        all.insert(all.end(), gr.begin(), gr.end());
-      }
-      outs.push_back(all);
+      outs.push_back(values_and_grads(y, {q, k, v, bias}));
     }
     check_close(outs[0], outs[1], 2e-4);
   }
@@ -129,12 +135,7 @@ TEST_CASE("fused htransformer: inputs and outputs used in place agree with the c
         const Tensor y = fused ? htransformer_attention(q, k, v, valid, c.causal, 0.4, c.Nr, bias)
                                : htransformer_attention_reference(q, k, v, valid, c.causal, 0.4, c.Nr, bias);
         sum(y * r).backward();
-        std::vector<double> all = vals(y);
-        for (const Tensor& t : {q, k, v, bias}) {
-          const std::vector<double> gr = vals(t.grad());
-          all.insert(all.end(), gr.begin(), gr.end());
-        }
-        outs.push_back(all);
+        outs.push_back(values_and_grads(y, {q, k, v, bias}));
       }
       check_close(outs[0], outs[1], f == DType::Float64 ? 1e-11 : 2e-4);
     }
@@ -158,12 +159,7 @@ TEST_CASE("fused htransformer float32: an odd block agrees with float64") {
         const Tensor bias = (f64 ? d(b0) : clone(b0)).set_requires_grad(true);
         const Tensor y = htransformer_attention(q, k, v, {}, causal, 0.35, 6, bias);
         sum(y * y).backward();
-        std::vector<double> all = vals(y);
-        for (const Tensor& t : {q, k, v, bias}) {
-          const std::vector<double> gr = vals(t.grad());
-          all.insert(all.end(), gr.begin(), gr.end());
-        }
-        outs.push_back(all);
+        outs.push_back(values_and_grads(y, {q, k, v, bias}));
       }
       check_close(outs[0], outs[1], 1e-4);
     }

@@ -20,34 +20,30 @@
 
 namespace hkt::cpu::attn_detail {
 
-// c[m][n] (= or +=) a[m][K] (row stride lda) * b[K][n] (row stride ldb).
-template <class T>
-void mm_generic(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n,
-                int64_t K, bool acc) {
+// c[m][n] (= or +=) a[m][K] (row stride lda) * b[K][n] (row stride ldb); AT: a is [K][lda] and
+// its transpose the left operand (column i of a is row i).
+template <bool AT, class T>
+void mm_generic_t(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n,
+                  int64_t K, bool acc) {
   for (int64_t i = 0; i < m; ++i) {
     T* ci = c + i * ldc;
     if (!acc) std::fill_n(ci, n, T(0));
     for (int64_t k = 0; k < K; ++k) {
-      const T av = a[i * lda + k];
+      const T av = AT ? a[k * lda + i] : a[i * lda + k];
       const T* bk = b + k * ldb;
       for (int64_t j = 0; j < n; ++j) ci[j] += av * bk[j];
     }
   }
 }
-
-// c[m][n] (= or +=) a^T b: a is [K][lda], its column i the left operand's row i.
+template <class T>
+void mm_generic(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n,
+                int64_t K, bool acc) {
+  mm_generic_t<false>(a, lda, b, ldb, c, ldc, m, n, K, acc);
+}
 template <class T>
 void mm_at_generic(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n,
                    int64_t K, bool acc) {
-  for (int64_t i = 0; i < m; ++i) {
-    T* ci = c + i * ldc;
-    if (!acc) std::fill_n(ci, n, T(0));
-    for (int64_t k = 0; k < K; ++k) {
-      const T av = a[k * lda + i];
-      const T* bk = b + k * ldb;
-      for (int64_t j = 0; j < n; ++j) ci[j] += av * bk[j];
-    }
-  }
+  mm_generic_t<true>(a, lda, b, ldb, c, ldc, m, n, K, acc);
 }
 template <class T>
 T row_max_generic(const T* x, int64_t n) {

@@ -70,7 +70,7 @@ void htransformer_forward(const HtrDims& d, const T* q, const T* k, const T* v, 
   const int64_t nq = d.T * d.dh, nv = d.T * d.dv, nbias = 4 * d.block - 1, dv = d.dv, dvp = up8(dv), nr = d.nr;
   parallel_for(0, d.B * d.H, 1, [&](int64_t lo, int64_t hi) {
     Tile<T> w(d);
-    Workspace<T>& ws = Workspace<T>::local();
+    Workspace<T>& ws = per_thread<Workspace<T>>();
     const std::vector<Level<T>>& P = ws.P;
     std::vector<T>&M = ws.M, &Y = ws.Y, &Z = ws.Z, &Mu = ws.Mu, &Yu = ws.Yu, &Zu = ws.Zu;
     for (int64_t bh = lo; bh < hi; ++bh) {
@@ -152,7 +152,7 @@ void htransformer_grad(const HtrDims& d, const T* q, const T* k, const T* v, con
   std::vector<double> dtab(dbias ? d.B * d.H * nbias : 0, 0.0);  // per (b, h), reduced over b below
   parallel_for(0, d.B * d.H, 1, [&](int64_t lo, int64_t hi) {
     Tile<T> w(d);
-    Workspace<T>& ws = Workspace<T>::local();
+    Workspace<T>& ws = per_thread<Workspace<T>>();
     const std::vector<Level<T>>& P = ws.P;
     std::vector<double>& dacc = ws.dacc;
     std::vector<T>& dpart = ws.dpart;

@@ -12,6 +12,7 @@
 
 #include "kernels/cpu/attention_tile.hpp"
 #include "kernels/cpu/htransformer_simd.hpp"
+#include "kernels/cpu/parallel.hpp"
 
 namespace hkt::cpu {
 
@@ -119,7 +120,8 @@ void build(const HtrDims& d, const T* q, const T* k, const T* v, const bool* val
   }
 }
 
-// The per-thread buffers of the kernels (htransformer.cpp), reused across (b, h) and calls.
+// The buffers of the kernels (htransformer.cpp), one per thread (per_thread in parallel.hpp),
+// reused across (b, h) and calls.
 template <class T>
 struct Workspace {
   std::vector<Level<T>> P;
@@ -128,10 +130,6 @@ struct Workspace {
   std::vector<std::vector<T>> E, G, D, dqc, dkc, dvs;  // backward: per level
   std::vector<double> dacc;                            // backward: d bias per (segment kind, row, column)
   std::vector<T> dpart;                                // its partial sums over up to kBiasRun blocks
-  static Workspace& local() {
-    static thread_local Workspace w;
-    return w;
-  }
 };
 
 // The score tile of one query block: its rows [0, mr) (mr = nr rounded up to
