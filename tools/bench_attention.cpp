@@ -109,15 +109,23 @@ double peak_rss_mib() {
 
 // Best-of-reps time of fwd() without gradients and of its forward + backward
 // (the backward seeded with the output gradient w, no other op timed); prints
-// "fwd_s fwdbwd_s peak_mib".
-int print_times(const std::function<Tensor()>& fwd, const Tensor& w, int reps) {
+// "fwd_s fwdbwd_s peak_mib". Each backward starts with the leaves' gradients
+// cleared, as a training step after zero_grad does: the leaves take their
+// gradients without an add (a left-over gradient would cost one add per leaf,
+// a few per cent of the cheap kinds' time at large T).
+int print_times(const std::function<Tensor()>& fwd, const Tensor& w, int reps, std::vector<Tensor> leaves) {
   const double t_fwd = best_time(
       [&] {
         NoGradGuard ng;
         (void)fwd();
       },
       reps);
-  const double t_all = best_time([&] { fwd().backward(w); }, reps);
+  const double t_all = best_time(
+      [&] {
+        for (Tensor& t : leaves) t.set_grad(Tensor());
+        fwd().backward(w);
+      },
+      reps);
   std::printf("%.6f %.6f %.1f\n", t_fwd, t_all, peak_rss_mib());
   return 0;
 }
@@ -137,7 +145,10 @@ int run_one(bool fused, int64_t T, int64_t L, bool causal, int reps) {
   auto fwd = [&] {
     return fused ? hkt_attention(q, k, v, lam, Tensor(), causal, scale) : composite_attention(q, k, v, lam, Tensor(), causal, scale);
   };
-  return print_times(fwd, w, reps);
+  std::vector<Tensor> leaves(q.begin(), q.end());
+  leaves.insert(leaves.end(), k.begin(), k.end());
+  leaves.push_back(v), leaves.push_back(lam);
+  return print_times(fwd, w, reps, leaves);
 }
 
 // One attention kind at length T (B = 1, H = 4, dh = 32, bidirectional): prints
@@ -170,7 +181,9 @@ int run_kind(const std::string& kind, int64_t T, int reps) {
     std::fprintf(stderr, "hkt-bench-attention: unknown kind '%s' (mha, hkt3, local, local-causal, performer, elu1, htr)\n", kind.c_str());
     return 2;
   }
-  return print_times(fwd, w, reps);
+  std::vector<Tensor> leaves{q, k, v, htr_bias, lam};
+  for (int64_t l = 1; l < 3; ++l) leaves.push_back(q3[l]), leaves.push_back(k3[l]);
+  return print_times(fwd, w, reps, leaves);
 }
 
 // One training step of a classifier preset at length T, batch B (token

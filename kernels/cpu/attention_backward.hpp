@@ -45,11 +45,11 @@ struct QuerySide {
   }
 };
 
-// Work buffers of one task.
+// Work buffers of one task (every one written before it is read: reused across tasks).
 template <class T>
 struct PairWork {
   std::vector<T> s0, s, g, c, a, gl, kc, kr, vc, bias, dkc, dvc;
-  explicit PairWork(const AttnPlan& pl) {
+  void size(const AttnPlan& pl) {
     const auto sq = static_cast<size_t>(pl.S * pl.S), grid = static_cast<size_t>(pl.grid_total),
                tile = static_cast<size_t>(pl.lvl_total), sd = static_cast<size_t>(pl.S * pl.dhp);
     s0.resize(sq), s.resize(sq), g.resize(sq), c.resize(grid), a.resize(grid), gl.resize(grid);
@@ -69,6 +69,14 @@ void write_tile(const AttnPlan& pl, int64_t t, int64_t l, const T* acc, bool col
     for (int64_t d = 0; d < pl.dh; ++d) out[r * pl.dh + d] = w * (cols ? acc[d * s + p] : acc[p * pl.dhp + d]);
   }
 }
+
+// The buffers of the backward's tasks, one per thread (per_thread in parallel.hpp).
+template <class T>
+struct BwdWork {
+  QuerySide<T> qs;
+  PairWork<T> w;
+  std::vector<T> dq_own;
+};
 
 }  // namespace attn_detail
 
@@ -95,9 +103,12 @@ void attention_grad(const AttnArgs<T>& a, const T* o, const T* lse, const T* dou
   std::vector<double> lam_part(static_cast<size_t>(BH * G * L), 0.0);
   const std::vector<const T*> v1{a.v};
   parallel_for(0, BH * G, 1, [&](int64_t lo, int64_t hi) {
-    QuerySide<T> qs;
-    PairWork<T> w(pl);
-    std::vector<T> dq_own;
+    // (kept per thread: fresh buffers of a few hundred KiB per task made glibc trim its arenas)
+    BwdWork<T>& work = per_thread<BwdWork<T>>();
+    QuerySide<T>& qs = work.qs;
+    PairWork<T>& w = work.w;
+    std::vector<T>& dq_own = work.dq_own;
+    w.size(pl);
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t bh = task / G, grp = task % G, b = bh / H, h = bh % H;
       const T* lam = a.lambda + h * L;

@@ -23,10 +23,13 @@
 // the level-l gradient grid is the 2 x 2 block sum of the level-(l-1) grid.
 // Nothing of size T x T is ever stored.
 //
-// Forward: operands are packed per tile once (keys transposed, zero padded to
-// dh rounded up to 8); parallel over (b, h, query tile), an online softmax
-// streams over key tiles (causal: only key tiles up to the diagonal) and
-// accumulates P V. Saves O and LSE = max + log(sum) per row.
+// Forward: (b, h) in chunks whose packed keys and values fit in about 1 MiB
+// (whole tiles, keys transposed, zero padded to dh rounded up to 8): a
+// chunk's tiles are packed, then its (b, h, query tile) tasks run in
+// parallel, an online softmax streaming over key tiles (causal: only key
+// tiles up to the diagonal) and accumulating P V. Saves O and LSE = max +
+// log(sum) per row. (Packing every (b, h) first sent the packed tiles through
+// memory: 16 MiB at B = 32, T = 512.)
 //
 // Backward (P recomputed from LSE, D_i = rowsum(dO * O), dS = P (dP - D_i)):
 // one pass over (b, h, key-tile group), key tiles dealt round-robin into G
@@ -53,6 +56,17 @@
 
 namespace hkt::cpu {
 
+// Bytes of packed keys and values a chunk of (b, h) aims at (so they are still in cache when its
+// query tiles read them), and the fewest query tiles a chunk gives the threads.
+inline constexpr int64_t kFwdChunkBytes = 1 << 20;
+inline constexpr int64_t kFwdChunkTasks = 16;
+
+// The forward's buffers of one query task, kept per thread.
+template <class T>
+struct FwdWork {
+  std::vector<T> q, s, c, acc, mx, sum;
+};
+
 // o [B, H, T, dh], lse [B, H, T].
 template <class T>
 void attention_forward(const AttnArgs<T>& a, T* o, T* lse) {
@@ -60,70 +74,79 @@ void attention_forward(const AttnArgs<T>& a, T* o, T* lse) {
   if (a.B * a.H == 0 || a.len == 0) return;
   const AttnPlan pl(a.len, a.dh, a.L, a.causal);
   const int64_t BH = a.B * a.H, nt = pl.nt, S = pl.S, dhp = pl.dhp, dh = a.dh;
-  // Keys (cols form, all levels), values (rows form) and key masks, packed once.
-  std::vector<T> kc(static_cast<size_t>(BH * nt * pl.lvl_total)), vr(static_cast<size_t>(BH * nt * S * dhp));
+  // (b, h) are taken in chunks of G: a chunk's keys (cols form, all levels) and values (rows form)
+  // are packed, then its query tiles run. G depends only on the shapes, and chunking changes no
+  // arithmetic: the bits are those of one chunk.
+  const int64_t per_bh = nt * (pl.lvl_total + S * dhp) * static_cast<int64_t>(sizeof(T));
+  const int64_t G = std::min(BH, std::max({int64_t(1), kFwdChunkBytes / per_bh, (kFwdChunkTasks + nt - 1) / nt}));
+  std::vector<T> kc(static_cast<size_t>(G * nt * pl.lvl_total)), vr(static_cast<size_t>(G * nt * S * dhp));
   std::vector<T> bias(static_cast<size_t>(a.B * nt * S));
   std::vector<uint8_t> masked(static_cast<size_t>(a.B * nt));
   const std::vector<const T*> v1{a.v};
-  parallel_for(0, BH * nt, 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t task = lo; task < hi; ++task) {
-      const int64_t bh = task / nt, t = task % nt;
-      pack_tile(pl, a.k, bh, t, true, kc.data() + task * pl.lvl_total);
-      pack_tile(pl, v1, bh, t, false, vr.data() + task * S * dhp);
-      if (bh % a.H == 0) {
-        const int64_t b = bh / a.H;
-        masked[static_cast<size_t>(b * nt + t)] = key_bias(pl, a.valid, b, t, bias.data() + (b * nt + t) * S);
-      }
-    }
+  parallel_for(0, a.B * nt, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t bt = lo; bt < hi; ++bt)
+      masked[static_cast<size_t>(bt)] = key_bias(pl, a.valid, bt / nt, bt % nt, bias.data() + bt * S);
   });
-  parallel_for(0, BH * nt, 1, [&](int64_t lo, int64_t hi) {
-    std::vector<T> q(static_cast<size_t>(pl.lvl_total)), s(static_cast<size_t>(S * S)),
-        c(static_cast<size_t>(pl.grid_total)), acc, mx, sum;
-    for (int64_t task = lo; task < hi; ++task) {
-      const int64_t bh = task / nt, qt = task % nt, b = bh / a.H, h = bh % a.H;
-      pack_tile(pl, a.q, bh, qt, false, q.data());
-      acc.assign(static_cast<size_t>(S * dhp), T(0));
-      mx.assign(static_cast<size_t>(S), -std::numeric_limits<T>::infinity());
-      sum.assign(static_cast<size_t>(S), T(0));
-      const int64_t nk = a.causal ? qt + 1 : nt;
-      for (int64_t kt = 0; kt < nk; ++kt) {
-        const int64_t bk = b * nt + kt;
-        if (masked[static_cast<size_t>(bk)] == kAllMasked) continue;  // padding only: adds nothing
-        tile_scores(pl, a.lambda + h * a.L, a.scale, q.data(), kc.data() + (bh * nt + kt) * pl.lvl_total, s.data(),
-                    s.data(), c.data(), c.data(), masked[static_cast<size_t>(bk)] ? bias.data() + bk * S : nullptr,
-                    a.causal && kt == qt);
-        // Online softmax: rescale the running sums to the new row maximum.
-        for (int64_t i = 0; i < S; ++i) {
-          T* si = s.data() + i * S;
-          const T m = std::max(mx[static_cast<size_t>(i)], row_max(si, S));
-          if (m == -std::numeric_limits<T>::infinity()) {
-            std::fill_n(si, S, T(0));
-            continue;
+  for (int64_t c0 = 0; c0 < BH; c0 += G) {
+    const int64_t c1 = std::min(BH, c0 + G);
+    parallel_for(c0 * nt, c1 * nt, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t task = lo; task < hi; ++task) {
+        const int64_t bh = task / nt, t = task % nt, i = task - c0 * nt;
+        pack_tile(pl, a.k, bh, t, true, kc.data() + i * pl.lvl_total);
+        pack_tile(pl, v1, bh, t, false, vr.data() + i * S * dhp);
+      }
+    });
+    parallel_for(c0 * nt, c1 * nt, 1, [&](int64_t lo, int64_t hi) {
+      FwdWork<T>& w = per_thread<FwdWork<T>>();
+      std::vector<T>&q = w.q, &s = w.s, &c = w.c, &acc = w.acc, &mx = w.mx, &sum = w.sum;
+      q.resize(static_cast<size_t>(pl.lvl_total)), s.resize(static_cast<size_t>(S * S));
+      c.resize(static_cast<size_t>(pl.grid_total));
+      for (int64_t task = lo; task < hi; ++task) {
+        const int64_t bh = task / nt, qt = task % nt, b = bh / a.H, h = bh % a.H;
+        pack_tile(pl, a.q, bh, qt, false, q.data());
+        acc.assign(static_cast<size_t>(S * dhp), T(0));
+        mx.assign(static_cast<size_t>(S), -std::numeric_limits<T>::infinity());
+        sum.assign(static_cast<size_t>(S), T(0));
+        const int64_t nk = a.causal ? qt + 1 : nt;
+        for (int64_t kt = 0; kt < nk; ++kt) {
+          const int64_t bk = b * nt + kt, ik = (bh - c0) * nt + kt;
+          if (masked[static_cast<size_t>(bk)] == kAllMasked) continue;  // padding only: adds nothing
+          tile_scores(pl, a.lambda + h * a.L, a.scale, q.data(), kc.data() + ik * pl.lvl_total, s.data(), s.data(),
+                      c.data(), c.data(), masked[static_cast<size_t>(bk)] ? bias.data() + bk * S : nullptr,
+                      a.causal && kt == qt);
+          // Online softmax: rescale the running sums to the new row maximum.
+          for (int64_t i = 0; i < S; ++i) {
+            T* si = s.data() + i * S;
+            const T m = std::max(mx[static_cast<size_t>(i)], row_max(si, S));
+            if (m == -std::numeric_limits<T>::infinity()) {
+              std::fill_n(si, S, T(0));
+              continue;
+            }
+            const T alpha = std::exp(mx[static_cast<size_t>(i)] - m);
+            mx[static_cast<size_t>(i)] = m;
+            sum[static_cast<size_t>(i)] = sum[static_cast<size_t>(i)] * alpha + exp_shift(si, S, m);
+            if (alpha != T(1))
+              for (int64_t d = 0; d < dhp; ++d) acc[static_cast<size_t>(i * dhp + d)] *= alpha;
           }
-          const T alpha = std::exp(mx[static_cast<size_t>(i)] - m);
-          mx[static_cast<size_t>(i)] = m;
-          sum[static_cast<size_t>(i)] = sum[static_cast<size_t>(i)] * alpha + exp_shift(si, S, m);
-          if (alpha != T(1))
-            for (int64_t d = 0; d < dhp; ++d) acc[static_cast<size_t>(i * dhp + d)] *= alpha;
+          mm(s.data(), S, vr.data() + ik * S * dhp, dhp, acc.data(), dhp, S, dhp, S, true);
         }
-        mm(s.data(), S, vr.data() + (bh * nt + kt) * S * dhp, dhp, acc.data(), dhp, S, dhp, S, true);
-      }
-      for (int64_t p = 0; p < S; ++p) {
-        const int64_t i = pl.row(qt, 0, p);
-        if (i < 0 || i >= a.len) continue;
-        T* orow = o + (bh * a.len + i) * dh;
-        const T sm = sum[static_cast<size_t>(p)];
-        if (sm > T(0)) {
-          const T inv = T(1) / sm;
-          for (int64_t d = 0; d < dh; ++d) orow[d] = acc[static_cast<size_t>(p * dhp + d)] * inv;
-          lse[bh * a.len + i] = mx[static_cast<size_t>(p)] + std::log(sm);
-        } else {
-          std::fill_n(orow, dh, T(0));
-          lse[bh * a.len + i] = std::numeric_limits<T>::infinity();
+        for (int64_t p = 0; p < S; ++p) {
+          const int64_t i = pl.row(qt, 0, p);
+          if (i < 0 || i >= a.len) continue;
+          T* orow = o + (bh * a.len + i) * dh;
+          const T sm = sum[static_cast<size_t>(p)];
+          if (sm > T(0)) {
+            const T inv = T(1) / sm;
+            for (int64_t d = 0; d < dh; ++d) orow[d] = acc[static_cast<size_t>(p * dhp + d)] * inv;
+            lse[bh * a.len + i] = mx[static_cast<size_t>(p)] + std::log(sm);
+          } else {
+            std::fill_n(orow, dh, T(0));
+            lse[bh * a.len + i] = std::numeric_limits<T>::infinity();
+          }
         }
       }
-    }
-  });
+    });
+  }
 }
 
 // The op list's kernels (hkt/kernels/op_list.hpp's signatures), registered for its CPU dtypes.
