@@ -36,16 +36,6 @@ void mm_generic_t(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_
   }
 }
 template <class T>
-void mm_generic(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n,
-                int64_t K, bool acc) {
-  mm_generic_t<false>(a, lda, b, ldb, c, ldc, m, n, K, acc);
-}
-template <class T>
-void mm_at_generic(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n,
-                   int64_t K, bool acc) {
-  mm_generic_t<true>(a, lda, b, ldb, c, ldc, m, n, K, acc);
-}
-template <class T>
 T row_max_generic(const T* x, int64_t n) {
   T m = -std::numeric_limits<T>::infinity();
   for (int64_t j = 0; j < n; ++j) m = std::max(m, x[j]);
@@ -122,21 +112,24 @@ void tr_f32(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t m, i
 template <class T>
 inline constexpr bool kIsF32 = std::is_same_v<T, float>;
 
+// c (= or +=) a b (AT: a^T b): the float32 kernels, or the portable product.
+template <bool AT, class T>
+void mm_t(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n, int64_t K,
+          bool acc) {
+  if constexpr (kIsF32<T>)
+    (AT ? mm_at_f32 : mm_f32)(a, lda, b, ldb, c, ldc, m, n, K, acc);
+  else
+    mm_generic_t<AT>(a, lda, b, ldb, c, ldc, m, n, K, acc);
+}
 template <class T>
 void mm(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n, int64_t K,
         bool acc) {
-  if constexpr (kIsF32<T>)
-    mm_f32(a, lda, b, ldb, c, ldc, m, n, K, acc);
-  else
-    mm_generic(a, lda, b, ldb, c, ldc, m, n, K, acc);
+  mm_t<false>(a, lda, b, ldb, c, ldc, m, n, K, acc);
 }
 template <class T>
 void mm_at(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n, int64_t K,
            bool acc) {
-  if constexpr (kIsF32<T>)
-    mm_at_f32(a, lda, b, ldb, c, ldc, m, n, K, acc);
-  else
-    mm_at_generic(a, lda, b, ldb, c, ldc, m, n, K, acc);
+  mm_t<true>(a, lda, b, ldb, c, ldc, m, n, K, acc);
 }
 template <class T>
 T row_max(const T* x, int64_t n) {

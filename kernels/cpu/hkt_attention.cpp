@@ -67,13 +67,63 @@ struct FwdWork {
   std::vector<T> q, s, c, acc, mx, sum;
 };
 
+// Query tile qt of (b, h) = bh: an online softmax over its key tiles (kc, vr: this (b, h)'s packed
+// tiles), O and LSE of its rows.
+template <class T>
+void forward_query_tile(const AttnPlan& pl, const AttnArgs<T>& a, int64_t bh, int64_t qt, const T* kc,
+                        const T* vr, const T* bias, const uint8_t* masked, FwdWork<T>& w, T* o, T* lse) {
+  using namespace attn_detail;
+  const int64_t nt = pl.nt, S = pl.S, dhp = pl.dhp, dh = a.dh, b = bh / a.H, h = bh % a.H;
+  std::vector<T>&q = w.q, &s = w.s, &c = w.c, &acc = w.acc, &mx = w.mx, &sum = w.sum;
+  pack_tile(pl, a.q, bh, qt, false, q.data());
+  acc.assign(static_cast<size_t>(S * dhp), T(0));
+  mx.assign(static_cast<size_t>(S), -std::numeric_limits<T>::infinity());
+  sum.assign(static_cast<size_t>(S), T(0));
+  const int64_t nk = a.causal ? qt + 1 : nt;
+  for (int64_t kt = 0; kt < nk; ++kt) {
+    const int64_t bk = b * nt + kt;
+    if (masked[bk] == kAllMasked) continue;  // padding only: adds nothing
+    tile_scores(pl, a.lambda + h * a.L, a.scale, q.data(), kc + kt * pl.lvl_total, s.data(), s.data(), c.data(),
+                c.data(), masked[bk] ? bias + bk * S : nullptr, a.causal && kt == qt);
+    // Online softmax: rescale the running sums to the new row maximum.
+    for (int64_t i = 0; i < S; ++i) {
+      T* si = s.data() + i * S;
+      const T m = std::max(mx[static_cast<size_t>(i)], row_max(si, S));
+      if (m == -std::numeric_limits<T>::infinity()) {
+        std::fill_n(si, S, T(0));
+        continue;
+      }
+      const T alpha = std::exp(mx[static_cast<size_t>(i)] - m);
+      mx[static_cast<size_t>(i)] = m;
+      sum[static_cast<size_t>(i)] = sum[static_cast<size_t>(i)] * alpha + exp_shift(si, S, m);
+      if (alpha != T(1))
+        for (int64_t d = 0; d < dhp; ++d) acc[static_cast<size_t>(i * dhp + d)] *= alpha;
+    }
+    mm(s.data(), S, vr + kt * S * dhp, dhp, acc.data(), dhp, S, dhp, S, true);
+  }
+  for (int64_t p = 0; p < S; ++p) {
+    const int64_t i = pl.row(qt, 0, p);
+    if (i < 0 || i >= a.len) continue;
+    T* orow = o + (bh * a.len + i) * dh;
+    const T sm = sum[static_cast<size_t>(p)];
+    if (sm > T(0)) {
+      const T inv = T(1) / sm;
+      for (int64_t d = 0; d < dh; ++d) orow[d] = acc[static_cast<size_t>(p * dhp + d)] * inv;
+      lse[bh * a.len + i] = mx[static_cast<size_t>(p)] + std::log(sm);
+    } else {
+      std::fill_n(orow, dh, T(0));
+      lse[bh * a.len + i] = std::numeric_limits<T>::infinity();
+    }
+  }
+}
+
 // o [B, H, T, dh], lse [B, H, T].
 template <class T>
 void attention_forward(const AttnArgs<T>& a, T* o, T* lse) {
   using namespace attn_detail;
   if (a.B * a.H == 0 || a.len == 0) return;
   const AttnPlan pl(a.len, a.dh, a.L, a.causal);
-  const int64_t BH = a.B * a.H, nt = pl.nt, S = pl.S, dhp = pl.dhp, dh = a.dh;
+  const int64_t BH = a.B * a.H, nt = pl.nt, S = pl.S, dhp = pl.dhp;
   // (b, h) are taken in chunks of G: a chunk's keys (cols form, all levels) and values (rows form)
   // are packed, then its query tiles run. G depends only on the shapes, and chunking changes no
   // arithmetic: the bits are those of one chunk.
@@ -98,53 +148,11 @@ void attention_forward(const AttnArgs<T>& a, T* o, T* lse) {
     });
     parallel_for(c0 * nt, c1 * nt, 1, [&](int64_t lo, int64_t hi) {
       FwdWork<T>& w = per_thread<FwdWork<T>>();
-      std::vector<T>&q = w.q, &s = w.s, &c = w.c, &acc = w.acc, &mx = w.mx, &sum = w.sum;
-      q.resize(static_cast<size_t>(pl.lvl_total)), s.resize(static_cast<size_t>(S * S));
-      c.resize(static_cast<size_t>(pl.grid_total));
-      for (int64_t task = lo; task < hi; ++task) {
-        const int64_t bh = task / nt, qt = task % nt, b = bh / a.H, h = bh % a.H;
-        pack_tile(pl, a.q, bh, qt, false, q.data());
-        acc.assign(static_cast<size_t>(S * dhp), T(0));
-        mx.assign(static_cast<size_t>(S), -std::numeric_limits<T>::infinity());
-        sum.assign(static_cast<size_t>(S), T(0));
-        const int64_t nk = a.causal ? qt + 1 : nt;
-        for (int64_t kt = 0; kt < nk; ++kt) {
-          const int64_t bk = b * nt + kt, ik = (bh - c0) * nt + kt;
-          if (masked[static_cast<size_t>(bk)] == kAllMasked) continue;  // padding only: adds nothing
-          tile_scores(pl, a.lambda + h * a.L, a.scale, q.data(), kc.data() + ik * pl.lvl_total, s.data(), s.data(),
-                      c.data(), c.data(), masked[static_cast<size_t>(bk)] ? bias.data() + bk * S : nullptr,
-                      a.causal && kt == qt);
-          // Online softmax: rescale the running sums to the new row maximum.
-          for (int64_t i = 0; i < S; ++i) {
-            T* si = s.data() + i * S;
-            const T m = std::max(mx[static_cast<size_t>(i)], row_max(si, S));
-            if (m == -std::numeric_limits<T>::infinity()) {
-              std::fill_n(si, S, T(0));
-              continue;
-            }
-            const T alpha = std::exp(mx[static_cast<size_t>(i)] - m);
-            mx[static_cast<size_t>(i)] = m;
-            sum[static_cast<size_t>(i)] = sum[static_cast<size_t>(i)] * alpha + exp_shift(si, S, m);
-            if (alpha != T(1))
-              for (int64_t d = 0; d < dhp; ++d) acc[static_cast<size_t>(i * dhp + d)] *= alpha;
-          }
-          mm(s.data(), S, vr.data() + ik * S * dhp, dhp, acc.data(), dhp, S, dhp, S, true);
-        }
-        for (int64_t p = 0; p < S; ++p) {
-          const int64_t i = pl.row(qt, 0, p);
-          if (i < 0 || i >= a.len) continue;
-          T* orow = o + (bh * a.len + i) * dh;
-          const T sm = sum[static_cast<size_t>(p)];
-          if (sm > T(0)) {
-            const T inv = T(1) / sm;
-            for (int64_t d = 0; d < dh; ++d) orow[d] = acc[static_cast<size_t>(p * dhp + d)] * inv;
-            lse[bh * a.len + i] = mx[static_cast<size_t>(p)] + std::log(sm);
-          } else {
-            std::fill_n(orow, dh, T(0));
-            lse[bh * a.len + i] = std::numeric_limits<T>::infinity();
-          }
-        }
-      }
+      w.q.resize(static_cast<size_t>(pl.lvl_total)), w.s.resize(static_cast<size_t>(S * S));
+      w.c.resize(static_cast<size_t>(pl.grid_total));
+      for (int64_t task = lo; task < hi; ++task)
+        forward_query_tile(pl, a, task / nt, task % nt, kc.data() + (task / nt - c0) * nt * pl.lvl_total,
+                           vr.data() + (task / nt - c0) * nt * S * dhp, bias.data(), masked.data(), w, o, lse);
     });
   }
 }
