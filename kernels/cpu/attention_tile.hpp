@@ -4,8 +4,8 @@
 // coarse level's scores to the next finer grid, the 2 x 2 block sums that
 // carry gradients back, and a transpose. Portable templates here; float32
 // versions with AVX2 + FMA chosen at run time live in attention.cpp (the
-// product takes eight rows at a time where the CPU also has AVX-512VL's 32
-// registers: the same instructions and sums, so the same bits).
+// product takes eight rows at a time in 512-bit registers where the CPU has
+// AVX-512: each element the same FMA chain, so the same bits).
 //
 // Size rules (guaranteed by the tiling; the AVX2 paths rely on them): every
 // row length n is a multiple of 8 and every row count m is even; upsampled
