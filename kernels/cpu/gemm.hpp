@@ -9,11 +9,18 @@
 // them from inside a TBB parallel region.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace hkt::cpu {
 
 // The number of threads OpenBLAS runs for a product (its own setting).
 int blas_num_threads();
+
+// The kernel set OpenBLAS chose when it loaded (openblas_get_corename: "Haswell", "SkylakeX", ...).
+std::string blas_core();
+// A sentence for the user when OpenBLAS runs AVX2 kernels on a CPU with AVX-512 (a model it does
+// not recognise, e.g. AMD Zen 5 with OpenBLAS 0.3.21); empty otherwise.
+std::string blas_core_advice();
 
 // C[m, n] = alpha * op(A)[m, k] @ op(B)[k, n] + beta * C, with C's rows ldc apart.
 // k == 0 gives beta * C (C is zero-filled when beta == 0, never read).

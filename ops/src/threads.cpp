@@ -54,5 +54,7 @@ int get_num_threads() {
 }
 
 int get_blas_num_threads() { return cpu::blas_num_threads(); }
+std::string get_blas_core() { return cpu::blas_core(); }
+std::string blas_core_advice() { return cpu::blas_core_advice(); }
 
 }  // namespace hkt

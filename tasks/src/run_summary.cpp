@@ -61,6 +61,7 @@ void Run::write_summary(const TrainResult& r, const DataParallel& dp) const {
   // products (docs/design.md, "Determinism"), so repeating a run's bits needs it.
   s["threads"] = get_num_threads();
   s["blas_threads"] = get_blas_num_threads();
+  s["blas_core"] = get_blas_core();  // OpenBLAS's kernel set: another one gives other last bits
   // Data parallel: processes, and this segment's time waiting for the gradients' and metrics'
   // all-reduces after the backward (what overlap did not hide), and its share of the steps' time.
   s["ranks"] = world().size;

@@ -117,6 +117,8 @@ void Run::announce(Console& con, double data_s) const {
            std::to_string(st_.model->num_parameters()) + " parameters; " + std::to_string(st_.total) + " steps of " +
            std::to_string(cfg_.batch_size) + " (" + std::to_string(st_.per_epoch) + " per epoch), lr " +
            short_num(cfg_.lr) + " " + st_.opt->schedule()->str());
+  if (ropt_.device.is_cpu())
+    if (const std::string advice = blas_core_advice(); !advice.empty()) con.line("note: " + advice);
   const World& w = world();
   if (w.size > 1)
     con.line(str_cat("data parallel: ", w.size, " processes (", w.local_size, " on this machine), ",

@@ -3,6 +3,7 @@
 // depend on it: kernels split work by fixed grain sizes and merge partial
 // results in a fixed order.
 #pragma once
+#include <string>
 
 namespace hkt {
 
@@ -15,5 +16,14 @@ int get_num_threads();
 // HKT_NUM_THREADS do not change it, and it changes the last bits of large
 // products, so a run records it (summary.json's "blas_threads").
 int get_blas_num_threads();
+
+// The kernel set OpenBLAS chose for this CPU when it loaded ("Haswell", "SkylakeX", ...;
+// OPENBLAS_CORETYPE, read before the process's first product, overrides its choice). Another
+// kernel set changes the last bits of products, so a run records it (summary.json's
+// "blas_core").
+std::string get_blas_core();
+// A sentence for the user when OpenBLAS runs its AVX2 kernels on an AVX-512 CPU it does not
+// recognise (AMD Zen 5 with OpenBLAS 0.3.21: half the products' rate); empty otherwise.
+std::string blas_core_advice();
 
 }  // namespace hkt
