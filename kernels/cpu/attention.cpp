@@ -135,6 +135,30 @@ bool cpu_has_avx512vl() {
   return h;
 }
 
+// As exp_shift_f32_avx2, 16 exponentials per instruction: the sum still adds the 8-lane halves in
+// the AVX2 order (j, then j + 8), so the same bits. (The pragma: GCC 12's false warning on the
+// AVX-512 intrinsics, avx2_math.hpp's exp16.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx2,fma,avx512f"))) float exp_shift_f32_avx512(float* x, int64_t n, float sub) {
+  __m256 s = _mm256_setzero_ps();
+  int64_t j = 0;
+  const __m512 vs16 = _mm512_set1_ps(sub);
+  for (; j + 16 <= n; j += 16) {
+    const __m512 e = simd::exp16(_mm512_sub_ps(_mm512_loadu_ps(x + j), vs16));
+    _mm512_storeu_ps(x + j, e);
+    s = _mm256_add_ps(s, _mm512_castps512_ps256(e));
+    s = _mm256_add_ps(s, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
+  }
+  if (j < n) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), _mm256_set1_ps(sub)));
+    _mm256_storeu_ps(x + j, e);
+    s = _mm256_add_ps(s, e);
+  }
+  return hsum8(s);
+}
+#pragma GCC diagnostic pop
+
 __attribute__((target("avx2,fma"))) float exp_shift_f32_avx2(float* x, int64_t n, float sub) {
   __m256 s = _mm256_setzero_ps();
   const __m256 vs = _mm256_set1_ps(sub);
@@ -261,6 +285,7 @@ void mm_at_f32(const float* a, int64_t lda, const float* b, int64_t ldb, float* 
 
 float exp_shift_f32(float* x, int64_t n, float sub) {
 #ifdef HKT_ATTN_AVX2
+  if (simd::cpu_has_avx512f()) return exp_shift_f32_avx512(x, n, sub);
   if (cpu_has_avx2_fma()) return exp_shift_f32_avx2(x, n, sub);
 #endif
   return exp_shift_generic(x, n, sub);

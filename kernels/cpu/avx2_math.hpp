@@ -1,6 +1,6 @@
 // AVX2 + FMA building blocks shared by the float32 fast paths of the CPU
-// kernels (attention.cpp, gelu.cpp): a run-time CPU check, a horizontal sum
-// and exp for 8 lanes. The library is built for x86-64-v2, so every function
+// kernels (attention.cpp, gelu.cpp): run-time CPU checks, a horizontal sum
+// and exp for 8 lanes (and for 16 with AVX-512F, the same bits). The library is built for x86-64-v2, so every function
 // here carries its own target attribute and is only called after
 // cpu_has_avx2_fma() said yes.
 #pragma once
@@ -43,6 +43,36 @@ __attribute__((target("avx2,fma"))) inline __m256 exp8(__m256 x) {
   const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
   y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
   return _mm256_andnot_ps(zero_mask, y);
+}
+
+// exp8's arithmetic on 16 lanes (AVX-512F): the same operations lane by lane, so the same bits.
+// (GCC 12's AVX-512 intrinsics pass _mm512_undefined_* as their unused merge source, which it then
+// reports as -Wmaybe-uninitialized where they are inlined: GCC bug 105593, fixed in GCC 13.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx2,fma,avx512f"))) inline __m512 exp16(__m512 x) {
+  const __mmask16 zero_mask = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ);
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.3f));
+  const __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);
+  x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), x);
+  __m512 y = _mm512_set1_ps(1.9875691500e-4f);
+  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.3981999507e-3f));
+  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(8.3334519073e-3f));
+  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(4.1665795894e-2f));
+  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.6666665459e-1f));
+  y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(5.0000001201e-1f));
+  y = _mm512_fmadd_ps(y, _mm512_mul_ps(x, x), _mm512_add_ps(x, _mm512_set1_ps(1.0f)));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fx), _mm512_set1_epi32(127)), 23);
+  y = _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~zero_mask), y);
+}
+#pragma GCC diagnostic pop
+
+inline bool cpu_has_avx512f() {
+  static const bool has = cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f");
+  return has;
 }
 
 #endif
