@@ -18,7 +18,7 @@ int get_num_threads();
 int get_blas_num_threads();
 
 // The kernel set OpenBLAS chose for this CPU when it loaded ("Haswell", "SkylakeX", ...;
-// OPENBLAS_CORETYPE, read before the process's first product, overrides its choice). Another
+// OPENBLAS_CORETYPE, read when OpenBLAS loads, overrides its choice). Another
 // kernel set changes the last bits of products, so a run records it (summary.json's
 // "blas_core").
 std::string get_blas_core();
