@@ -130,10 +130,6 @@ void mm_f32_avx512vl(const float* a, int64_t lda, const float* b, int64_t ldb, f
   if (i < m) mm_f32_avx2<AT>(a + i * step, lda, b, ldb, c + i * ldc, ldc, m - i, n, K, acc);
 }
 
-bool cpu_has_avx512vl() {
-  static const bool h = cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
-  return h;
-}
 
 // As exp_shift_f32_avx2, 16 exponentials per instruction: the sum still adds the 8-lane halves in
 // the AVX2 order (j, then j + 8), so the same bits. (The pragma: GCC 12's false warning on the
@@ -267,7 +263,7 @@ template <bool AT>
 void mm_f32_any(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m,
                 int64_t n, int64_t K, bool acc) {
 #ifdef HKT_ATTN_AVX2
-  if (cpu_has_avx512vl()) return mm_f32_avx512vl<AT>(a, lda, b, ldb, c, ldc, m, n, K, acc);
+  if (simd::cpu_has_avx512vl()) return mm_f32_avx512vl<AT>(a, lda, b, ldb, c, ldc, m, n, K, acc);
   if (cpu_has_avx2_fma()) return mm_f32_avx2<AT>(a, lda, b, ldb, c, ldc, m, n, K, acc);
 #endif
   mm_generic_t<AT>(a, lda, b, ldb, c, ldc, m, n, K, acc);

@@ -74,6 +74,10 @@ inline bool cpu_has_avx512f() {
   static const bool has = cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f");
   return has;
 }
+inline bool cpu_has_avx512vl() {
+  static const bool has = cpu_has_avx512f() && __builtin_cpu_supports("avx512vl");
+  return has;
+}
 
 #endif
 
