@@ -23,7 +23,7 @@ using simd::hsum8;
 
 // One block of R rows of c: 16 columns at a time (2R accumulators), then 8.
 // With R = 6 the 12 accumulators hide the FMA latency in AVX2's 16
-// registers; with AVX-512, mm_rows8 runs eight rows in 512-bit registers and
+// registers; with AVX-512, mm_rows_zmm runs the rows in 512-bit registers and
 // this body only for the last 8 columns (the same FMA chain per element, so the same bits).
 // AT: a is [K][lda] and its transpose the left operand (row r of c reads column r of a).
 template <int R, bool AT = false>
@@ -83,16 +83,17 @@ __attribute__((target("avx2,fma"))) void mm_f32_avx2(const float* a, int64_t lda
   if (m - i == 2) mm_rows_avx2<2, AT>(a + i * step, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
 }
 
-// Eight rows of c at a time where the CPU has AVX-512: 32 columns in two 512-bit registers a row
-// (16 accumulators of AVX-512's 32), then 16, then the last 8 in the AVX2 body. Every element of
-// c is the same chain of FMAs over k as in the AVX2 body, so the bits are the same; a 512-bit FMA
-// does the work of two 256-bit ones (on AMD Zen 5, one thread: the tile products 1.8-2x faster).
-template <int W, bool AT>
-__attribute__((target("avx2,fma,avx512f,avx512vl"), always_inline)) inline void mm_rows8_zmm(
+// R rows of c at a time where the CPU has AVX-512 (R = 8 for the bulk, 6, 4 or 2 for the last rows of a
+// block): 32 columns in two 512-bit registers a row (2R accumulators of AVX-512's 32), then 16, then
+// the last 8 in the AVX2 body. Every element of c is the same chain of FMAs over k as in the AVX2
+// body, so the bits are the same; a 512-bit FMA does the work of two 256-bit ones (on AMD Zen 5, one
+// thread: the tile products 1.8-2x faster).
+template <int R, int W, bool AT>
+__attribute__((target("avx2,fma,avx512f,avx512vl"), always_inline)) inline void mm_rows_zmm_w(
     const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t K, bool acc) {
-  __m512 x[8][W];
+  __m512 x[R][W];
 #pragma GCC unroll 8
-  for (int r = 0; r < 8; ++r)
+  for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
     for (int w = 0; w < W; ++w) x[r][w] = acc ? _mm512_loadu_ps(c + r * ldc + 16 * w) : _mm512_setzero_ps();
   const float* bk = b;
@@ -101,33 +102,40 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"), always_inline)) inline void 
 #pragma GCC unroll 2
     for (int w = 0; w < W; ++w) bv[w] = _mm512_loadu_ps(bk + 16 * w);
 #pragma GCC unroll 8
-    for (int r = 0; r < 8; ++r) {
+    for (int r = 0; r < R; ++r) {
       const __m512 av = _mm512_set1_ps(AT ? a[k * lda + r] : a[r * lda + k]);
 #pragma GCC unroll 2
       for (int w = 0; w < W; ++w) x[r][w] = _mm512_fmadd_ps(av, bv[w], x[r][w]);
     }
   }
 #pragma GCC unroll 8
-  for (int r = 0; r < 8; ++r)
+  for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
     for (int w = 0; w < W; ++w) _mm512_storeu_ps(c + r * ldc + 16 * w, x[r][w]);
 }
-template <bool AT>
-__attribute__((target("avx2,fma,avx512f,avx512vl"))) void mm_rows8(const float* a, int64_t lda, const float* b,
-                                                                  int64_t ldb, float* c, int64_t ldc, int64_t n,
-                                                                  int64_t K, bool acc) {
+template <int R, bool AT>
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) void mm_rows_zmm(const float* a, int64_t lda, const float* b,
+                                                                     int64_t ldb, float* c, int64_t ldc, int64_t n,
+                                                                     int64_t K, bool acc) {
   int64_t j = 0;
-  for (; j + 32 <= n; j += 32) mm_rows8_zmm<2, AT>(a, lda, b + j, ldb, c + j, ldc, K, acc);
-  if (j + 16 <= n) mm_rows8_zmm<1, AT>(a, lda, b + j, ldb, c + j, ldc, K, acc), j += 16;
-  if (j < n) mm_rows_avx2<8, AT>(a, lda, b + j, ldb, c + j, ldc, n - j, K, acc);
+  for (; j + 32 <= n; j += 32) mm_rows_zmm_w<R, 2, AT>(a, lda, b + j, ldb, c + j, ldc, K, acc);
+  if (j + 16 <= n) mm_rows_zmm_w<R, 1, AT>(a, lda, b + j, ldb, c + j, ldc, K, acc), j += 16;
+  if (j < n) mm_rows_avx2<R, AT>(a, lda, b + j, ldb, c + j, ldc, n - j, K, acc);
 }
 template <bool AT>
 void mm_f32_avx512vl(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m,
                      int64_t n, int64_t K, bool acc) {
   const int64_t step = AT ? 1 : lda;
   int64_t i = 0;
-  for (; i + 8 <= m; i += 8) mm_rows8<AT>(a + i * step, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
-  if (i < m) mm_f32_avx2<AT>(a + i * step, lda, b, ldb, c + i * ldc, ldc, m - i, n, K, acc);
+  for (; i + 8 <= m; i += 8) mm_rows_zmm<8, AT>(a + i * step, lda, b, ldb, c + i * ldc, ldc, n, K, acc);
+  const float* ai = a + i * step;
+  float* ci = c + i * ldc;
+  switch (m - i) {  // m is even
+    case 6: return mm_rows_zmm<6, AT>(ai, lda, b, ldb, ci, ldc, n, K, acc);
+    case 4: return mm_rows_zmm<4, AT>(ai, lda, b, ldb, ci, ldc, n, K, acc);
+    case 2: return mm_rows_zmm<2, AT>(ai, lda, b, ldb, ci, ldc, n, K, acc);
+    default: return;
+  }
 }
 
 
