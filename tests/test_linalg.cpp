@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "hkt/ops/gradcheck.hpp"
 #include "hkt/ops/linalg.hpp"
 #include "hkt/ops/reduce.hpp"
+#include "hkt/ops/threads.hpp"
 #include "hkt/ops/view.hpp"
 #include "helpers/check.hpp"
 
@@ -243,4 +245,27 @@ TEST_CASE("matmul: errors") {
   CHECK(error_of([&] { bmm(zeros({2, 2, 3}, {DType::Float64}), zeros({3, 3, 2}, {DType::Float64})); })
             .find("batch") != std::string::npos);
   CHECK_THROWS_AS(matmul(Tensor(), a), Error);
+}
+
+// OpenBLAS's idle spin (kernels/cpu/gemm.cpp): before the first product with two or more
+// OpenBLAS threads the library sets OPENBLAS_THREAD_TIMEOUT to 16 unless the user set it, and
+// OpenBLAS re-reads it. CTest runs this case alone in fresh processes (tests/CMakeLists.txt,
+// blas_spin_*) with HKT_TEST_EXPECT_SPIN the value expected after the product ("unset": none);
+// in the whole suite, where an earlier case made the first product, the setting must hold too.
+extern "C" int openblas_thread_timeout(void) __attribute__((weak));
+TEST_CASE("matmul: OpenBLAS's idle spin is shortened unless the user set it") {
+  const char* user = std::getenv("OPENBLAS_THREAD_TIMEOUT");
+  const std::string before = user ? user : "";
+  const Tensor c = matmul(randn({64, 32}), randn({32, 48}));
+  CHECK(c.size(0) == 64);
+  const char* now = std::getenv("OPENBLAS_THREAD_TIMEOUT");
+  const std::string after = now ? now : "unset";
+  if (const char* want = std::getenv("HKT_TEST_EXPECT_SPIN")) {
+    // (a one-core machine runs one OpenBLAS thread whatever OPENBLAS_NUM_THREADS says: no pool)
+    CHECK(after == (before.empty() && get_blas_num_threads() <= 1 ? std::string("unset") : std::string(want)));
+  } else if (get_blas_num_threads() > 1) {
+    CHECK(after != "unset");
+  }
+  if (!before.empty()) CHECK(after == before);  // the user's value is kept
+  if (after == "16" && openblas_thread_timeout) CHECK(openblas_thread_timeout() == 16);  // OpenBLAS read it
 }

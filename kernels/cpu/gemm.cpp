@@ -4,13 +4,41 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 
 #include "hkt/core/error.hpp"
 #include "kernels/backends.hpp"
 
+// OpenBLAS's own (pthreads build: re-reads the environment; stops its thread pool, which the
+// next threaded product starts again). Weak: absent from other BLAS builds, then not called.
+extern "C" {
+void openblas_read_env(void) __attribute__((weak));
+int blas_thread_shutdown_(void) __attribute__((weak));
+}
+
 namespace hkt::cpu {
 namespace {
+
+// OpenBLAS's idle pool threads spin (sched_yield in a loop) for 2^28 cycles, about 0.1 s, after
+// each product before they sleep. A step calls a product every few milliseconds and runs
+// oneTBB kernels on the same cores between them, so with 2 or more threads OpenBLAS's spinning
+// threads never sleep and take time from oneTBB's (2 threads, T x B = 512 x 32 and 1024 x 8:
+// a step 4-10% faster at 2^16; docs/performance.md). Unless the user set it, the spin is
+// OPENBLAS_THREAD_TIMEOUT = 16 (2^16 cycles, some 20 microseconds), set before the first
+// product: the pool reads it when it starts, so it is stopped here and restarts with it. Only
+// the waiting changes, not what a product computes: the same bits.
+bool tune_blas_spin() {
+  if (std::getenv("OPENBLAS_THREAD_TIMEOUT") || !openblas_read_env || !blas_thread_shutdown_) return false;
+  if (openblas_get_num_threads() <= 1) return false;  // no pool threads
+  setenv("OPENBLAS_THREAD_TIMEOUT", "16", 0);
+  openblas_read_env();
+  blas_thread_shutdown_();
+  return true;
+}
+void ensure_blas_spin() {
+  [[maybe_unused]] static const bool tuned = tune_blas_spin();
+}
 
 blasint to_blas(int64_t v, const char* what) {
   HKT_CHECK(v >= 0 && v <= static_cast<int64_t>(std::numeric_limits<blasint>::max()), "matmul: ", what, " = ", v,
@@ -33,6 +61,7 @@ template <class T, class Blas>
 void gemm_impl(Blas blas, bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
+  ensure_blas_spin();
   if (k == 0) {
     scale_c(m, n, beta, c, ldc);
     return;
