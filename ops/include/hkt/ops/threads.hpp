@@ -14,7 +14,10 @@ int get_num_threads();
 // The number of threads OpenBLAS runs for matrix products. It is OpenBLAS's own
 // setting (OPENBLAS_NUM_THREADS, else all cores): set_num_threads and
 // HKT_NUM_THREADS do not change it, and it changes the last bits of large
-// products, so a run records it (summary.json's "blas_threads").
+// products, so a run records it (summary.json's "blas_threads"). With two or more, the
+// library shortens the time OpenBLAS's idle threads spin before they sleep
+// (OPENBLAS_THREAD_TIMEOUT=16, set before the first product unless the user set it;
+// docs/design.md): the same bits.
 int get_blas_num_threads();
 
 // The kernel set OpenBLAS chose for this CPU when it loaded ("Haswell", "SkylakeX", ...;
