@@ -29,7 +29,8 @@
 //       picks the kinds (MHA is always run, first). Then (unless --no-steps) one training step per
 //       preset (hkt-small, mha-matched, local-small, performer-small, htr-small) at T = 1024 and
 //       4096, B = 2, R alternating rounds, medians.
-//   hkt-bench-attention --kind <mha|hkt3|local|local-causal|performer|elu1|htr> T reps   (one run; "fwd_s fwdbwd_s peak_mib")
+//   hkt-bench-attention --kind <mha|hkt3|local|local-causal|performer|elu1|htr> T reps [B]
+//       one run at batch B (1); prints "fwd_s fwdbwd_s peak_mib"
 //
 // After the kernel table it times one training step of hkt-small and
 // mha-small at T = 1024, B = 8, five alternating pairs of runs (two with
@@ -151,12 +152,12 @@ int run_one(bool fused, int64_t T, int64_t L, bool causal, int reps) {
   return print_times(fwd, w, reps, leaves);
 }
 
-// One attention kind at length T (B = 1, H = 4, dh = 32, bidirectional): prints
+// One attention kind at length T (batch B, 1 by default; H = 4, dh = 32, bidirectional): prints
 // "fwd_s fwdbwd_s peak_mib". Local: w = 64; Performer: m = 256 features (performer-small's);
 // H-Transformer-1D: Nr = 16 with its relative-position bias (htr-small's defaults).
-int run_kind(const std::string& kind, int64_t T, int reps) {
+int run_kind(const std::string& kind, int64_t T, int reps, int64_t B = kB) {
   manual_seed(1);
-  const Shape s{kB, kH, T, kDh};
+  const Shape s{B, kH, T, kDh};
   const Tensor q = randn(s).set_requires_grad(true), k = randn(s).set_requires_grad(true);
   const Tensor v = randn(s).set_requires_grad(true), w = randn(s);
   const double scale = 1.0 / std::sqrt(static_cast<double>(kDh));
@@ -164,8 +165,8 @@ int run_kind(const std::string& kind, int64_t T, int reps) {
   const Tensor htr_bias = (0.1 * randn({kH, 4 * 16 - 1})).set_requires_grad(true);
   std::vector<Tensor> q3, k3;
   for (int64_t l = 0; l < 3; ++l) {
-    q3.push_back(l == 0 ? q : randn({kB, kH, hkt_level_len(T, l), kDh}).set_requires_grad(true));
-    k3.push_back(l == 0 ? k : randn({kB, kH, hkt_level_len(T, l), kDh}).set_requires_grad(true));
+    q3.push_back(l == 0 ? q : randn({B, kH, hkt_level_len(T, l), kDh}).set_requires_grad(true));
+    k3.push_back(l == 0 ? k : randn({B, kH, hkt_level_len(T, l), kDh}).set_requires_grad(true));
   }
   const Tensor lam = full({kH, 3}, 1.0 / 3).set_requires_grad(true);
   std::function<Tensor()> fwd;
@@ -382,8 +383,8 @@ int run_curves(int64_t max_t, int rounds, const std::string& csv, std::vector<st
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::strcmp(argv[1], "--kind") == 0 && argc == 5)
-    return run_kind(argv[2], std::atoll(argv[3]), std::atoi(argv[4]));
+  if (argc >= 2 && std::strcmp(argv[1], "--kind") == 0 && (argc == 5 || argc == 6))
+    return run_kind(argv[2], std::atoll(argv[3]), std::atoi(argv[4]), argc == 6 ? std::atoll(argv[5]) : kB);
   if (argc >= 2 && std::strcmp(argv[1], "--curves") == 0) {
     int64_t max_t = 16384;
     int rounds = 3;
@@ -432,7 +433,7 @@ int main(int argc, char** argv) {
                    "usage: %s [--full] [--quick]\n  --full   add T = 8192 and training steps at T = 1024 .. 8192\n  --quick  T = 512, 1024 only, fewer "
                    "repetitions\n"
                    "       %s --curves [--max-t N] [--rounds R] [--csv FILE] [--kinds K,K,...] [--no-steps]\n"
-                   "       %s --kind <mha|hkt3|local|local-causal|performer|elu1|htr> T reps\n"
+                   "       %s --kind <mha|hkt3|local|local-causal|performer|elu1|htr> T reps [B]\n"
                    "       %s --step <preset> T B reps | --one <fused|composite> T L causal reps | --sgemm M N K\n",
                    argv[0], argv[0], argv[0], argv[0]);
       return help ? 0 : 2;
