@@ -92,10 +92,11 @@ std::string blas_core_advice() {
   // What OpenBLAS's SkylakeX kernels use.
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd"))
-    return "OpenBLAS runs its " + core +
-           " (AVX2) kernels on this AVX-512 CPU (a model it does not recognise); OPENBLAS_CORETYPE=SkylakeX, set "
-           "before the process starts, makes its matrix products up to twice as fast, with other last bits "
-           "(docs/performance.md)";
+    return "OpenBLAS runs its " + core + " (AVX2) kernels on this AVX-512 CPU" +
+           (std::getenv("OPENBLAS_CORETYPE") ? std::string(", as OPENBLAS_CORETYPE in the environment asks")
+                                             : std::string(" (a model this OpenBLAS does not know)")) +
+           "; its AVX-512 kernels (OPENBLAS_CORETYPE=SkylakeX, set before the process starts) multiply up to twice "
+           "as fast, with other last bits, where this OpenBLAS build runs them correctly (docs/performance.md)";
 #endif
   return {};
 }
