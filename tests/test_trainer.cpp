@@ -214,6 +214,7 @@ TEST_CASE("train: the loss falls and the run folder is complete") {
   CHECK(s["blas_threads"].get<int>() >= 1);
   CHECK(s["blas_core"].get<std::string>() == get_blas_core());
   CHECK(!get_blas_core().empty());
+  CHECK(s["sgemm"].get<std::string>() == get_sgemm_backend());
   // The advice names an AVX2 kernel set only.
   if (!blas_core_advice().empty()) CHECK((get_blas_core() == "Haswell" || get_blas_core() == "Zen"));
   CHECK(TrainConfig::from_json(file_bytes(c.run_dir + "/config.json")) == c);

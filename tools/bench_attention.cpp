@@ -17,7 +17,8 @@
 //
 //   hkt-bench-attention [--full] [--quick]
 //   hkt-bench-attention --one <fused|composite> T L causal   (one run; prints one line)
-//   hkt-bench-attention --sgemm M N K
+//   hkt-bench-attention --sgemm M N K                             (OpenBLAS's cblas_sgemm; GFLOP/s)
+//   hkt-bench-attention --matmul M N K [TA TB]                    (the library's float32 product; GFLOP/s)
 //   hkt-bench-attention --step <preset> T B reps                  (one training step; "step_s peak_mib")
 //   HKT_PROFILE=1 hkt-bench-attention --step ...   also prints the op profile of `reps` steps (stderr)
 //   hkt-bench-attention --curves [--max-t N] [--rounds R] [--csv FILE] [--kinds K,K,...] [--no-steps]
@@ -236,6 +237,20 @@ int run_sgemm(int m, int n, int kd) {
   return 0;
 }
 
+// --matmul M N K [TA TB]: the library's float32 product op(A)[M, K] op(B)[K, N] (hkt::matmul; TA /
+// TB 1: that operand stored transposed, as a linear layer's weight is), best of 5 after a warm-up;
+// prints GFLOP/s. HKT_SGEMM=blas runs it in OpenBLAS instead of the library's own kernel.
+int run_matmul(int64_t m, int64_t n, int64_t kd, bool ta, bool tb) {
+  manual_seed(1);
+  const Tensor a = ta ? transpose(randn({kd, m}), 0, 1) : randn({m, kd});
+  const Tensor b = tb ? transpose(randn({n, kd}), 0, 1) : randn({kd, n});
+  NoGradGuard ng;
+  (void)matmul(a, b);
+  const double t = best_time([&] { (void)matmul(a, b); }, 5);
+  std::printf("%.3f\n", 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(kd) / t * 1e-9);
+  return 0;
+}
+
 struct Result {
   bool ok = false;
   double fwd = 0, all = 0, mib = 0;
@@ -421,6 +436,9 @@ int main(int argc, char** argv) {
                    std::atoi(argv[5]) != 0, std::atoi(argv[6]));
   if (argc >= 2 && std::strcmp(argv[1], "--step") == 0 && argc == 6)
     return run_step(argv[2], std::atoll(argv[3]), std::atoll(argv[4]), std::atoi(argv[5]));
+  if (argc >= 2 && std::strcmp(argv[1], "--matmul") == 0 && (argc == 5 || argc == 7))
+    return run_matmul(std::atoll(argv[2]), std::atoll(argv[3]), std::atoll(argv[4]), argc == 7 && std::atoi(argv[5]) != 0,
+                      argc == 7 && std::atoi(argv[6]) != 0);
   if (argc >= 2 && std::strcmp(argv[1], "--sgemm") == 0 && argc == 5)
     return run_sgemm(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]));
   bool full = false, quick = false;
@@ -434,8 +452,9 @@ int main(int argc, char** argv) {
                    "repetitions\n"
                    "       %s --curves [--max-t N] [--rounds R] [--csv FILE] [--kinds K,K,...] [--no-steps]\n"
                    "       %s --kind <mha|hkt3|local|local-causal|performer|elu1|htr> T reps [B]\n"
-                   "       %s --step <preset> T B reps | --one <fused|composite> T L causal reps | --sgemm M N K\n",
-                   argv[0], argv[0], argv[0], argv[0]);
+                   "       %s --step <preset> T B reps | --one <fused|composite> T L causal reps | --sgemm M N K\n"
+                   "       %s --matmul M N K [TA TB]\n",
+                   argv[0], argv[0], argv[0], argv[0], argv[0]);
       return help ? 0 : 2;
     }
   }

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <type_traits>
 
 #include "hkt/core/error.hpp"
 #include "kernels/backends.hpp"
+#include "kernels/cpu/sgemm_avx512.hpp"
 
 // OpenBLAS's own (pthreads build: re-reads the environment; stops its thread pool, which the
 // next threaded product starts again). Weak: absent from other BLAS builds, then not called.
@@ -71,6 +73,8 @@ void gemm_impl(Blas blas, bool ta, bool tb, int64_t m, int64_t n, int64_t k, T a
                 ldc >= std::max<int64_t>(1, n),
             "gemm: invalid leading dimensions lda=", lda, " ldb=", ldb, " ldc=", ldc, " for m=", m, " n=", n,
             " k=", k, " trans_a=", ta, " trans_b=", tb);
+  if constexpr (std::is_same_v<T, float>)
+    if (own_sgemm_enabled()) return own_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   blas(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, to_blas(m, "m"),
        to_blas(n, "n"), to_blas(k, "k"), alpha, a, to_blas(lda, "lda"), b, to_blas(ldb, "ldb"), beta, c,
        to_blas(ldc, "ldc"));

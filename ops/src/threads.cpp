@@ -9,6 +9,7 @@
 
 #include "hkt/core/error.hpp"
 #include "kernels/cpu/gemm.hpp"
+#include "kernels/cpu/sgemm_avx512.hpp"
 
 namespace hkt {
 namespace {
@@ -56,5 +57,6 @@ int get_num_threads() {
 int get_blas_num_threads() { return cpu::blas_num_threads(); }
 std::string get_blas_core() { return cpu::blas_core(); }
 std::string blas_core_advice() { return cpu::blas_core_advice(); }
+std::string get_sgemm_backend() { return cpu::own_sgemm_enabled() ? "hkt" : "blas"; }
 
 }  // namespace hkt

@@ -64,9 +64,10 @@ StepMemory estimate_step_memory(const nn::ClassifierConfig& c, int64_t batch, in
   const double layers = training ? N : 1.0;
   // A forward pass without gradients keeps no dropout masks or row statistics: the block's
   // transient values, the FFN's hidden ones the most (fitted to hkt-eval's peak RSS the same
-  // way, over T = 1,024 and 4,096 and every kind; tests/memory_test.sh).
+  // way, over T = 1,024 and 4,096 and every kind; tests/memory_test.sh; lowered by a fifth
+  // on 2026-12-08, when float32 products left OpenBLAS and its work buffer left the peak).
   const double per_token =
-      training ? (11.84 + 3.375 * F + 77.9 * c.dropout) * D + 192.1 * H : (13.0 + 2.0 * F) * D;
+      training ? (11.84 + 3.375 * F + 77.9 * c.dropout) * D + 192.1 * H : (10.4 + 1.6 * F) * D;
   m.activations = B * t * layers * per_token * s * kMargin;
   // The attention kinds' own working sets, per token and layer (HKT: its levels' Q, K and
   // statistics; Performer: the m features of q and k and their running products), and per

@@ -62,6 +62,7 @@ void Run::write_summary(const TrainResult& r, const DataParallel& dp) const {
   s["threads"] = get_num_threads();
   s["blas_threads"] = get_blas_num_threads();
   s["blas_core"] = get_blas_core();  // OpenBLAS's kernel set: another one gives other last bits
+  s["sgemm"] = get_sgemm_backend();   // "hkt": float32 products in the library's own kernel
   // Data parallel: processes, and this segment's time waiting for the gradients' and metrics'
   // all-reduces after the backward (what overlap did not hide), and its share of the steps' time.
   s["ranks"] = world().size;

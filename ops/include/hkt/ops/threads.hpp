@@ -30,4 +30,10 @@ std::string get_blas_core();
 // empty otherwise.
 std::string blas_core_advice();
 
+// What runs float32 matrix products: "hkt" (the library's own AVX-512 kernel, on CPUs with
+// AVX-512F: every output one FMA chain over k in order, so the bits do not depend on any thread
+// count) or "blas" (OpenBLAS: without AVX-512F, or when the environment has HKT_SGEMM=blas).
+// float64 products always run in BLAS. A run records it (summary.json's "sgemm").
+std::string get_sgemm_backend();
+
 }  // namespace hkt
