@@ -25,9 +25,9 @@ struct Case {
   int64_t m, n, k;
 };
 // Edges of every blocking: 8-row tiles, 32-column panels, 64-row tasks, 256-long k blocks, few
-// row blocks (columns split), one row, one column, k = 1.
+// row blocks (columns split, B packed 2,048 rows of k at a time), one row, one column, k = 1.
 const Case kCases[] = {{1, 1, 1},    {7, 33, 5},    {8, 32, 256},  {9, 31, 257}, {65, 97, 300},
-                       {130, 40, 513}, {200, 150, 64}, {3, 300, 1000}, {513, 1, 17},  {1, 65, 700}};
+                       {130, 40, 513}, {200, 150, 64}, {3, 300, 1000}, {513, 1, 17},  {1, 65, 700}, {40, 70, 4500}};
 
 // op(A) [m, k] and op(B) [k, n] as float32 tensors, stored transposed when ta / tb (a transposed
 // view reaches the product as a flag, not a copy).
@@ -83,7 +83,7 @@ TEST_CASE("sgemm: the same bits at 1, 2 and 3 threads and for any block of rows"
   }
   manual_seed(12);
   const int before = get_num_threads();
-  for (const Case& s : {Case{300, 200, 600}, Case{128, 128, 2048}, Case{1000, 96, 64}}) {
+  for (const Case& s : {Case{300, 200, 600}, Case{128, 128, 4200}, Case{1000, 96, 64}}) {
     const Tensor a = operand(s.m, s.k, false), b = operand(s.k, s.n, true);
     set_num_threads(1);
     const std::vector<float> one = matmul(a, b).to_vector<float>();

@@ -9,6 +9,8 @@
 #include "kernels/cpu/avx2_math.hpp"
 #include "kernels/cpu/parallel.hpp"
 
+#include <tbb/task_arena.h>
+
 namespace hkt::cpu {
 
 #ifdef HKT_CPU_AVX2
@@ -106,6 +108,37 @@ struct Aligned {
   }
 };
 
+// Rows [i0, i0 + rows) x panels [p0, p1) over k in [k0, k1) (k0 a multiple of kKb), from B's
+// packed k rows [kb0, kb0 + kbn) (panel p at bp + p kbn 32), into acc (rows ldw apart) that
+// holds the sums over k < k0.
+void run_task(const float* a, bool ta, int64_t lda, const float* bp, int64_t kb0, int64_t kbn, int64_t i0,
+              int64_t rows, int64_t p0, int64_t p1, int64_t k0, int64_t k1, float* acc, int64_t ldw,
+              std::vector<float>& ap) {
+  const int64_t tiles = (rows + kR - 1) / kR;
+  ap.resize(static_cast<size_t>(tiles * kR * kKb));
+  for (int64_t kk = k0; kk < k1; kk += kKb) {
+    const int64_t kk1 = std::min(k1, kk + kKb), kn = kk1 - kk;
+    pack_a_block(a, ta, lda, i0, rows, kk, kk1, ap.data());
+    for (int64_t p = p0; p < p1; ++p)
+      for (int64_t q = 0; q < tiles; ++q)
+        tile8x32(ap.data() + q * kn * kR, bp + p * kbn * kC + (kk - kb0) * kC, kn, acc + q * kR * ldw + (p - p0) * kC,
+                 ldw, kk > 0);
+  }
+}
+
+// C's rows [i0, i0 + rows) x columns [j0, j0 + cols) = alpha acc + beta C.
+void write_out(const float* acc, int64_t ldw, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float alpha,
+               float beta, float* c, int64_t ldc) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* w = acc + r * ldw;
+    float* cr = c + (i0 + r) * ldc + j0;
+    if (beta == 0.0f)
+      for (int64_t j = 0; j < cols; ++j) cr[j] = alpha * w[j];
+    else
+      for (int64_t j = 0; j < cols; ++j) cr[j] = alpha * w[j] + beta * cr[j];
+  }
+}
+
 }  // namespace
 
 bool own_sgemm_enabled() {
@@ -118,49 +151,67 @@ bool own_sgemm_enabled() {
 
 void own_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t K, float alpha, const float* a, int64_t lda,
                const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  const int64_t np = (n + kC - 1) / kC;
-  // B packed once per call, in the calling thread's buffer (a fresh one if a product runs inside
-  // another on this thread: not expected, see the header).
-  thread_local Aligned kept;
+  const int64_t np = (n + kC - 1) / kC, rb = (m + kMb - 1) / kMb;
+  // The calling thread's buffers (fresh ones if a product runs inside another on this thread:
+  // not expected, see the header).
+  struct Kept {
+    Aligned b, acc;
+  };
+  thread_local Kept kept;
   thread_local bool busy = false;
-  Aligned fresh;
-  Aligned& store = busy ? fresh : kept;
+  Kept fresh;
+  Kept& store = busy ? fresh : kept;
   const bool was = busy;
   busy = true;
-  float* bp = store.get(static_cast<size_t>(np * K * kC));
-  parallel_for(0, np, 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t p = lo; p < hi; ++p) pack_b_panel(b, tb, ldb, n, K, p, bp);
-  });
-  // Tasks: blocks of kMb rows x blocks of panels (all of them, or one each when the row blocks
-  // are too few to keep the threads busy).
-  const int64_t rb = (m + kMb - 1) / kMb;
-  const int64_t ppt = rb >= 8 ? np : 1, cb = (np + ppt - 1) / ppt;
-  parallel_for(0, rb * cb, 1, [&](int64_t lo, int64_t hi) {
-    TaskScratch& s = per_thread<TaskScratch>();
-    for (int64_t t = lo; t < hi; ++t) {
-      const int64_t i0 = (t / cb) * kMb, rows = std::min(kMb, m - i0), tiles = (rows + kR - 1) / kR;
-      const int64_t p0 = (t % cb) * ppt, p1 = std::min(np, p0 + ppt), ldw = (p1 - p0) * kC;
-      s.acc.resize(static_cast<size_t>(tiles * kR * ldw));
-      s.ap.resize(static_cast<size_t>(tiles * kR * kKb));
-      for (int64_t k0 = 0; k0 < K; k0 += kKb) {
-        const int64_t k1 = std::min(K, k0 + kKb), kn = k1 - k0;
-        pack_a_block(a, ta, lda, i0, rows, k0, k1, s.ap.data());
-        for (int64_t p = p0; p < p1; ++p)
-          for (int64_t q = 0; q < tiles; ++q)
-            tile8x32(s.ap.data() + q * kn * kR, bp + p * K * kC + k0 * kC, kn,
-                     s.acc.data() + q * kR * ldw + (p - p0) * kC, ldw, k0 > 0);
+  auto pack = [&](float* bp, int64_t kb0, int64_t kbn) {  // B's k rows [kb0, kb0 + kbn), every panel
+    parallel_for(0, np, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t p = lo; p < hi; ++p) pack_b_panel(b + (tb ? kb0 : kb0 * ldb), tb, ldb, n, kbn, p, bp);
+    });
+  };
+  if (rb >= 8) {
+    // Many rows (activations times a weight): B packed whole once, tasks of kMb rows x all panels,
+    // each summing in its own buffer.
+    float* bp = store.b.get(static_cast<size_t>(np * K * kC));
+    pack(bp, 0, K);
+    parallel_for(0, rb, 1, [&](int64_t lo, int64_t hi) {
+      TaskScratch& s = per_thread<TaskScratch>();
+      for (int64_t t = lo; t < hi; ++t) {
+        const int64_t i0 = t * kMb, rows = std::min(kMb, m - i0), ldw = np * kC;
+        s.acc.resize(static_cast<size_t>(((rows + kR - 1) / kR) * kR * ldw));
+        run_task(a, ta, lda, bp, 0, K, i0, rows, 0, np, 0, K, s.acc.data(), ldw, s.ap);
+        write_out(s.acc.data(), ldw, i0, rows, 0, n, alpha, beta, c, ldc);
       }
-      const int64_t j0 = p0 * kC, cols = std::min(n, p1 * kC) - j0;
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* w = s.acc.data() + r * ldw;
-        float* cr = c + (i0 + r) * ldc + j0;
-        if (beta == 0.0f)
-          for (int64_t j = 0; j < cols; ++j) cr[j] = alpha * w[j];
-        else
-          for (int64_t j = 0; j < cols; ++j) cr[j] = alpha * w[j] + beta * cr[j];
-      }
+    });
+  } else {
+    // Few rows and often a long k (a weight's gradient, k = tokens): B packed kKs rows of k at a
+    // time, so the packed copy stays small; tasks of kMb rows x one panel; the sums kept in one
+    // buffer for the call across the stretches of k.
+    constexpr int64_t kKs = 8 * kKb;
+    const int64_t ldw = np * kC;
+    // Panels per task: all of them where the row blocks alone give every thread two tasks (each
+    // task packs its rows of A for each of its k blocks once), fewer where they do not. The split
+    // changes no bits.
+    const int64_t want = 2 * static_cast<int64_t>(tbb::this_task_arena::max_concurrency());
+    const int64_t ppt = rb >= want ? np : std::max<int64_t>(1, (np * rb + want - 1) / want), cb = (np + ppt - 1) / ppt;
+    float* acc = store.acc.get(static_cast<size_t>(rb * kMb * ldw));
+    float* bp = store.b.get(static_cast<size_t>(np * std::min(K, kKs) * kC));
+    for (int64_t ks = 0; ks < K; ks += kKs) {
+      const int64_t ks1 = std::min(K, ks + kKs);
+      pack(bp, ks, ks1 - ks);
+      parallel_for(0, rb * cb, 1, [&](int64_t lo, int64_t hi) {
+        TaskScratch& s = per_thread<TaskScratch>();
+        for (int64_t t = lo; t < hi; ++t) {
+          const int64_t i0 = (t / cb) * kMb, p0 = (t % cb) * ppt, p1 = std::min(np, p0 + ppt);
+          run_task(a, ta, lda, bp, ks, ks1 - ks, i0, std::min(kMb, m - i0), p0, p1, ks, ks1,
+                   acc + i0 * ldw + p0 * kC, ldw, s.ap);
+        }
+      });
     }
-  });
+    parallel_for(0, rb, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t t = lo; t < hi; ++t)
+        write_out(acc + t * kMb * ldw, ldw, t * kMb, std::min(kMb, m - t * kMb), 0, n, alpha, beta, c, ldc);
+    });
+  }
   busy = was;
 }
 #else
