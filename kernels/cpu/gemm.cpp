@@ -90,6 +90,7 @@ std::string blas_core() {
 }
 
 std::string blas_core_advice() {
+  if (own_sgemm_enabled()) return {};  // float32 products do not run in OpenBLAS
   const std::string core = blas_core();
   if (core != "Haswell" && core != "Zen") return {};  // its AVX2 kernel sets
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

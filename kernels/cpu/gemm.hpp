@@ -18,8 +18,9 @@ int blas_num_threads();
 
 // The kernel set OpenBLAS chose when it loaded (openblas_get_corename: "Haswell", "SkylakeX", ...).
 std::string blas_core();
-// A sentence for the user when OpenBLAS runs AVX2 kernels on a CPU with AVX-512 (OPENBLAS_CORETYPE
-// chose them, or this OpenBLAS does not know the CPU); empty otherwise.
+// A sentence for the user when OpenBLAS runs float32 products (no AVX-512F for the library's own
+// kernel, or HKT_SGEMM=blas) with AVX2 kernels on a CPU with AVX-512 (OPENBLAS_CORETYPE chose
+// them, or this OpenBLAS does not know the CPU); empty otherwise.
 std::string blas_core_advice();
 
 // C[m, n] = alpha * op(A)[m, k] @ op(B)[k, n] + beta * C, with C's rows ldc apart.

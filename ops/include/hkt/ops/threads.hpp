@@ -25,9 +25,9 @@ int get_blas_num_threads();
 // kernel set changes the last bits of products, so a run records it (summary.json's
 // "blas_core").
 std::string get_blas_core();
-// A sentence for the user when OpenBLAS runs its AVX2 kernels on an AVX-512 CPU (chosen by
-// OPENBLAS_CORETYPE, or by an OpenBLAS that does not know the CPU: half the products' rate);
-// empty otherwise.
+// A sentence for the user when float32 products run in OpenBLAS (HKT_SGEMM=blas) with its AVX2
+// kernels on an AVX-512 CPU (chosen by OPENBLAS_CORETYPE, or by an OpenBLAS that does not know
+// the CPU: half the products' rate); empty otherwise.
 std::string blas_core_advice();
 
 // What runs float32 matrix products: "hkt" (the library's own AVX-512 kernel, on CPUs with
