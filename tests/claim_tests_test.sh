@@ -92,6 +92,36 @@ done
 [[ $(verdicts | cut -d, -f1) == "not shown" ]] || { fail "a noisy world: $(verdicts)"; cat out.md; }
 [[ $bad == 0 ]] && echo "ok: the verdict rules"
 
+# (3b) Runs that scored the test set only with their best checkpoint (no test_acc in metrics.jsonl):
+# the last-checkpoint reading is the best one where it is the last, else hkt-eval's last_eval.json.
+end_only() {  # MODEL SEED ACC BEST_STEP [LAST_ACC]
+  acc "$1" "$2" "$3"
+  local d=arch/listops/$1/seed$2
+  printf '{"steps": 4000, "best_step": %s, "test_acc": %s}\n' "$4" "$3" >"$d/summary.json"
+  printf '{"event":"eval","step":4000,"val_acc":0.5}\n' >"$d/metrics.jsonl"
+  [[ -n ${5:-} ]] && printf '{"split": "test", "accuracy": %s}\n' "$5" >"$d/last_eval.json"
+  return 0
+}
+rm -rf arch; spec
+for s in 1 2 3 4 5; do
+  end_only hkt $s "0.47$((s % 3))" 4000; end_only mha-matched $s "0.46$(((s + 1) % 3 + 5))" 4000
+  end_only hkt-L1 $s "0.46$((s % 2))" 4000
+done
+end_only hkt 3 0.470 3500 0.500
+"${tool[@]}" spec.json --no-bootstrap >out.md || fail "end-only runs: exit $?"
+sed -n '/^## last checkpoint/,$p' out.md | grep -qF "| T3 | hkt (listops) | 47.10, 47.20, 50.00, 47.10, 47.20 |" ||
+  { fail "end-only runs: the last reading"; cat out.md; }
+sed -n '/^## best-validation/,/^## last/p' out.md | grep -qF "| T3 | hkt (listops) | 47.10, 47.20, 47.00, 47.10, 47.20 |" ||
+  { fail "end-only runs: the best reading"; cat out.md; }
+rm arch/listops/hkt/seed3/last_eval.json
+"${tool[@]}" spec.json --no-bootstrap >out.md || fail "end-only runs, no last_eval.json: exit $?"
+grep -q "^not available" out.md || { fail "end-only runs without last_eval.json: a last reading"; cat out.md; }
+printf '{"split": "val", "accuracy": 0.5}\n' >arch/listops/hkt/seed3/last_eval.json
+st=0; "${tool[@]}" spec.json --no-bootstrap >out.md 2>err.txt || st=$?
+[[ $st == 2 ]] && grep -q "is not hkt-eval's test-split result" err.txt || { fail "a val-split last_eval.json: exit $st"; cat err.txt; }
+rm arch/listops/hkt/seed3/last_eval.json
+[[ $bad == 0 ]] && echo "ok: the last-checkpoint reading of runs that scored the test set at the end"
+
 # (4) Bad input.
 rm -rf arch/listops/hkt-L1/seed3
 st=0; "${tool[@]}" spec.json --no-bootstrap >out.md 2>err.txt || st=$?
