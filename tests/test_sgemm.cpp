@@ -76,6 +76,21 @@ TEST_CASE("sgemm: the library's kernel gives every output as one FMA chain over 
   });
 }
 
+TEST_CASE("sgemm: operands with leading dimensions wider than their rows, bit for bit") {
+  if (get_sgemm_backend() != "hkt") {
+    MESSAGE("float32 products run in BLAS on this machine: nothing to check");
+    return;
+  }
+  manual_seed(14);
+  for (const Case& s : {Case{37, 45, 300}, Case{130, 70, 90}}) {
+    // column blocks of wider matrices: rows lda = k + 7 and ldb = n + 5 apart (or their transposes)
+    const Tensor a = narrow(randn({s.m, s.k + 7}), 1, 3, s.k), b = narrow(randn({s.k, s.n + 5}), 1, 2, s.n);
+    const Tensor at = transpose(narrow(randn({s.k, s.m + 9}), 1, 4, s.m), 0, 1);
+    CHECK(same_bits(matmul(a, b).to_vector<float>(), fma_chain(a, b)));
+    CHECK(same_bits(matmul(at, b).to_vector<float>(), fma_chain(at, b)));
+  }
+}
+
 TEST_CASE("sgemm: the same bits at 1, 2 and 3 threads and for any block of rows") {
   if (get_sgemm_backend() != "hkt") {
     MESSAGE("float32 products run in BLAS on this machine: its bits depend on its thread count (docs/design.md)");
