@@ -58,7 +58,8 @@ void Run::write_summary(const TrainResult& r, const DataParallel& dp) const {
   s["peak_rss_bytes"] = peak_rss();
   s["device"] = ropt_.device.str();  // the time per step belongs to the device (the last segment's)
   // The CPU threads of the last segment: OpenBLAS's count changes the last bits of large
-  // products (docs/design.md, "Determinism"), so repeating a run's bits needs it.
+  // products where OpenBLAS runs them (float64, or "sgemm": "blas"; docs/design.md,
+  // "Determinism"), so repeating such a run's bits needs it.
   s["threads"] = get_num_threads();
   s["blas_threads"] = get_blas_num_threads();
   s["blas_core"] = get_blas_core();  // OpenBLAS's kernel set: another one gives other last bits

@@ -13,7 +13,8 @@ int get_num_threads();
 
 // The number of threads OpenBLAS runs for matrix products. It is OpenBLAS's own
 // setting (OPENBLAS_NUM_THREADS, else all cores): set_num_threads and
-// HKT_NUM_THREADS do not change it, and it changes the last bits of large
+// HKT_NUM_THREADS do not change it, and where OpenBLAS runs the products (float64, or float32
+// with get_sgemm_backend() == "blas") it changes the last bits of large
 // products, so a run records it (summary.json's "blas_threads"). With two or more, the
 // library shortens the time OpenBLAS's idle threads spin before they sleep
 // (OPENBLAS_THREAD_TIMEOUT=16, set before the first product unless the user set it;
