@@ -59,6 +59,13 @@ void for_each_product(F&& f) {
     }
 }
 
+// Whether the library's own kernel runs float32 products here; if not, says why nothing is checked.
+bool own_kernel(const char* why) {
+  if (get_sgemm_backend() == "hkt") return true;
+  MESSAGE("float32 products run in BLAS on this machine (no AVX-512F, or HKT_SGEMM=blas): ", why);
+  return false;
+}
+
 bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
 }
@@ -66,10 +73,7 @@ bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
 }  // namespace
 
 TEST_CASE("sgemm: the library's kernel gives every output as one FMA chain over k, bit for bit") {
-  if (get_sgemm_backend() != "hkt") {
-    MESSAGE("float32 products run in BLAS on this machine (no AVX-512F, or HKT_SGEMM=blas): nothing to check");
-    return;
-  }
+  if (!own_kernel("nothing to check")) return;
   manual_seed(11);
   for_each_product([](const Tensor& a, const Tensor& b, const Case&) {
     CHECK(same_bits(matmul(a, b).to_vector<float>(), fma_chain(a, b)));
@@ -77,10 +81,7 @@ TEST_CASE("sgemm: the library's kernel gives every output as one FMA chain over 
 }
 
 TEST_CASE("sgemm: operands with leading dimensions wider than their rows, bit for bit") {
-  if (get_sgemm_backend() != "hkt") {
-    MESSAGE("float32 products run in BLAS on this machine: nothing to check");
-    return;
-  }
+  if (!own_kernel("nothing to check")) return;
   manual_seed(14);
   for (const Case& s : {Case{37, 45, 300}, Case{130, 70, 90}}) {
     // column blocks of wider matrices: rows lda = k + 7 and ldb = n + 5 apart (or their transposes)
@@ -92,10 +93,7 @@ TEST_CASE("sgemm: operands with leading dimensions wider than their rows, bit fo
 }
 
 TEST_CASE("sgemm: the same bits at 1, 2 and 3 threads and for any block of rows") {
-  if (get_sgemm_backend() != "hkt") {
-    MESSAGE("float32 products run in BLAS on this machine: its bits depend on its thread count (docs/design.md)");
-    return;
-  }
+  if (!own_kernel("its bits depend on its thread count (docs/design.md)")) return;
   manual_seed(12);
   const int before = get_num_threads();
   for (const Case& s : {Case{300, 200, 600}, Case{128, 128, 4200}, Case{1000, 96, 64}}) {
